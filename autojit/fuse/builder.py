@@ -1,0 +1,98 @@
+"""Build a Kernel's scalar body: loads, decomposed ops, constants folded once, stores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from autojit.ir.decompose import decompose
+from autojit.ir.kernel import Buffer, Instr, Kernel, ScalarParam
+from autojit.ir.ops import Op
+
+
+class KernelBuilder:
+    """Accumulates SSA instructions; identical constants and loads are emitted once.
+
+    Implements the ``Builder`` protocol of ``autojit.ir.decompose``. Typical use::
+
+        kb = KernelBuilder("k0_add", loop_sizes=(("n0",),))
+        x = kb.load(kb.add_buffer("in0", f64, (1,)))
+        y = kb.graph_op(Op.ADD, (x, kb.const(1.0, f64)), f64)
+        kb.store(kb.add_buffer("out0", f64, (1,), is_output=True), y)
+        kernel = kb.finish()
+    """
+
+    def __init__(self, name: str, loop_sizes: tuple[tuple[str, ...], ...]) -> None:
+        self.name = name
+        self.loop_sizes = loop_sizes
+        self.buffers: list[Buffer] = []
+        self.scalars: list[ScalarParam] = []
+        self.body: list[Instr] = []
+        self._dtypes: dict[int, np.dtype] = {}
+        self._consts: dict[int, Any] = {}
+        self._memo: dict[tuple, int] = {}
+        self.current_node = -1
+
+    # -- parameters -------------------------------------------------------------------
+    def add_buffer(self, name: str, dtype: np.dtype, strides: tuple[int | None, ...],
+                   is_output: bool = False, value: int = -1) -> int:
+        """Declare a buffer; return its index."""
+        self.buffers.append(Buffer(name, np.dtype(dtype), tuple(strides), is_output, value))
+        return len(self.buffers) - 1
+
+    def add_scalar(self, name: str, dtype: np.dtype, value: int = -1) -> int:
+        """Declare a runtime scalar parameter; return its index."""
+        self.scalars.append(ScalarParam(name, np.dtype(dtype), value))
+        return len(self.scalars) - 1
+
+    # -- Builder protocol -------------------------------------------------------------
+    def emit(self, op: Op, args: tuple[int, ...], dtype: np.dtype, attr: Any = None) -> int:
+        dtype = np.dtype(dtype)
+        key = (op, args, dtype.str, repr(attr))
+        if op is not Op.STORE and key in self._memo:
+            return self._memo[key]
+        ins = Instr(len(self.body), op, tuple(args), dtype, attr, self.current_node)
+        self.body.append(ins)
+        self._dtypes[ins.id] = dtype
+        if op is not Op.STORE:
+            self._memo[key] = ins.id
+        return ins.id
+
+    def const(self, value: Any, dtype: np.dtype) -> int:
+        dtype = np.dtype(dtype)
+        python_value = np.asarray(value).astype(dtype).item()
+        ident = self.emit(Op.CONST, (), dtype, python_value)
+        self._consts[ident] = python_value
+        return ident
+
+    def dtype_of(self, value: int) -> np.dtype:
+        return self._dtypes[value]
+
+    def const_value(self, value: int) -> Any | None:
+        return self._consts.get(value)
+
+    # -- conveniences -----------------------------------------------------------------
+    def load(self, buffer: int) -> int:
+        return self.emit(Op.LOAD, (), self.buffers[buffer].dtype, buffer)
+
+    def load_scalar(self, param: int) -> int:
+        return self.emit(Op.LOAD_SCALAR, (), self.scalars[param].dtype, param)
+
+    def cast(self, value: int, dtype: np.dtype) -> int:
+        if self._dtypes[value] == np.dtype(dtype):
+            return value
+        if value in self._consts:
+            return self.const(self._consts[value], dtype)
+        return self.emit(Op.CAST, (value,), dtype)
+
+    def graph_op(self, op: Op, args: tuple[int, ...], dtype: np.dtype) -> int:
+        """Emit a graph-level op through its decomposition; return the result id."""
+        return decompose(self, op, args, np.dtype(dtype))
+
+    def store(self, buffer: int, value: int) -> None:
+        self.emit(Op.STORE, (value,), self.buffers[buffer].dtype, buffer)
+
+    def finish(self, nodes: tuple[int, ...] = ()) -> Kernel:
+        return Kernel(self.name, self.loop_sizes, tuple(self.buffers), tuple(self.scalars),
+                      tuple(self.body), nodes)

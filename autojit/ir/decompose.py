@@ -1,0 +1,251 @@
+"""Rewrite graph ops into the primitives renderers implement, with NumPy's exact semantics.
+
+Each rule receives a :class:`Builder`, the operand instruction ids (already in the loop
+dtype NumPy chose) and returns the id of the result. Rules are a table keyed by op; a
+graph op absent from the table that is itself a primitive is emitted as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from autojit.ir.ops import OP_TABLE, Op
+
+BOOL = np.dtype(bool)
+
+
+class Builder(Protocol):
+    def emit(self, op: Op, args: tuple[int, ...], dtype: np.dtype, attr: Any = None) -> int: ...
+    def const(self, value: Any, dtype: np.dtype) -> int: ...
+    def dtype_of(self, value: int) -> np.dtype: ...
+    def const_value(self, value: int) -> Any | None: ...
+
+
+Rule = Callable[[Builder, tuple[int, ...], np.dtype], int]
+
+
+class Emit:
+    """Small helper so rules read like the formulas they implement."""
+
+    def __init__(self, b: Builder, dtype: np.dtype) -> None:
+        self.b, self.dt = b, np.dtype(dtype)
+
+    def op(self, op: Op, *args: int, dtype: np.dtype | None = None) -> int:
+        if dtype is None:
+            dtype = BOOL if OP_TABLE[op].bool_result else self.b.dtype_of(args[-1])
+        return self.b.emit(op, args, np.dtype(dtype))
+
+    def k(self, value: Any, dtype: np.dtype | None = None) -> int:
+        return self.b.const(value, dtype or self.dt)
+
+    def select(self, cond: int, a: int, b: int) -> int:
+        return self.b.emit(Op.SELECT, (cond, a, b), self.b.dtype_of(a))
+
+
+def _kind(b: Builder, value: int) -> str:
+    return b.dtype_of(value).kind
+
+
+def _bool_alias(bool_op: Op, numeric_op: Op) -> Rule:
+    def rule(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+        op = bool_op if _kind(b, args[0]) == "b" else numeric_op
+        return b.emit(op, args, out)
+    return rule
+
+
+def _float_divmod(e: Emit, a: int, b: int) -> tuple[int, int]:
+    """NumPy's ``npy_divmod`` (npymath): returns (floor quotient, Python-style remainder)."""
+    mod = e.op(Op.REM, a, b)
+    b_zero = e.op(Op.EQ, b, e.k(0.0))
+    div = e.op(Op.DIV, e.op(Op.SUB, a, mod), b)
+    mod_nonzero = e.op(Op.NE, mod, e.k(0.0))
+    signs_differ = e.op(Op.NE, e.op(Op.LT, b, e.k(0.0)), e.op(Op.LT, mod, e.k(0.0)))
+    adjust = e.op(Op.AND, mod_nonzero, signs_differ)
+    mod = e.select(adjust, e.op(Op.ADD, mod, b), mod)
+    div = e.select(adjust, e.op(Op.SUB, div, e.k(1.0)), div)
+    mod = e.select(mod_nonzero, mod, e.op(Op.COPYSIGN, e.k(0.0), b))
+    floor = e.op(Op.FLOOR, div)
+    floor = e.select(e.op(Op.GT, e.op(Op.SUB, div, floor), e.k(0.5)),
+                     e.op(Op.ADD, floor, e.k(1.0)), floor)
+    quotient = e.op(Op.DIV, a, b)
+    floor = e.select(e.op(Op.NE, div, e.k(0.0)), floor,
+                     e.op(Op.COPYSIGN, e.k(0.0), quotient))
+    return (e.select(b_zero, quotient, floor),
+            e.select(b_zero, e.op(Op.REM, a, b), mod))
+
+
+def _int_divmod(e: Emit, a: int, b: int) -> tuple[int, int, int, int]:
+    """Integer floor division and remainder with NumPy's rules: x // 0 == 0, x % 0 == 0,
+    MIN // -1 == MIN. Returns (floor quotient, remainder, truncated remainder, b == 0)."""
+    zero, one = e.k(0), e.k(1)
+    b_zero = e.op(Op.EQ, b, zero)
+    unsafe = b_zero
+    if e.dt.kind == "i":
+        minimum = e.k(int(np.iinfo(e.dt).min))
+        overflow = e.op(Op.AND, e.op(Op.EQ, a, minimum), e.op(Op.EQ, b, e.k(-1)))
+        unsafe = e.op(Op.OR, b_zero, overflow)
+    safe_b = e.select(unsafe, one, b)
+    quotient, rem = e.op(Op.DIV, a, safe_b), e.op(Op.REM, a, safe_b)
+    trunc_rem = rem
+    if e.dt.kind == "i":
+        signs_differ = e.op(Op.NE, e.op(Op.LT, rem, zero), e.op(Op.LT, b, zero))
+        adjust = e.op(Op.AND, e.op(Op.NE, rem, zero), signs_differ)
+        quotient = e.select(adjust, e.op(Op.SUB, quotient, one), quotient)
+        rem = e.select(adjust, e.op(Op.ADD, rem, b), rem)
+    return (e.select(b_zero, zero, quotient), e.select(b_zero, zero, rem),
+            e.select(b_zero, zero, trunc_rem), b_zero)
+
+
+def _floor_divide(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+    e = Emit(b, out)
+    return (_float_divmod if out.kind == "f" else _int_divmod)(e, *args)[0]
+
+
+def _remainder(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+    e = Emit(b, out)
+    return (_float_divmod if out.kind == "f" else _int_divmod)(e, *args)[1]
+
+
+def _fmod(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+    if out.kind == "f":
+        return b.emit(Op.REM, args, out)
+    return _int_divmod(Emit(b, out), *args)[2]
+
+
+def _power(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+    e = Emit(b, out)
+    base, exponent = args
+    value = b.const_value(exponent)
+    if out.kind == "f":
+        # NumPy's power loop takes these shortcuts for a scalar exponent.
+        shortcuts = {2.0: lambda: e.op(Op.MUL, base, base), 0.5: lambda: e.op(Op.SQRT, base),
+                     -1.0: lambda: e.op(Op.DIV, e.k(1.0), base)}
+        if value is not None and float(value) in shortcuts:
+            return shortcuts[float(value)]()
+        return e.op(Op.POW, base, exponent)
+    if value is None or int(value) < 0:
+        raise NotImplementedError("integer power needs a constant non-negative exponent")
+    result, square, n = e.k(1), base, int(value)
+    while n:
+        if n & 1:
+            result = e.op(Op.MUL, result, square)
+        n >>= 1
+        if n:
+            square = e.op(Op.MUL, square, square)
+    return result
+
+
+def _absolute(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+    (x,) = args
+    e = Emit(b, out)
+    if out.kind == "f":
+        return e.op(Op.FABS, x)
+    if out.kind == "i":
+        return e.select(e.op(Op.LT, x, e.k(0)), e.op(Op.NEG, x), x)
+    return x
+
+
+def _sign(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+    (x,) = args
+    e = Emit(b, out)
+    zero, one = e.k(0), e.k(1)
+    if out.kind == "u":
+        return e.select(e.op(Op.GT, x, zero), one, zero)
+    inner = e.select(e.op(Op.EQ, x, zero), zero, x) if out.kind == "f" else zero
+    inner = e.select(e.op(Op.LT, x, zero), e.k(-1), inner)
+    return e.select(e.op(Op.GT, x, zero), one, inner)
+
+
+def _extremum(pick_first: Op, nan_from: int | None) -> Rule:
+    """maximum/minimum propagate a NaN from either side (nan_from None: both, via the
+    first operand's test); fmax/fmin prefer the non-NaN operand (nan_from=1)."""
+
+    def rule(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+        x, y = args
+        e = Emit(b, out)
+        if out.kind == "b":
+            return e.op(Op.OR if pick_first is Op.GT else Op.AND, x, y)
+        take_first = e.op(pick_first, x, y)
+        if out.kind == "f":
+            nan_operand = x if nan_from is None else y
+            take_first = e.op(Op.OR, take_first, e.op(Op.NE, nan_operand, nan_operand))
+        return e.select(take_first, x, y)
+
+    return rule
+
+
+# Strict comparisons: on ties (0.0 vs -0.0) NumPy returns the second operand.
+_maximum, _minimum = _extremum(Op.GT, None), _extremum(Op.LT, None)
+
+
+def _clip(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+    x, low, high = args
+    return _minimum(b, (_maximum(b, (x, low), out), high), out)
+
+
+def _to_bool(e: Emit, x: int) -> int:
+    if e.b.dtype_of(x).kind == "b":
+        return x
+    return e.op(Op.NE, x, e.k(0, e.b.dtype_of(x)))
+
+
+def _logical(op: Op) -> Rule:
+    def rule(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+        e = Emit(b, BOOL)
+        return e.op(op, *(_to_bool(e, a) for a in args), dtype=BOOL)
+    return rule
+
+
+def _logical_not(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+    e = Emit(b, BOOL)
+    return e.op(Op.NOT, _to_bool(e, args[0]), dtype=BOOL)
+
+
+def _float_test(float_rule: Callable[[Emit, int], int], int_answer: bool) -> Rule:
+    def rule(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+        (x,) = args
+        dtype = b.dtype_of(x)
+        if dtype.kind != "f":
+            return b.const(int_answer, BOOL)
+        return float_rule(Emit(b, dtype), x)
+    return rule
+
+
+DECOMPOSITIONS: dict[Op, Rule] = {
+    Op.ADD: _bool_alias(Op.OR, Op.ADD),
+    Op.MUL: _bool_alias(Op.AND, Op.MUL),
+    Op.FLOOR_DIVIDE: _floor_divide,
+    Op.REMAINDER: _remainder,
+    Op.FMOD: _fmod,
+    Op.POWER: _power,
+    Op.SQUARE: lambda b, a, out: _bool_alias(Op.AND, Op.MUL)(b, (a[0], a[0]), out),
+    Op.RECIPROCAL: lambda b, a, out: b.emit(Op.DIV, (b.const(1, out), a[0]), out),
+    Op.ABSOLUTE: _absolute,
+    Op.SIGN: _sign,
+    Op.POSITIVE: lambda b, a, out: a[0],
+    Op.MAXIMUM: _maximum,
+    Op.MINIMUM: _minimum,
+    Op.FMAX: _extremum(Op.GT, 1),
+    Op.FMIN: _extremum(Op.LT, 1),
+    Op.CLIP: _clip,
+    Op.LOGICAL_AND: _logical(Op.AND),
+    Op.LOGICAL_OR: _logical(Op.OR),
+    Op.LOGICAL_XOR: _logical(Op.XOR),
+    Op.LOGICAL_NOT: _logical_not,
+    Op.ISNAN: _float_test(lambda e, x: e.op(Op.NE, x, x), False),
+    Op.ISINF: _float_test(lambda e, x: e.op(Op.EQ, e.op(Op.FABS, x), e.k(np.inf)), False),
+    Op.ISFINITE: _float_test(lambda e, x: e.op(Op.LT, e.op(Op.FABS, x), e.k(np.inf)), True),
+}
+
+
+def decompose(b: Builder, op: Op, args: tuple[int, ...], out: np.dtype) -> int:
+    """Emit graph op ``op`` as primitives through ``b``; return the result's id."""
+    rule = DECOMPOSITIONS.get(op)
+    if rule is not None:
+        return rule(b, args, np.dtype(out))
+    if not OP_TABLE[op].is_primitive:
+        raise NotImplementedError(f"no decomposition for {op.value}")
+    return b.emit(op, args, np.dtype(out))

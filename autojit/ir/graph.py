@@ -1,0 +1,92 @@
+"""The traced dataflow graph: frozen nodes in topological order."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from autojit.ir.ops import Op
+from autojit.ir.types import TensorType
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A position in the user's source: ``model.py:11:9``."""
+
+    file: str
+    line: int
+    col: int = 0
+
+    def __str__(self) -> str:
+        return f"{os.path.basename(self.file)}:{self.line}:{self.col}"
+
+    @property
+    def full(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Node:
+    """One value of the graph. ``attrs`` holds op-specific data as sorted (key, value) pairs.
+
+    ARG nodes have ``index`` (position among the call's arguments); CONST nodes ``value``;
+    CAST nodes take their target dtype from ``type``.
+    """
+
+    id: int
+    op: Op
+    inputs: tuple[int, ...]
+    type: TensorType
+    loc: SourceLoc | None = None
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        for key, value in self.attrs:
+            if key == name:
+                return value
+        return default
+
+
+@dataclass(frozen=True)
+class Param:
+    """A function parameter as traced: ``kind`` is 'array' or 'scalar' (a runtime scalar)."""
+
+    name: str
+    kind: str
+    type: TensorType
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A traced function.
+
+    ``outputs`` are node ids; ``output_tuple`` says whether the function returned a tuple;
+    ``scalar_outputs`` marks results NumPy returns as a scalar rather than a 0-d array.
+    ``guards`` are sizes the Python code read as concrete numbers (the trace is specialised
+    on them); ``dims`` maps each size symbol to the (argument, axis) it is read from.
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    nodes: tuple[Node, ...]
+    outputs: tuple[int, ...]
+    output_tuple: bool = False
+    scalar_outputs: tuple[bool, ...] = ()
+    guards: tuple[tuple[str, int], ...] = ()
+    dims: tuple[tuple[str, tuple[tuple[int, int], ...]], ...] = ()
+    loc: SourceLoc | None = None
+    _by_id: dict[int, Node] = field(default_factory=dict, compare=False, repr=False)
+
+    def node(self, node_id: int) -> Node:
+        if not self._by_id:
+            self._by_id.update((n.id, n) for n in self.nodes)
+        return self._by_id[node_id]
+
+    def users(self) -> dict[int, list[int]]:
+        """Return node id -> ids of the nodes that read it, in topological order."""
+        result: dict[int, list[int]] = {n.id: [] for n in self.nodes}
+        for n in self.nodes:
+            for i in n.inputs:
+                result[i].append(n.id)
+        return result

@@ -1,0 +1,98 @@
+"""Kernel IR: one loop nest of scalar SSA instructions, the single input of both renderers.
+
+A kernel iterates over ``loop_sizes`` (outermost first). Each loop size is a product of
+size symbols (``()`` means 1). Every buffer is indexed with one element stride per loop
+dimension: an ``int`` is known when compiling (0 for a broadcast dimension, 1 for a
+contiguous inner one), ``None`` arrives at run time.
+
+Calling convention, identical on every backend::
+
+    void <name>(void **data, const int64_t *meta)
+
+``data`` holds one pointer per buffer (in ``buffers`` order) followed by one pointer per
+scalar parameter (pointing at its value). ``meta`` holds the loop sizes, then for every
+buffer the runtime strides (in elements) of its ``None`` dimensions, in order. See
+``abi.py`` for the packing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autojit.ir.ops import Op
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """An array the kernel reads (``is_output`` False) or writes."""
+
+    name: str
+    dtype: np.dtype
+    strides: tuple[int | None, ...]
+    is_output: bool = False
+    value: int = -1          # graph node id this buffer holds
+
+
+@dataclass(frozen=True)
+class ScalarParam:
+    """A runtime scalar argument, read once per call."""
+
+    name: str
+    dtype: np.dtype
+    value: int = -1          # graph node id
+
+
+@dataclass(frozen=True)
+class Instr:
+    """A scalar SSA instruction: ``%id = op args : dtype``.
+
+    ``attr`` is the buffer index for LOAD/STORE, the parameter index for LOAD_SCALAR and
+    the Python value for CONST. CAST converts ``args[0]`` to ``dtype``.
+    """
+
+    id: int
+    op: Op
+    args: tuple[int, ...]
+    dtype: np.dtype
+    attr: Any = None
+    node: int = -1           # graph node this instruction comes from (for reports)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A fused loop nest; see the module docstring for its calling convention."""
+
+    name: str
+    loop_sizes: tuple[tuple[str, ...], ...]
+    buffers: tuple[Buffer, ...]
+    scalars: tuple[ScalarParam, ...]
+    body: tuple[Instr, ...]
+    nodes: tuple[int, ...] = ()     # graph nodes fused into this kernel
+
+    @property
+    def rank(self) -> int:
+        return len(self.loop_sizes)
+
+    def runtime_strides(self) -> list[tuple[int, int]]:
+        """Return (buffer index, loop dim) for each runtime stride, in ``meta`` order."""
+        return [
+            (b, d)
+            for b, buf in enumerate(self.buffers)
+            for d, s in enumerate(buf.strides)
+            if s is None
+        ]
+
+    def meta_index_of_stride(self, buffer: int, dim: int) -> int:
+        """Return the position in ``meta`` of a runtime stride."""
+        return self.rank + self.runtime_strides().index((buffer, dim))
+
+    @property
+    def inputs(self) -> tuple[Buffer, ...]:
+        return tuple(b for b in self.buffers if not b.is_output)
+
+    @property
+    def outputs(self) -> tuple[Buffer, ...]:
+        return tuple(b for b in self.buffers if b.is_output)

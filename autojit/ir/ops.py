@@ -1,0 +1,264 @@
+"""The op table: every operation autojit knows, in one place.
+
+Two levels share one enum:
+
+* **graph ops** are what the tracer records, one per NumPy ufunc or function, with NumPy's
+  own callable as the reference (``numpy_ref``);
+* **primitives** are the scalar operations that kernels contain and that each renderer
+  (LLVM and CUDA C) translates through its own rule table.
+
+A graph op that is not a primitive carries a ``decompose`` rule (see ``decompose.py``) that
+rewrites it into primitives. Adding an op is one row here, plus a renderer rule in each
+backend if it is a new primitive; ``tests/unit/test_op_table.py`` fails when a rule is missing.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class OpGroup(enum.Enum):
+    LEAF = "leaf"            # arguments and constants
+    MEMORY = "memory"        # kernel loads and stores
+    UNARY = "unary"
+    BINARY = "binary"
+    TERNARY = "ternary"
+    COMPARE = "compare"      # elementwise, result bool
+    CAST = "cast"
+
+
+class Op(enum.Enum):
+    # leaves (graph) and memory (kernel)
+    ARG = "arg"
+    CONST = "const"
+    LOAD = "load"
+    LOAD_SCALAR = "load_scalar"
+    STORE = "store"
+    # arithmetic
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    REM = "rem"
+    NEG = "neg"
+    FLOOR_DIVIDE = "floor_divide"
+    REMAINDER = "remainder"
+    FMOD = "fmod"
+    POWER = "power"
+    SQUARE = "square"
+    RECIPROCAL = "reciprocal"
+    ABSOLUTE = "absolute"
+    SIGN = "sign"
+    POSITIVE = "positive"
+    MAXIMUM = "maximum"
+    MINIMUM = "minimum"
+    FMAX = "fmax"
+    FMIN = "fmin"
+    CLIP = "clip"
+    # comparisons and logic
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+    NOT = "not"
+    LOGICAL_AND = "logical_and"
+    LOGICAL_OR = "logical_or"
+    LOGICAL_XOR = "logical_xor"
+    LOGICAL_NOT = "logical_not"
+    ISNAN = "isnan"
+    ISINF = "isinf"
+    ISFINITE = "isfinite"
+    SELECT = "select"
+    CAST = "cast"
+    # float primitives
+    FABS = "fabs"
+    COPYSIGN = "copysign"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    TRUNC = "trunc"
+    RINT = "rint"
+    SQRT = "sqrt"
+    CBRT = "cbrt"
+    SIN = "sin"
+    COS = "cos"
+    TAN = "tan"
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    SINH = "sinh"
+    COSH = "cosh"
+    TANH = "tanh"
+    ASINH = "asinh"
+    ACOSH = "acosh"
+    ATANH = "atanh"
+    EXP = "exp"
+    EXP2 = "exp2"
+    EXPM1 = "expm1"
+    LOG = "log"
+    LOG2 = "log2"
+    LOG10 = "log10"
+    LOG1P = "log1p"
+    ATAN2 = "atan2"
+    HYPOT = "hypot"
+    POW = "pow"
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """One row of the op table."""
+
+    group: OpGroup
+    arity: int
+    numpy_ref: Callable | None = None   # NumPy's definition (graph level)
+    primitive_kinds: str = ""           # dtype kinds a renderer must handle; "" = not a primitive
+    bool_result: bool = False           # primitive returns bool whatever its operand dtype
+    math_name: str = ""                 # libm / CUDA math function name, for float calls
+
+    @property
+    def is_primitive(self) -> bool:
+        return bool(self.primitive_kinds)
+
+
+_FLOAT = "f"
+_INT = "iu"
+_ALL = "biuf"
+_NUMERIC = "iuf"
+_BITS = "biu"
+
+
+def _u(ref: Callable | None, kinds: str = "", math: str = "") -> OpInfo:
+    return OpInfo(OpGroup.UNARY, 1, ref, kinds, math_name=math)
+
+
+def _b(ref: Callable | None, kinds: str = "", math: str = "") -> OpInfo:
+    return OpInfo(OpGroup.BINARY, 2, ref, kinds, math_name=math)
+
+
+def _cmp(ref: Callable, kinds: str = _ALL) -> OpInfo:
+    return OpInfo(OpGroup.COMPARE, 2, ref, kinds, bool_result=True)
+
+
+def _math1(ref: Callable, name: str) -> OpInfo:
+    return _u(ref, _FLOAT, name)
+
+
+OP_TABLE: dict[Op, OpInfo] = {
+    Op.ARG: OpInfo(OpGroup.LEAF, 0),
+    Op.CONST: OpInfo(OpGroup.LEAF, 0, primitive_kinds=_ALL),
+    Op.LOAD: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL),
+    Op.LOAD_SCALAR: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL),
+    Op.STORE: OpInfo(OpGroup.MEMORY, 1, primitive_kinds=_ALL),
+    # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a
+    # non-zero divisor that is not -1 against the minimum (decompositions guarantee it).
+    Op.ADD: _b(np.add, _NUMERIC),
+    Op.SUB: _b(np.subtract, _NUMERIC),
+    Op.MUL: _b(np.multiply, _NUMERIC),
+    Op.DIV: _b(np.true_divide, _NUMERIC),
+    Op.REM: _b(np.fmod, _NUMERIC),
+    Op.NEG: _u(np.negative, _NUMERIC),
+    Op.FLOOR_DIVIDE: _b(np.floor_divide),
+    Op.REMAINDER: _b(np.remainder),
+    Op.FMOD: _b(np.fmod),
+    Op.POWER: _b(np.power),
+    Op.SQUARE: _u(np.square),
+    Op.RECIPROCAL: _u(np.reciprocal),
+    Op.ABSOLUTE: _u(np.absolute),
+    Op.SIGN: _u(np.sign),
+    Op.POSITIVE: _u(np.positive),
+    Op.MAXIMUM: _b(np.maximum),
+    Op.MINIMUM: _b(np.minimum),
+    Op.FMAX: _b(np.fmax),
+    Op.FMIN: _b(np.fmin),
+    Op.CLIP: OpInfo(OpGroup.TERNARY, 3, np.clip),
+    # comparisons (float: ordered, except NE which is true for NaN) and logic
+    Op.EQ: _cmp(np.equal),
+    Op.NE: _cmp(np.not_equal),
+    Op.LT: _cmp(np.less),
+    Op.LE: _cmp(np.less_equal),
+    Op.GT: _cmp(np.greater),
+    Op.GE: _cmp(np.greater_equal),
+    Op.AND: _b(np.bitwise_and, _BITS),
+    Op.OR: _b(np.bitwise_or, _BITS),
+    Op.XOR: _b(np.bitwise_xor, _BITS),
+    Op.NOT: _u(np.invert, _BITS),
+    Op.LOGICAL_AND: _b(np.logical_and),
+    Op.LOGICAL_OR: _b(np.logical_or),
+    Op.LOGICAL_XOR: _b(np.logical_xor),
+    Op.LOGICAL_NOT: _u(np.logical_not),
+    Op.ISNAN: _u(np.isnan),
+    Op.ISINF: _u(np.isinf),
+    Op.ISFINITE: _u(np.isfinite),
+    Op.SELECT: OpInfo(OpGroup.TERNARY, 3, np.where, _ALL),
+    Op.CAST: OpInfo(OpGroup.CAST, 1, None, _ALL),
+    # float primitives: rounding and sign
+    Op.FABS: _u(np.fabs, _FLOAT, "fabs"),
+    Op.COPYSIGN: _b(np.copysign, _FLOAT, "copysign"),
+    Op.FLOOR: _math1(np.floor, "floor"),
+    Op.CEIL: _math1(np.ceil, "ceil"),
+    Op.TRUNC: _math1(np.trunc, "trunc"),
+    Op.RINT: _math1(np.rint, "rint"),
+    Op.SQRT: _math1(np.sqrt, "sqrt"),
+    Op.CBRT: _math1(np.cbrt, "cbrt"),
+    # transcendental functions (libm on the CPU, CUDA's math library on the GPU)
+    Op.SIN: _math1(np.sin, "sin"),
+    Op.COS: _math1(np.cos, "cos"),
+    Op.TAN: _math1(np.tan, "tan"),
+    Op.ASIN: _math1(np.arcsin, "asin"),
+    Op.ACOS: _math1(np.arccos, "acos"),
+    Op.ATAN: _math1(np.arctan, "atan"),
+    Op.SINH: _math1(np.sinh, "sinh"),
+    Op.COSH: _math1(np.cosh, "cosh"),
+    Op.TANH: _math1(np.tanh, "tanh"),
+    Op.ASINH: _math1(np.arcsinh, "asinh"),
+    Op.ACOSH: _math1(np.arccosh, "acosh"),
+    Op.ATANH: _math1(np.arctanh, "atanh"),
+    Op.EXP: _math1(np.exp, "exp"),
+    Op.EXP2: _math1(np.exp2, "exp2"),
+    Op.EXPM1: _math1(np.expm1, "expm1"),
+    Op.LOG: _math1(np.log, "log"),
+    Op.LOG2: _math1(np.log2, "log2"),
+    Op.LOG10: _math1(np.log10, "log10"),
+    Op.LOG1P: _math1(np.log1p, "log1p"),
+    Op.ATAN2: _b(np.arctan2, _FLOAT, "atan2"),
+    Op.HYPOT: _b(np.hypot, _FLOAT, "hypot"),
+    Op.POW: _b(np.power, _FLOAT, "pow"),
+}
+
+PRIMITIVES: tuple[Op, ...] = tuple(op for op, info in OP_TABLE.items() if info.is_primitive)
+
+#: NumPy ufunc -> graph op. The tracer records these; everything else is refused.
+UFUNC_OPS: dict[np.ufunc, Op] = {
+    np.add: Op.ADD, np.subtract: Op.SUB, np.multiply: Op.MUL, np.true_divide: Op.DIV,
+    np.floor_divide: Op.FLOOR_DIVIDE, np.remainder: Op.REMAINDER, np.fmod: Op.FMOD,
+    np.power: Op.POWER, np.float_power: Op.POWER, np.square: Op.SQUARE,
+    np.reciprocal: Op.RECIPROCAL, np.absolute: Op.ABSOLUTE, np.fabs: Op.FABS,
+    np.sign: Op.SIGN, np.negative: Op.NEG, np.positive: Op.POSITIVE,
+    np.maximum: Op.MAXIMUM, np.minimum: Op.MINIMUM, np.fmax: Op.FMAX, np.fmin: Op.FMIN,
+    np.equal: Op.EQ, np.not_equal: Op.NE, np.less: Op.LT, np.less_equal: Op.LE,
+    np.greater: Op.GT, np.greater_equal: Op.GE,
+    np.bitwise_and: Op.AND, np.bitwise_or: Op.OR, np.bitwise_xor: Op.XOR, np.invert: Op.NOT,
+    np.logical_and: Op.LOGICAL_AND, np.logical_or: Op.LOGICAL_OR,
+    np.logical_xor: Op.LOGICAL_XOR, np.logical_not: Op.LOGICAL_NOT,
+    np.isnan: Op.ISNAN, np.isinf: Op.ISINF, np.isfinite: Op.ISFINITE,
+    np.copysign: Op.COPYSIGN, np.floor: Op.FLOOR, np.ceil: Op.CEIL, np.trunc: Op.TRUNC,
+    np.rint: Op.RINT, np.sqrt: Op.SQRT, np.cbrt: Op.CBRT,
+    np.sin: Op.SIN, np.cos: Op.COS, np.tan: Op.TAN, np.arcsin: Op.ASIN, np.arccos: Op.ACOS,
+    np.arctan: Op.ATAN, np.sinh: Op.SINH, np.cosh: Op.COSH, np.tanh: Op.TANH,
+    np.arcsinh: Op.ASINH, np.arccosh: Op.ACOSH, np.arctanh: Op.ATANH,
+    np.exp: Op.EXP, np.exp2: Op.EXP2, np.expm1: Op.EXPM1, np.log: Op.LOG, np.log2: Op.LOG2,
+    np.log10: Op.LOG10, np.log1p: Op.LOG1P, np.arctan2: Op.ATAN2, np.hypot: Op.HYPOT,
+}
+
+
+def op_info(op: Op) -> OpInfo:
+    """Return the table row of ``op``."""
+    return OP_TABLE[op]

@@ -1,0 +1,84 @@
+"""Stable, diffable text forms of a Graph and a Kernel (golden tests pin them).
+
+Graph::
+
+    trace f(a: f64[n0], b: f64[n0]):          # source: model.py:10:0
+      %2 = sub %0 %1 : f64[n0]                # model.py:11:11
+      return %2
+
+Kernel::
+
+    kernel k0_sub(in0: f64[n0] strides (1), out0: f64[n0] strides (1)) loop [n0]:
+      %0 = load in0 : f64
+      store out0 %3
+"""
+
+from __future__ import annotations
+
+from autojit.ir.graph import Graph, Node
+from autojit.ir.kernel import Kernel
+from autojit.ir.ops import Op
+from autojit.ir.types import short_name
+
+_COMMENT_COLUMN = 44
+
+
+def _with_comment(text: str, comment: str) -> str:
+    return f"{text.ljust(_COMMENT_COLUMN - 1)} # {comment}" if comment else text
+
+
+def _node_operands(node: Node, graph: Graph) -> str:
+    if node.op is Op.ARG:
+        return graph.params[node.attr("index")].name
+    if node.op is Op.CONST:
+        return repr(node.attr("value"))
+    return " ".join(f"%{i}" for i in node.inputs)
+
+
+def _node_name(node: Node) -> str:
+    return f"cast<{short_name(node.type.dtype)}>" if node.op is Op.CAST else node.op.value
+
+
+def format_graph(graph: Graph) -> str:
+    """Return the graph's text form (see module docstring)."""
+    params = ", ".join(f"{p.name}: {p.type}" for p in graph.params)
+    head = f"trace {graph.name}({params}):"
+    lines = [_with_comment(head, f"source: {graph.loc}" if graph.loc else "")]
+    for node in graph.nodes:
+        text = f"  %{node.id} = {_node_name(node)} {_node_operands(node, graph)} : {node.type}"
+        lines.append(_with_comment(text, str(node.loc) if node.loc else ""))
+    for symbol, value in graph.guards:
+        lines.append(f"  guard {symbol} == {value}")
+    outs = ", ".join(f"%{i}" for i in graph.outputs)
+    lines.append(f"  return ({outs})" if graph.output_tuple else f"  return {outs}")
+    return "\n".join(lines) + "\n"
+
+
+def _size(product: tuple[str, ...]) -> str:
+    return "*".join(product) if product else "1"
+
+
+def format_kernel(kernel: Kernel) -> str:
+    """Return the kernel's text form (see module docstring)."""
+    shape = ",".join(_size(p) for p in kernel.loop_sizes)
+    params = [
+        f"{b.name}: {short_name(b.dtype)}[{shape}] strides "
+        f"({','.join('?' if s is None else str(s) for s in b.strides)})"
+        for b in kernel.buffers
+    ] + [f"{s.name}: {short_name(s.dtype)}" for s in kernel.scalars]
+    lines = [f"kernel {kernel.name}({', '.join(params)}) loop [{shape}]:"]
+    for ins in kernel.body:
+        if ins.op is Op.STORE:
+            lines.append(f"  store {kernel.buffers[ins.attr].name} %{ins.args[0]}")
+            continue
+        if ins.op is Op.LOAD:
+            operands = kernel.buffers[ins.attr].name
+        elif ins.op is Op.LOAD_SCALAR:
+            operands = kernel.scalars[ins.attr].name
+        elif ins.op is Op.CONST:
+            operands = repr(ins.attr)
+        else:
+            operands = " ".join(f"%{a}" for a in ins.args)
+        name = f"cast<{short_name(ins.dtype)}>" if ins.op is Op.CAST else ins.op.value
+        lines.append(f"  %{ins.id} = {name} {operands} : {short_name(ins.dtype)}")
+    return "\n".join(lines) + "\n"

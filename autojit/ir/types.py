@@ -1,0 +1,94 @@
+"""Scalar dtypes and tensor types with symbolic sizes.
+
+A size is either the literal ``1`` (a broadcast dimension, part of the signature) or a
+symbol such as ``"n0"`` whose value arrives at run time. Sizes never enter a compile key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+Dim = int | str
+"""A dimension: the literal 1 (broadcastable) or a symbol name bound at call time."""
+
+#: dtypes autojit compiles; anything else falls back to plain Python.
+SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(
+    np.dtype(name)
+    for name in (
+        "bool", "int8", "int16", "int32", "int64",
+        "uint8", "uint16", "uint32", "uint64", "float32", "float64",
+    )
+)
+
+_SHORT_NAMES = {
+    "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "float32": "f32", "float64": "f64",
+}
+_FROM_SHORT = {short: np.dtype(long) for long, short in _SHORT_NAMES.items()}
+
+
+def is_supported(dtype: np.dtype) -> bool:
+    """Return True when kernels can be generated for values of ``dtype``."""
+    return np.dtype(dtype) in SUPPORTED_DTYPES
+
+
+def short_name(dtype: np.dtype) -> str:
+    """Return the printer's name of a dtype: ``f64``, ``i32``, ``bool``."""
+    return _SHORT_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)
+
+
+def dtype_from_short(name: str) -> np.dtype:
+    """Inverse of :func:`short_name`; raises KeyError for an unknown name."""
+    return _FROM_SHORT[name]
+
+
+def kind_of(dtype: np.dtype) -> str:
+    """Return the dtype family used by renderer tables: 'b', 'i', 'u' or 'f'."""
+    return np.dtype(dtype).kind
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """An array value's type: dtype plus a shape of literal-1 or symbolic dimensions."""
+
+    dtype: np.dtype
+    shape: tuple[Dim, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __str__(self) -> str:
+        dims = ",".join(str(d) for d in self.shape)
+        return f"{short_name(self.dtype)}[{dims}]"
+
+    def with_dtype(self, dtype: np.dtype) -> TensorType:
+        return TensorType(np.dtype(dtype), self.shape)
+
+
+def broadcast_dims(shapes: list[tuple[Dim, ...]], unify: callable) -> tuple[Dim, ...]:
+    """Broadcast symbolic shapes NumPy's way; ``unify(a, b)`` merges two symbols that must match.
+
+    Returns the broadcast shape. Literal 1 yields to anything; two symbols are unified,
+    because NumPy raises unless they are equal at run time (a guard checks that).
+    """
+    rank = max((len(s) for s in shapes), default=0)
+    result: list[Dim] = []
+    for axis in range(rank):
+        dim: Dim = 1
+        for shape in shapes:
+            offset = axis - (rank - len(shape))
+            if offset < 0:
+                continue
+            other = shape[offset]
+            if other == 1:
+                continue
+            if dim == 1:
+                dim = other
+            elif dim != other:
+                dim = unify(dim, other)
+        result.append(dim)
+    return tuple(result)

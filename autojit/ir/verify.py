@@ -1,0 +1,81 @@
+"""Structural checks of a Graph and a Kernel; raise VerifyError naming the bad value."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autojit.errors import AutojitError
+from autojit.ir.graph import Graph
+from autojit.ir.kernel import Kernel
+from autojit.ir.ops import OP_TABLE, Op, OpGroup
+
+_SAME_DTYPE_GROUPS = (OpGroup.UNARY, OpGroup.BINARY, OpGroup.COMPARE)
+
+
+class VerifyError(AutojitError):
+    """The IR is malformed: a bug in autojit, never in the user's code."""
+
+
+def verify_graph(graph: Graph) -> None:
+    """Check ids are unique and topological, arities match and outputs exist."""
+    seen: set[int] = set()
+    for node in graph.nodes:
+        info = OP_TABLE[node.op]
+        if node.id in seen:
+            raise VerifyError(f"%{node.id} defined twice")
+        missing = [i for i in node.inputs if i not in seen]
+        if missing:
+            raise VerifyError(f"%{node.id} reads %{missing[0]} before it is defined")
+        if info.group is not OpGroup.LEAF and len(node.inputs) != info.arity:
+            raise VerifyError(f"%{node.id} {node.op.value} takes {info.arity} operands")
+        if node.op is Op.ARG and not 0 <= node.attr("index", -1) < len(graph.params):
+            raise VerifyError(f"%{node.id} reads a missing parameter")
+        seen.add(node.id)
+    for out in graph.outputs:
+        if out not in seen:
+            raise VerifyError(f"output %{out} is not defined")
+
+
+def _check_instruction_types(kernel: Kernel, ins, dtypes: dict[int, np.dtype]) -> None:
+    info = OP_TABLE[ins.op]
+    if not info.is_primitive:
+        raise VerifyError(f"{kernel.name} %{ins.id}: {ins.op.value} is not a primitive")
+    operand_dtypes = {dtypes[a] for a in ins.args}
+    if info.group in _SAME_DTYPE_GROUPS and len(operand_dtypes) > 1:
+        raise VerifyError(f"{kernel.name} %{ins.id}: mixed operand dtypes {operand_dtypes}")
+    checked = ins.dtype if info.group is not OpGroup.COMPARE and not info.bool_result else None
+    if checked is not None and info.group in _SAME_DTYPE_GROUPS and operand_dtypes:
+        if operand_dtypes != {ins.dtype}:
+            raise VerifyError(f"{kernel.name} %{ins.id}: result dtype differs from operands")
+    if ins.dtype.kind not in info.primitive_kinds and info.group is not OpGroup.COMPARE:
+        raise VerifyError(f"{kernel.name} %{ins.id}: {ins.op.value} on {ins.dtype}")
+    if info.group is OpGroup.COMPARE and ins.dtype != np.dtype(bool):
+        raise VerifyError(f"{kernel.name} %{ins.id}: comparison must give bool")
+
+
+def verify_kernel(kernel: Kernel) -> None:
+    """Check SSA order, primitive-only bodies, dtype consistency and one store per output."""
+    dtypes: dict[int, np.dtype] = {}
+    stored: list[int] = []
+    for ins in kernel.body:
+        for a in ins.args:
+            if a not in dtypes:
+                raise VerifyError(f"{kernel.name} %{ins.id} reads undefined %{a}")
+        if ins.op is Op.SELECT and dtypes[ins.args[0]] != np.dtype(bool):
+            raise VerifyError(f"{kernel.name} %{ins.id}: select condition is not bool")
+        if ins.op in (Op.LOAD, Op.STORE):
+            buf = kernel.buffers[ins.attr]
+            if buf.is_output != (ins.op is Op.STORE):
+                raise VerifyError(f"{kernel.name} %{ins.id}: {ins.op.value} of {buf.name}")
+            if len(buf.strides) != kernel.rank:
+                raise VerifyError(f"{kernel.name}: {buf.name} has wrong stride count")
+        if ins.op is Op.STORE:
+            stored.append(ins.attr)
+            if dtypes[ins.args[0]] != kernel.buffers[ins.attr].dtype:
+                raise VerifyError(f"{kernel.name}: store of wrong dtype to buffer {ins.attr}")
+        elif ins.op not in (Op.LOAD, Op.LOAD_SCALAR, Op.CONST, Op.CAST, Op.SELECT):
+            _check_instruction_types(kernel, ins, dtypes)
+        dtypes[ins.id] = np.dtype(ins.dtype)
+    outputs = [i for i, b in enumerate(kernel.buffers) if b.is_output]
+    if sorted(stored) != outputs:
+        raise VerifyError(f"{kernel.name}: outputs {outputs} stored as {sorted(stored)}")
