@@ -1,0 +1,41 @@
+"""autojit: trace NumPy functions, fuse them into kernels, compile for CPU and GPU, route calls.
+
+    from autojit import autoroute
+
+    @autoroute
+    def chain(x):
+        return np.tanh(np.cos(np.exp(np.sin(x))))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from autojit.errors import (
+    AutojitError,
+    AutojitWarning,
+    CompileError,
+    FallbackWarning,
+    TraceError,
+    UnsupportedError,
+)
+from autojit.policy import Dispatcher, config, reload_environment
+
+__version__ = "0.1.0"
+
+
+def autoroute(fn: Callable | None = None, **options: Any) -> Any:
+    """Decorate ``fn`` (bare, or with options such as ``force="cpu"``, ``fusion_max_ops=64``).
+
+    Returns a Dispatcher: call it like ``fn``; ``.inspect(*args)`` and ``.stats()`` explain it.
+    """
+    if fn is None:
+        return lambda f: Dispatcher(f, options)
+    return Dispatcher(fn, options)
+
+
+__all__ = [
+    "AutojitError", "AutojitWarning", "CompileError", "Dispatcher", "FallbackWarning",
+    "TraceError", "UnsupportedError", "autoroute", "config", "reload_environment",
+]

@@ -23,6 +23,10 @@ class UnsupportedError(TraceError):
     """A construct autojit does not compile (yet): an op, a dtype, an argument kind."""
 
 
+class BroadcastError(TraceError):
+    """Arguments whose sizes NumPy cannot broadcast: depends on sizes, so never cached."""
+
+
 class CompileError(AutojitError):
     """A backend compiler rejected generated code; carries numbered source and the log."""
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from autojit.ir.decompose import decompose
+from autojit.ir.evaluate import PRIMITIVE_REFS
 from autojit.ir.kernel import Buffer, Instr, Kernel, ScalarParam
-from autojit.ir.ops import Op
+from autojit.ir.ops import OP_TABLE, Op
+
+_NOT_FOLDABLE = (Op.LOAD, Op.LOAD_SCALAR, Op.STORE, Op.CONST)
 
 
 class KernelBuilder:
@@ -49,6 +53,10 @@ class KernelBuilder:
     # -- Builder protocol -------------------------------------------------------------
     def emit(self, op: Op, args: tuple[int, ...], dtype: np.dtype, attr: Any = None) -> int:
         dtype = np.dtype(dtype)
+        if op is Op.SELECT and args[0] in self._consts:
+            return args[1] if self._consts[args[0]] else args[2]
+        if op not in _NOT_FOLDABLE and args and all(a in self._consts for a in args):
+            return self._fold(op, args, dtype)
         key = (op, args, dtype.str, repr(attr))
         if op is not Op.STORE and key in self._memo:
             return self._memo[key]
@@ -58,6 +66,15 @@ class KernelBuilder:
         if op is not Op.STORE:
             self._memo[key] = ins.id
         return ins.id
+
+    def _fold(self, op: Op, args: tuple[int, ...], dtype: np.dtype) -> int:
+        """Evaluate an op on constants now, with the reference semantics renderers follow."""
+        operands = [np.asarray(self._consts[a], dtype=self._dtypes[a]) for a in args]
+        if op is Op.CAST:
+            return self.const(operands[0].astype(dtype), dtype)
+        reference = PRIMITIVE_REFS.get(op) or OP_TABLE[op].numpy_ref
+        with np.errstate(all="ignore"):
+            return self.const(np.asarray(reference(*operands)).astype(dtype), dtype)
 
     def const(self, value: Any, dtype: np.dtype) -> int:
         dtype = np.dtype(dtype)
@@ -94,5 +111,18 @@ class KernelBuilder:
         self.emit(Op.STORE, (value,), self.buffers[buffer].dtype, buffer)
 
     def finish(self, nodes: tuple[int, ...] = ()) -> Kernel:
+        """Return the Kernel, without instructions no store depends on, renumbered densely."""
+        live: set[int] = set()
+        for ins in reversed(self.body):
+            if ins.op is Op.STORE or ins.id in live:
+                live.update(ins.args)
+                live.add(ins.id)
+        renumber: dict[int, int] = {}
+        body = []
+        for ins in self.body:
+            if ins.id in live:
+                renumber[ins.id] = len(body)
+                body.append(replace(ins, id=len(body),
+                                    args=tuple(renumber[a] for a in ins.args)))
         return Kernel(self.name, self.loop_sizes, tuple(self.buffers), tuple(self.scalars),
-                      tuple(self.body), nodes)
+                      tuple(body), nodes)

@@ -64,7 +64,10 @@ class Graph:
     ``outputs`` are node ids; ``output_tuple`` says whether the function returned a tuple;
     ``scalar_outputs`` marks results NumPy returns as a scalar rather than a 0-d array.
     ``guards`` are sizes the Python code read as concrete numbers (the trace is specialised
-    on them); ``dims`` maps each size symbol to the (argument, axis) it is read from.
+    on them); ``dims`` maps each size symbol to the (argument, axis) pairs it is read from
+    (several when broadcasting made sizes equal: a call must agree or NumPy would raise);
+    ``int_guards`` lists (parameter, dtype) pairs: a Python int argument NumPy converts to
+    that integer dtype, so a call must pass a value in its range (else NumPy raises).
     """
 
     name: str
@@ -75,6 +78,7 @@ class Graph:
     scalar_outputs: tuple[bool, ...] = ()
     guards: tuple[tuple[str, int], ...] = ()
     dims: tuple[tuple[str, tuple[tuple[int, int], ...]], ...] = ()
+    int_guards: tuple[tuple[int, str], ...] = ()
     loc: SourceLoc | None = None
     _by_id: dict[int, Node] = field(default_factory=dict, compare=False, repr=False)
 

@@ -256,6 +256,7 @@ UFUNC_OPS: dict[np.ufunc, Op] = {
     np.arcsinh: Op.ASINH, np.arccosh: Op.ACOSH, np.arctanh: Op.ATANH,
     np.exp: Op.EXP, np.exp2: Op.EXP2, np.expm1: Op.EXPM1, np.log: Op.LOG, np.log2: Op.LOG2,
     np.log10: Op.LOG10, np.log1p: Op.LOG1P, np.arctan2: Op.ATAN2, np.hypot: Op.HYPOT,
+    np._core.umath.clip: Op.CLIP,   # what np.clip(a, lo, hi) calls
 }
 
 

@@ -44,8 +44,8 @@ def _check_instruction_types(kernel: Kernel, ins, dtypes: dict[int, np.dtype]) -
     if info.group in _SAME_DTYPE_GROUPS and len(operand_dtypes) > 1:
         raise VerifyError(f"{kernel.name} %{ins.id}: mixed operand dtypes {operand_dtypes}")
     checked = ins.dtype if info.group is not OpGroup.COMPARE and not info.bool_result else None
-    if checked is not None and info.group in _SAME_DTYPE_GROUPS and operand_dtypes:
-        if operand_dtypes != {ins.dtype}:
+    same_group = info.group in _SAME_DTYPE_GROUPS
+    if checked is not None and same_group and operand_dtypes and operand_dtypes != {ins.dtype}:
             raise VerifyError(f"{kernel.name} %{ins.id}: result dtype differs from operands")
     if ins.dtype.kind not in info.primitive_kinds and info.group is not OpGroup.COMPARE:
         raise VerifyError(f"{kernel.name} %{ins.id}: {ins.op.value} on {ins.dtype}")

@@ -1,0 +1,134 @@
+"""All configuration in one place: ``AUTOJIT_*`` variables < decorator options < ``config()``.
+
+The environment is read once (at import, or again by :func:`reload_environment`): reading
+it on every call would cost more than the call itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+_LOGGER = logging.getLogger("autojit")
+
+
+def _default_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "autojit")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Effective settings for one call; field names are the option names."""
+
+    force: str | None = None                 # "cpu" | "gpu" | "python"
+    disable: bool = False
+    fusion_max_ops: int = 128
+    gpu_min_elems: int = 1 << 20
+    gpu_util_thresh: float = 0.8
+    backends: tuple[str, ...] = ("gpu", "cpu")
+    log: str = ""
+    stats_at_exit: bool = False
+    cache_dir: str = field(default_factory=_default_cache_dir)
+    num_threads: int = field(default_factory=_default_threads)
+
+
+def _flag(text: str) -> bool:
+    return text.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _force(text: str) -> str | None:
+    value = text.strip().lower() or None
+    if value not in (None, "cpu", "gpu", "python"):
+        raise ValueError(f"AUTOJIT_FORCE must be cpu, gpu or python, not {text!r}")
+    return value
+
+
+#: environment variable -> (field, parser)
+ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "AUTOJIT_FORCE": ("force", _force),
+    "AUTOJIT_DISABLE": ("disable", _flag),
+    "AUTOJIT_FUSION_MAX_OPS": ("fusion_max_ops", int),
+    "AUTOJIT_GPU_MIN_ELEMS": ("gpu_min_elems", int),
+    "AUTOJIT_GPU_UTIL_THRESH": ("gpu_util_thresh", float),
+    "AUTOJIT_BACKENDS": ("backends", lambda t: tuple(s.strip() for s in t.split(",") if s)),
+    "AUTOJIT_LOG": ("log", str.lower),
+    "AUTOJIT_STATS": ("stats_at_exit", _flag),
+    "AUTOJIT_CACHE_DIR": ("cache_dir", str),
+    "AUTOJIT_NUM_THREADS": ("num_threads", int),
+}
+
+_FIELDS = {f.name for f in dataclasses.fields(Settings)}
+_environment_settings = Settings()
+_overrides: contextvars.ContextVar[tuple[tuple[str, Any], ...]] = contextvars.ContextVar(
+    "autojit_config", default=())
+
+
+def reload_environment() -> Settings:
+    """Re-read ``AUTOJIT_*`` variables; return the environment-level settings."""
+    global _environment_settings
+    values = {}
+    for variable, (name, parse) in ENVIRONMENT.items():
+        text = os.environ.get(variable)
+        if text is not None and text != "":
+            values[name] = parse(text)
+    _environment_settings = Settings(**values)
+    if _environment_settings.log == "debug":
+        _enable_debug_log()
+    return _environment_settings
+
+
+def _enable_debug_log() -> None:
+    _LOGGER.setLevel(logging.DEBUG)
+    if not _LOGGER.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("autojit: %(message)s"))
+        _LOGGER.addHandler(handler)
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Validate option names and values; return them. Raises TypeError or ValueError."""
+    unknown = set(options) - _FIELDS
+    if unknown:
+        raise TypeError(f"unknown autojit option(s): {', '.join(sorted(unknown))}; "
+                        f"known: {', '.join(sorted(_FIELDS))}")
+    if "force" in options and options["force"] is not None:
+        _force(str(options["force"]))
+    return options
+
+
+def current_settings(options: tuple[tuple[str, Any], ...] = ()) -> Settings:
+    """Return settings for a call: environment, then decorator ``options``, then config()."""
+    overrides = _overrides.get()
+    if not options and not overrides:
+        return _environment_settings
+    return dataclasses.replace(_environment_settings, **dict(options + overrides))
+
+
+@contextlib.contextmanager
+def config(**options: Any) -> Iterator[Settings]:
+    """``with autojit.config(force="cpu"): ...`` — overrides for the block (innermost wins)."""
+    check_options(options)
+    if options.get("log") == "debug":
+        _enable_debug_log()
+    token = _overrides.set(_overrides.get() + tuple(options.items()))
+    try:
+        yield current_settings()
+    finally:
+        _overrides.reset(token)
+
+
+reload_environment()

@@ -1,0 +1,35 @@
+"""Running a plan on the GPU: move NumPy inputs over, keep CuPy inputs where they are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from autojit.policy.signature import is_cupy_array
+
+
+def _to_host(value: Any) -> Any:
+    if is_cupy_array(value):
+        host = value.get()
+        return host[()] if host.ndim == 0 else host
+    return value
+
+
+def run_on_gpu(dispatcher: Any, entry: Any, args: tuple, sizes: dict[str, int]) -> Any:
+    """Run ``entry``'s plan through CuPy; results return to the host when inputs came from it."""
+    import cupy
+
+    from autojit.policy.backends import run_plan
+    from autojit.policy.dispatcher import BACKENDS
+
+    from_host = not any(is_cupy_array(a) for a in args)
+    device_args = tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+    programs = dispatcher.programs(entry, "gpu")
+    result = run_plan(entry.plan, programs, BACKENDS["gpu"], device_args, sizes)
+    cupy.cuda.get_current_stream().synchronize()
+    if not from_host:
+        return result
+    if isinstance(result, tuple):
+        return tuple(_to_host(r) for r in result)
+    return _to_host(result)

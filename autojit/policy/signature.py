@@ -1,0 +1,64 @@
+"""Call signatures (contract 3): what a compiled version depends on, never the sizes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from autojit.ir.types import is_supported
+
+Signature = tuple
+"""Per argument: ('a'|'g', dtype, ndim, size-1 mask, C-contiguous) for NumPy/CuPy arrays,
+('py', type name) for Python scalars, ('np', dtype) for NumPy scalars."""
+
+_PYTHON_SCALARS = {float: ("py", "float"), int: ("py", "int"), bool: ("py", "bool")}
+
+
+def is_cupy_array(value: Any) -> bool:
+    """Return True for a CuPy array, without importing CuPy."""
+    return type(value).__module__.startswith("cupy") and hasattr(value, "__cuda_array_interface__")
+
+
+def _array_key(kind: str, value: Any) -> tuple | None:
+    dtype = value.dtype
+    if not is_supported(dtype):
+        return None
+    if any(s % dtype.itemsize for s in value.strides):
+        return None  # misaligned strides (views into records): plain Python handles them
+    ones = tuple(s == 1 for s in value.shape)
+    return (kind, dtype.char, value.ndim, ones, bool(value.flags.c_contiguous))
+
+
+def argument_key(value: Any) -> tuple | None:
+    """Return the signature entry of one argument, or None if autojit cannot compile it."""
+    scalar = _PYTHON_SCALARS.get(type(value))
+    if scalar is not None:
+        return scalar
+    if isinstance(value, np.ndarray):
+        return _array_key("a", value)
+    if isinstance(value, np.generic):
+        return ("np", value.dtype.char) if is_supported(value.dtype) else None
+    if is_cupy_array(value):
+        return _array_key("g", value)
+    return None
+
+
+def signature_of(args: tuple) -> Signature | None:
+    """Return the call's signature, or None when some argument is not compilable."""
+    keys = []
+    for value in args:
+        key = argument_key(value)
+        if key is None:
+            return None
+        keys.append(key)
+    return tuple(keys)
+
+
+def describe_argument(key: tuple) -> str:
+    """Return a short human form of a signature entry: ``f64[1d,C]``, ``py float``."""
+    if key[0] in ("a", "g"):
+        layout = "C" if key[4] else "strided"
+        where = "" if key[0] == "a" else " cupy"
+        return f"{np.dtype(key[1]).name}[{key[2]}d,{layout}]{where}"
+    return f"{key[0]} {key[1] if key[0] == 'py' else np.dtype(key[1]).name}"

@@ -1,0 +1,174 @@
+"""The NumPy API map: how each ufunc, function and method call becomes graph nodes.
+
+Dtypes come from NumPy itself (``ufunc.resolve_dtypes``, ``np.result_type``), so NumPy 2
+promotion (NEP 50: Python scalars are weak) holds by construction. Operands are cast to the
+loop dtype NumPy picks, so every graph op sees operands of one dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autojit.errors import TraceError, UnsupportedError
+from autojit.ir.ops import UFUNC_OPS, Op
+from autojit.ir.types import TensorType, broadcast_dims, is_supported, short_name
+from autojit.tracer.proxy import Proxy
+from autojit.tracer.state import TraceState, current_trace, user_location
+
+_WEAK_PYTHON_TYPES = (int, float)
+_IGNORED_UFUNC_KWARGS = {"out": None, "where": True, "casting": "same_kind", "order": "K",
+                         "dtype": None, "subok": True, "signature": None}
+
+
+def _unsupported(reason: str) -> UnsupportedError:
+    return UnsupportedError(reason, user_location(3))
+
+
+def _descriptor(operand: Any) -> np.dtype | type:
+    """Return what NumPy's dtype resolution sees: a dtype, or ``int``/``float`` if weak."""
+    if isinstance(operand, Proxy):
+        return operand.weak or operand.type.dtype
+    if isinstance(operand, bool | np.bool_):
+        return np.dtype(bool)
+    if isinstance(operand, _WEAK_PYTHON_TYPES) and not isinstance(operand, np.generic):
+        return type(operand)
+    if isinstance(operand, np.generic | np.ndarray) and np.ndim(operand) == 0:
+        return np.asarray(operand).dtype
+    if isinstance(operand, np.ndarray):
+        raise _unsupported("an array captured from outside the function (pass it as an "
+                           "argument)")
+    raise _unsupported(f"operand of type {type(operand).__name__} is not supported")
+
+
+def _check_dtype(dtype: np.dtype) -> None:
+    if not is_supported(dtype):
+        raise _unsupported(f"dtype {dtype} is not supported (bool, int8-64, uint8-64, "
+                           f"float32, float64 are)")
+
+
+def _operand_node(state: TraceState, operand: Any, dtype: np.dtype, op: Op) -> int:
+    """Return a node holding ``operand`` converted to ``dtype`` (a CAST or a constant)."""
+    if isinstance(operand, Proxy):
+        if operand.type.dtype == dtype:
+            return operand.node
+        if operand.weak is int and dtype.kind in "iu":
+            state.int_guards.add((operand.param, dtype.name))
+        return state.add_node(Op.CAST, (operand.node,), operand.type.with_dtype(dtype))
+    value = np.asarray(operand).item()
+    if isinstance(value, int) and not isinstance(value, bool) and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            # NumPy raises OverflowError here, or (comparisons) special-cases it.
+            raise _unsupported(f"Python integer {value} is out of bounds for {dtype}")
+    return state.add_const(value, dtype)
+
+
+def _shape_of(operand: Any) -> tuple:
+    return operand.type.shape if isinstance(operand, Proxy) else ()
+
+
+def make_elementwise(op: Op, operands: tuple[Any, ...], loop: tuple[np.dtype, ...],
+                     out_dtype: np.dtype, is_scalar: bool) -> Proxy:
+    """Record ``op`` over ``operands`` cast to the ``loop`` dtypes; return the result proxy."""
+    state = current_trace()
+    for dtype in (*loop, out_dtype):
+        _check_dtype(dtype)
+    shape = broadcast_dims([_shape_of(o) for o in operands], state.unify)
+    inputs = tuple(_operand_node(state, o, d, op) for o, d in zip(operands, loop))
+    node = state.add_node(op, inputs, TensorType(out_dtype, shape))
+    return Proxy(node, TensorType(out_dtype, shape), is_scalar=is_scalar)
+
+
+def _check_special_cases(op: Op, operands: tuple[Any, ...], loop: tuple[np.dtype, ...]) -> None:
+    """Refuse value-dependent NumPy behaviour kernels cannot reproduce."""
+    if op is Op.POWER and loop[0].kind in "iu":
+        exponent = operands[1]
+        if isinstance(exponent, Proxy):
+            raise _unsupported("integer power with a non-constant exponent")
+        if int(exponent) < 0:
+            raise TraceError("Integers to negative integer powers are not allowed.",
+                             user_location(3))
+    if op is Op.RECIPROCAL and loop[0].kind in "iu":
+        raise _unsupported("integer reciprocal")
+    if op is Op.SIGN and loop[0].kind == "b":
+        raise _unsupported("sign of booleans")
+
+
+def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Proxy:
+    """Record a ufunc call; return the result proxy."""
+    op = UFUNC_OPS.get(ufunc)
+    if op is None or method != "__call__":
+        name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+        raise _unsupported(f"np.{name} is not supported")
+    for key, value in kwargs.items():
+        if key not in _IGNORED_UFUNC_KWARGS or value is not _IGNORED_UFUNC_KWARGS[key] and \
+                value != _IGNORED_UFUNC_KWARGS[key]:
+            raise _unsupported(f"np.{ufunc.__name__}(..., {key}=...) is not supported")
+    descriptors = tuple(_descriptor(o) for o in inputs)
+    try:
+        resolved = ufunc.resolve_dtypes(descriptors + (None,) * ufunc.nout)
+    except Exception as exc:  # NumPy's own error: the fallback run will raise it
+        raise TraceError(f"np.{ufunc.__name__}: {exc}", user_location(2)) from None
+    loop, out_dtype = resolved[: ufunc.nin], resolved[ufunc.nin]
+    _check_special_cases(op, inputs, loop)
+    is_scalar = all(len(_shape_of(o)) == 0 for o in inputs)
+    return make_elementwise(op, inputs, loop, out_dtype, is_scalar)
+
+
+def _result_type_operand(operand: Any) -> Any:
+    if isinstance(operand, Proxy):
+        return operand.weak(0) if operand.weak else operand.type.dtype
+    _descriptor(operand)  # refuses unsupported operands
+    return operand
+
+
+def _where(condition: Any, x: Any = None, y: Any = None) -> Proxy:
+    if x is None or y is None:
+        raise _unsupported("np.where with one argument (np.nonzero) is not supported")
+    dtype = np.result_type(_result_type_operand(x), _result_type_operand(y))
+    cond = condition if isinstance(condition, Proxy) else np.asarray(condition, dtype=bool)
+    return make_elementwise(Op.SELECT, (cond, x, y), (np.dtype(bool), dtype, dtype), dtype,
+                            is_scalar=False)
+
+
+def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> Proxy:
+    if out is not None or kwargs:
+        raise _unsupported("np.clip with out= or other keywords is not supported")
+    if a_min is None and a_max is None:
+        raise TraceError("One of max or min must be given", user_location(2))
+    if a_max is None:
+        return apply_ufunc(np.maximum, "__call__", (a, a_min), {})
+    if a_min is None:
+        return apply_ufunc(np.minimum, "__call__", (a, a_max), {})
+    return apply_ufunc(np._core.umath.clip, "__call__", (a, a_min, a_max), {})
+
+
+def astype(proxy: Proxy, dtype: Any, *args: Any, **kwargs: Any) -> Proxy:
+    """Record ``proxy.astype(dtype)`` (always a new array, as NumPy's default copy=True)."""
+    dtype = np.dtype(dtype)
+    _check_dtype(dtype)
+    state = current_trace()
+    node = state.add_node(Op.CAST, (proxy.node,), proxy.type.with_dtype(dtype))
+    return Proxy(node, proxy.type.with_dtype(dtype), is_scalar=proxy.is_scalar)
+
+
+FUNCTION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
+    np.where: _where,
+    np.clip: _clip,
+}
+
+
+def apply_function(func: Callable, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Proxy:
+    """Record a NumPy function call dispatched through ``__array_function__``."""
+    handler = FUNCTION_HANDLERS.get(func)
+    if handler is None:
+        raise _unsupported(f"np.{func.__name__} is not supported")
+    return handler(*args, **kwargs)
+
+
+def describe_type(type_: TensorType) -> str:
+    return f"{short_name(type_.dtype)}[{','.join(map(str, type_.shape))}]"

@@ -1,0 +1,164 @@
+"""Proxy arrays: stand-ins for the user's arrays that record what is done to them.
+
+NumPy hands every ufunc call to ``__array_ufunc__`` and every NumPy function call to
+``__array_function__``; operators are spelled as ufunc calls. Anything that needs a
+concrete value (``if x > 0:``, ``float(x)``, ``np.asarray(x)``) raises a TraceError naming
+the user's line, and the caller falls back to plain Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from autojit.errors import TraceError, UnsupportedError
+from autojit.ir.types import TensorType
+from autojit.tracer.state import current_trace, user_location
+
+
+def _value_needed(what: str) -> TraceError:
+    return TraceError(f"{what} needs the array's values, which are unknown while tracing "
+                      "(value-dependent Python control flow?)", user_location(3))
+
+
+def _binary(ufunc: np.ufunc, reflected: bool = False):
+    if reflected:
+        return lambda self, other: ufunc(other, self)
+    return lambda self, other: ufunc(self, other)
+
+
+def _in_place(name: str):
+    def method(self: Proxy, other: Any) -> Proxy:
+        raise UnsupportedError(f"in-place update '{name}' is not supported yet",
+                               user_location(2))
+    return method
+
+
+class Proxy:
+    """A traced array value: graph node id plus its symbolic type.
+
+    ``weak`` is ``int`` or ``float`` for a Python scalar argument (NEP 50 weak promotion);
+    ``is_scalar`` marks values NumPy would return as a scalar rather than a 0-d array;
+    ``param`` is the argument index for arguments (-1 otherwise).
+    """
+
+    __slots__ = ("node", "type", "weak", "is_scalar", "param")
+    __array_priority__ = 1000.0
+
+    def __init__(self, node: int, type_: TensorType, weak: type | None = None,
+                 is_scalar: bool = False, param: int = -1) -> None:
+        self.node, self.type, self.weak = node, type_, weak
+        self.is_scalar, self.param = is_scalar, param
+
+    # -- NumPy protocols -------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any):
+        from autojit.tracer.numpy_map import apply_ufunc
+        return apply_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any):
+        from autojit.tracer.numpy_map import apply_function
+        return apply_function(func, args, kwargs)
+
+    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        raise _value_needed("converting to a NumPy array")
+
+    # -- attributes --------------------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        return self.type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.type.ndim
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Concrete sizes: reading them specialises the trace on them (a guarded recompile)."""
+        state = current_trace()
+        return tuple(state.concrete(d) for d in self.type.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self) -> int:
+        if not self.type.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Proxy:
+        from autojit.tracer.numpy_map import astype
+        return astype(self, dtype, *args, **kwargs)
+
+    def clip(self, a_min: Any = None, a_max: Any = None, **kwargs: Any) -> Proxy:
+        return np.clip(self, a_min, a_max, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        raise UnsupportedError(f"ndarray.{name} is not supported yet", user_location(2))
+
+    def __getitem__(self, index: Any) -> Any:
+        raise UnsupportedError("indexing and slicing are not supported yet", user_location(2))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise UnsupportedError("item assignment is not supported yet", user_location(2))
+
+    # -- values that Python needs concretely --------------------------------------------------
+    def __bool__(self) -> bool:
+        raise _value_needed("truth-testing an array (if/while/and/or)")
+
+    def __float__(self) -> float:
+        raise _value_needed("float()")
+
+    def __int__(self) -> int:
+        raise _value_needed("int()")
+
+    def __index__(self) -> int:
+        raise _value_needed("using an array as an index")
+
+    def __iter__(self):
+        raise _value_needed("iterating over an array")
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"<traced %{self.node}: {self.type}>"
+
+    # -- operators as ufuncs ---------------------------------------------------------------
+    __add__, __radd__ = _binary(np.add), _binary(np.add, True)
+    __sub__, __rsub__ = _binary(np.subtract), _binary(np.subtract, True)
+    __mul__, __rmul__ = _binary(np.multiply), _binary(np.multiply, True)
+    __truediv__, __rtruediv__ = _binary(np.true_divide), _binary(np.true_divide, True)
+    __floordiv__, __rfloordiv__ = _binary(np.floor_divide), _binary(np.floor_divide, True)
+    __mod__, __rmod__ = _binary(np.remainder), _binary(np.remainder, True)
+    __pow__, __rpow__ = _binary(np.power), _binary(np.power, True)
+    __and__, __rand__ = _binary(np.bitwise_and), _binary(np.bitwise_and, True)
+    __or__, __ror__ = _binary(np.bitwise_or), _binary(np.bitwise_or, True)
+    __xor__, __rxor__ = _binary(np.bitwise_xor), _binary(np.bitwise_xor, True)
+    __eq__, __ne__ = _binary(np.equal), _binary(np.not_equal)  # type: ignore[assignment]
+    __lt__, __le__ = _binary(np.less), _binary(np.less_equal)
+    __gt__, __ge__ = _binary(np.greater), _binary(np.greater_equal)
+
+    def __neg__(self) -> Proxy:
+        return np.negative(self)
+
+    def __pos__(self) -> Proxy:
+        return np.positive(self)
+
+    def __abs__(self) -> Proxy:
+        return np.absolute(self)
+
+    def __invert__(self) -> Proxy:
+        return np.invert(self)
+
+    def __matmul__(self, other: Any) -> Proxy:
+        raise UnsupportedError("matmul is not supported yet", user_location(2))
+
+    __rmatmul__ = __matmul__
+
+    __iadd__, __isub__ = _in_place("+="), _in_place("-=")
+    __imul__, __itruediv__ = _in_place("*="), _in_place("/=")
+    __ifloordiv__, __imod__ = _in_place("//="), _in_place("%=")
+    __ipow__, __iand__ = _in_place("**="), _in_place("&=")
+    __ior__, __ixor__ = _in_place("|="), _in_place("^=")

@@ -1,0 +1,125 @@
+"""The trace being recorded: nodes, size symbols and guards, plus the user's source location.
+
+The current trace lives in a ContextVar, the only mutable global of the package.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from autojit.errors import BroadcastError, TraceError
+from autojit.ir.graph import Node, SourceLoc
+from autojit.ir.ops import Op
+from autojit.ir.types import Dim, TensorType
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+_SKIPPED_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
+
+
+def user_location(skip_frames: int = 1) -> SourceLoc | None:
+    """Return the innermost caller frame outside autojit and NumPy as a SourceLoc."""
+    frame = sys._getframe(skip_frames)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(_SKIPPED_DIRS):
+            return _frame_location(frame)
+        frame = frame.f_back
+    return None
+
+
+def _frame_location(frame: Any) -> SourceLoc:
+    positions = list(frame.f_code.co_positions())
+    index = frame.f_lasti // 2
+    line, col = frame.f_lineno, 0
+    if 0 <= index < len(positions):
+        start_line, _, start_col, _ = positions[index]
+        line = start_line or line
+        col = (start_col or 0) + 1
+    return SourceLoc(frame.f_code.co_filename, line, col)
+
+
+@dataclass
+class TraceState:
+    """Mutable recording state of one trace; frozen into a Graph at the end."""
+
+    nodes: list[Node] = field(default_factory=list)
+    parent: dict[str, str] = field(default_factory=dict)
+    guards: dict[str, int] = field(default_factory=dict)
+    example_sizes: dict[str, int] = field(default_factory=dict)
+    int_guards: set[tuple[int, str]] = field(default_factory=set)
+    consts: dict[tuple, int] = field(default_factory=dict)
+
+    # -- size symbols ---------------------------------------------------------------------
+    def new_symbol(self, example_size: int) -> str:
+        name = f"n{len(self.parent)}"
+        self.parent[name] = name
+        self.example_sizes[name] = example_size
+        return name
+
+    def find(self, dim: Dim) -> Dim:
+        if isinstance(dim, int):
+            return dim
+        while self.parent[dim] != dim:
+            self.parent[dim] = self.parent[self.parent[dim]]
+            dim = self.parent[dim]
+        return dim
+
+    def unify(self, a: Dim, b: Dim) -> Dim:
+        """Merge two size symbols NumPy requires to be equal; return the survivor."""
+        a, b = self.find(a), self.find(b)
+        if a == b:
+            return a
+        if self.example_sizes.get(a) != self.example_sizes.get(b):
+            raise BroadcastError(f"shapes do not broadcast: sizes {self.example_sizes.get(a)} "
+                             f"and {self.example_sizes.get(b)}", user_location(2))
+        keep, drop = sorted((a, b), key=lambda s: int(s[1:]))
+        self.parent[drop] = keep
+        return keep
+
+    def concrete(self, dim: Dim) -> int:
+        """Return a dim's size at trace time, guarding on it (the trace now depends on it)."""
+        dim = self.find(dim)
+        if isinstance(dim, int):
+            return dim
+        self.guards[dim] = self.example_sizes[dim]
+        return self.example_sizes[dim]
+
+    # -- nodes ------------------------------------------------------------------------------
+    def add_node(self, op: Op, inputs: tuple[int, ...], type_: TensorType,
+                 attrs: tuple[tuple[str, Any], ...] = ()) -> int:
+        node = Node(len(self.nodes), op, inputs, type_, user_location(2), attrs)
+        self.nodes.append(node)
+        return node.id
+
+    def add_const(self, value: Any, dtype: np.dtype) -> int:
+        dtype = np.dtype(dtype)
+        python_value = np.asarray(value).astype(dtype).item()
+        key = (dtype.str, repr(python_value))
+        if key not in self.consts:
+            self.consts[key] = self.add_node(Op.CONST, (), TensorType(dtype, ()),
+                                             (("value", python_value),))
+        return self.consts[key]
+
+    def canonical_nodes(self) -> list[Node]:
+        """Return the nodes with every size symbol replaced by its class representative."""
+        return [replace(n, type=TensorType(n.type.dtype, tuple(self.find(d) for d in n.type.shape)))
+                for n in self.nodes]
+
+
+CURRENT_TRACE: contextvars.ContextVar[TraceState | None] = contextvars.ContextVar(
+    "autojit_current_trace", default=None)
+
+
+def current_trace() -> TraceState:
+    """Return the trace being recorded; raise TraceError outside a trace."""
+    state = CURRENT_TRACE.get()
+    if state is None:
+        raise TraceError("a traced array escaped its trace (stored in a global or closure?)")
+    return state

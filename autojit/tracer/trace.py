@@ -1,0 +1,119 @@
+"""``trace_function``: run a Python function on proxies and freeze what it did into a Graph."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from autojit.errors import TraceError, UnsupportedError
+from autojit.ir.graph import Graph, Param, SourceLoc
+from autojit.ir.ops import Op
+from autojit.ir.types import TensorType, is_supported
+from autojit.tracer.proxy import Proxy
+from autojit.tracer.state import CURRENT_TRACE, TraceState
+
+#: Python scalar types and the dtype that carries them into a kernel.
+_PYTHON_SCALARS: dict[type, tuple[np.dtype, type | None]] = {
+    bool: (np.dtype(bool), None),          # NEP 50: Python bool is not weak
+    int: (np.dtype(np.int64), int),
+    float: (np.dtype(np.float64), float),
+}
+
+
+def classify_argument(value: Any) -> tuple[str, np.dtype, tuple[int, ...], type | None, bool]:
+    """Return (kind, dtype, example shape, weak python type, is NumPy scalar) of an argument.
+
+    Raises UnsupportedError for arguments autojit does not compile.
+    """
+    if type(value) in _PYTHON_SCALARS:
+        dtype, weak = _PYTHON_SCALARS[type(value)]
+        if weak is int and not -(2**63) <= value < 2**63:
+            raise UnsupportedError(f"Python integer {value} does not fit in int64")
+        return "scalar", dtype, (), weak, False
+    if isinstance(value, np.generic):
+        return "scalar", value.dtype, (), None, True
+    if isinstance(value, np.ndarray):
+        return "array", value.dtype, value.shape, None, False
+    raise UnsupportedError(f"argument of type {type(value).__name__} is not supported")
+
+
+def _argument_proxy(state: TraceState, index: int, name: str, value: Any) -> tuple[Param, Proxy]:
+    kind, dtype, shape, weak, is_scalar = classify_argument(value)
+    if not is_supported(dtype):
+        raise UnsupportedError(f"argument '{name}' has dtype {dtype}, which is not supported")
+    dims = tuple(1 if size == 1 else state.new_symbol(size) for size in shape)
+    type_ = TensorType(dtype, dims)
+    node = state.add_node(Op.ARG, (), type_, (("index", index),))
+    return Param(name, kind, type_), Proxy(node, type_, weak, is_scalar, index)
+
+
+def parameter_names(fn: Callable, count: int) -> list[str]:
+    """Return names for ``count`` positional arguments of ``fn``."""
+    try:
+        names = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    names += [f"arg{i}" for i in range(len(names), count)]
+    return names[:count]
+
+
+def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
+    if isinstance(value, Proxy):
+        return value.node, value.is_scalar
+    if isinstance(value, np.generic) and is_supported(value.dtype):
+        return state.add_const(value.item(), value.dtype), True
+    raise UnsupportedError(f"the function returns a {type(value).__name__}; autojit compiles "
+                           "functions returning arrays or tuples of arrays")
+
+
+def _function_loc(fn: Callable) -> SourceLoc | None:
+    code = getattr(fn, "__code__", None)
+    return SourceLoc(code.co_filename, code.co_firstlineno) if code else None
+
+
+def trace_function(fn: Callable, args: Sequence[Any], name: str | None = None) -> Graph:
+    """Trace ``fn(*args)``; return its Graph. Raises TraceError when it cannot be traced."""
+    state = TraceState()
+    names = parameter_names(fn, len(args))
+    params, proxies = zip(*(_argument_proxy(state, i, n, a)
+                            for i, (n, a) in enumerate(zip(names, args)))) if args else ((), ())
+    token = CURRENT_TRACE.set(state)
+    try:
+        result = fn(*proxies)
+    except TraceError:
+        raise
+    except Exception as exc:
+        raise TraceError(f"{type(exc).__name__} while tracing: {exc}") from exc
+    finally:
+        CURRENT_TRACE.reset(token)
+    is_tuple = isinstance(result, tuple)
+    outputs = [_output_node(state, r) for r in (result if is_tuple else (result,))]
+    return _freeze(state, fn, name, params, outputs, is_tuple)
+
+
+def _freeze(state: TraceState, fn: Callable, name: str | None, params: Sequence[Param],
+            outputs: list[tuple[int, bool]], is_tuple: bool) -> Graph:
+    params = tuple(Param(p.name, p.kind, TensorType(
+        p.type.dtype, tuple(state.find(d) for d in p.type.shape))) for p in params)
+    sources: dict[str, list[tuple[int, int]]] = {}
+    for index, param in enumerate(params):
+        for axis, dim in enumerate(param.type.shape):
+            if isinstance(dim, str):
+                sources.setdefault(dim, []).append((index, axis))
+    guards = sorted({(state.find(s), v) for s, v in state.guards.items()})
+    return Graph(
+        name=name or getattr(fn, "__name__", "fn"),
+        params=params,
+        nodes=tuple(state.canonical_nodes()),
+        outputs=tuple(o for o, _ in outputs),
+        output_tuple=is_tuple,
+        scalar_outputs=tuple(s for _, s in outputs),
+        guards=tuple(guards),
+        dims=tuple((s, tuple(v)) for s, v in sorted(sources.items())),
+        int_guards=tuple(sorted(state.int_guards)),
+        loc=_function_loc(fn),
+    )
