@@ -97,11 +97,22 @@ class KernelBuilder:
         return self.emit(Op.LOAD_SCALAR, (), self.scalars[param].dtype, param)
 
     def cast(self, value: int, dtype: np.dtype) -> int:
-        if self._dtypes[value] == np.dtype(dtype):
+        """Convert like NumPy's astype. Float to integer goes through int64, as NumPy's C
+        casts do on x86 (-1.0 -> uint8 255); int64-overflowing values reach uint64 directly."""
+        dtype = np.dtype(dtype)
+        source = self._dtypes[value]
+        if source == dtype:
             return value
         if value in self._consts:
-            return self.const(self._consts[value], dtype)
-        return self.emit(Op.CAST, (value,), dtype)
+            return self.emit(Op.CAST, (value,), dtype)  # folded with NumPy's own astype
+        if source.kind != "f" or dtype.kind not in "iu" or dtype == np.int64:
+            return self.emit(Op.CAST, (value,), dtype)
+        via_int64 = self.emit(Op.CAST, (self.emit(Op.CAST, (value,), np.int64),), dtype)
+        if dtype != np.uint64:
+            return via_int64
+        large = self.emit(Op.GE, (value, self.const(2.0**63, source)), np.dtype(bool))
+        return self.emit(Op.SELECT, (large, self.emit(Op.CAST, (value,), dtype), via_int64),
+                         dtype)
 
     def graph_op(self, op: Op, args: tuple[int, ...], dtype: np.dtype) -> int:
         """Emit a graph-level op through its decomposition; return the result id."""

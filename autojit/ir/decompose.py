@@ -138,6 +138,20 @@ def _power(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
     return result
 
 
+def _reciprocal(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+    """Float: 1/x. Integer: NumPy computes ``(T)(1.0 / x)``; for x == 0 that converts inf,
+    which x86 turns into the minimum of 32/64-bit types and 0 for narrower or unsigned ones."""
+    (x,) = args
+    e = Emit(b, out)
+    if out.kind == "f":
+        return e.op(Op.DIV, e.k(1.0), x)
+    zero_result = int(np.iinfo(out).min) if out.kind == "i" and out.itemsize >= 4 else 0
+    result = e.select(e.op(Op.EQ, x, e.k(1)), e.k(1), e.k(0))
+    if out.kind == "i":
+        result = e.select(e.op(Op.EQ, x, e.k(-1)), e.k(-1), result)
+    return e.select(e.op(Op.EQ, x, e.k(0)), e.k(zero_result), result)
+
+
 def _absolute(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
     (x,) = args
     e = Emit(b, out)
@@ -214,7 +228,17 @@ def _float_test(float_rule: Callable[[Emit, int], int], int_answer: bool) -> Rul
     return rule
 
 
+def _identity_unless_float(op: Op) -> Rule:
+    """NumPy 2 keeps integer dtypes for floor/ceil/trunc, where they change nothing."""
+    def rule(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+        return b.emit(op, args, out) if out.kind == "f" else args[0]
+    return rule
+
+
 DECOMPOSITIONS: dict[Op, Rule] = {
+    Op.FLOOR: _identity_unless_float(Op.FLOOR),
+    Op.CEIL: _identity_unless_float(Op.CEIL),
+    Op.TRUNC: _identity_unless_float(Op.TRUNC),
     Op.ADD: _bool_alias(Op.OR, Op.ADD),
     Op.MUL: _bool_alias(Op.AND, Op.MUL),
     Op.FLOOR_DIVIDE: _floor_divide,
@@ -222,7 +246,7 @@ DECOMPOSITIONS: dict[Op, Rule] = {
     Op.FMOD: _fmod,
     Op.POWER: _power,
     Op.SQUARE: lambda b, a, out: _bool_alias(Op.AND, Op.MUL)(b, (a[0], a[0]), out),
-    Op.RECIPROCAL: lambda b, a, out: b.emit(Op.DIV, (b.const(1, out), a[0]), out),
+    Op.RECIPROCAL: _reciprocal,
     Op.ABSOLUTE: _absolute,
     Op.SIGN: _sign,
     Op.POSITIVE: lambda b, a, out: a[0],

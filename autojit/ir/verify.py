@@ -46,7 +46,7 @@ def _check_instruction_types(kernel: Kernel, ins, dtypes: dict[int, np.dtype]) -
     checked = ins.dtype if info.group is not OpGroup.COMPARE and not info.bool_result else None
     same_group = info.group in _SAME_DTYPE_GROUPS
     if checked is not None and same_group and operand_dtypes and operand_dtypes != {ins.dtype}:
-            raise VerifyError(f"{kernel.name} %{ins.id}: result dtype differs from operands")
+        raise VerifyError(f"{kernel.name} %{ins.id}: result dtype differs from operands")
     if ins.dtype.kind not in info.primitive_kinds and info.group is not OpGroup.COMPARE:
         raise VerifyError(f"{kernel.name} %{ins.id}: {ins.op.value} on {ins.dtype}")
     if info.group is OpGroup.COMPARE and ins.dtype != np.dtype(bool):

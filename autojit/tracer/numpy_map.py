@@ -91,8 +91,6 @@ def _check_special_cases(op: Op, operands: tuple[Any, ...], loop: tuple[np.dtype
         if int(exponent) < 0:
             raise TraceError("Integers to negative integer powers are not allowed.",
                              user_location(3))
-    if op is Op.RECIPROCAL and loop[0].kind in "iu":
-        raise _unsupported("integer reciprocal")
     if op is Op.SIGN and loop[0].kind == "b":
         raise _unsupported("sign of booleans")
 

@@ -1,0 +1,138 @@
+"""The one helper every numeric test goes through: run under autojit and under NumPy, compare.
+
+NumPy is the oracle (DESIGN.md contract 1): same exception type, same result kind (array
+or NumPy scalar), dtype, shape, and values — exact (NaN positions and signs of zeros
+included) unless the caller allows a ULP bound for transcendental functions.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pytest
+
+from autojit import autoroute
+from autojit.policy.backends import bind_sizes, run_plan
+
+#: ULP bound for transcendental functions (documented in README; measured in tests).
+TRANSCENDENTAL_ULPS = 4
+
+
+def call_numpy(fn: Callable, args: Sequence[Any]) -> tuple[Any, BaseException | None]:
+    """Return (result, None) or (None, exception) of plain NumPy."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fn(*args), None
+        except Exception as exc:  # the oracle's exception is part of the answer
+            return None, exc
+
+
+def ulp_distance(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Return elementwise distance in units in the last place (0 where both are NaN)."""
+    int_type = {4: np.int32, 8: np.int64}[actual.dtype.itemsize]
+    a = actual.view(int_type).astype(np.int64)
+    e = expected.view(int_type).astype(np.int64)
+    # map sign-magnitude floats onto a monotonic integer line
+    smallest = np.iinfo(int_type).min
+    a = np.where(a < 0, smallest - a, a)
+    e = np.where(e < 0, smallest - e, e)
+    distance = np.abs(a - e).astype(np.float64)
+    both_nan = np.isnan(actual) & np.isnan(expected)
+    return np.where(both_nan, 0.0, distance)
+
+
+def assert_same_value(actual: Any, expected: Any, ulps: int = 0, label: str = "") -> None:
+    """Assert kind, dtype, shape and values agree (floats exactly, or within ``ulps``)."""
+    where = f" ({label})" if label else ""
+    assert isinstance(actual, np.ndarray) == isinstance(expected, np.ndarray), (
+        f"result kind{where}: got {type(actual).__name__}, NumPy {type(expected).__name__}")
+    a, e = np.asarray(actual), np.asarray(expected)
+    assert a.dtype == e.dtype, f"dtype{where}: got {a.dtype}, NumPy {e.dtype}"
+    assert a.shape == e.shape, f"shape{where}: got {a.shape}, NumPy {e.shape}"
+    if a.dtype.kind != "f":
+        bad = a != e
+    elif ulps == 0:
+        same = (a == e) & (np.signbit(a) == np.signbit(e))
+        bad = ~(same | (np.isnan(a) & np.isnan(e)))
+    else:
+        with np.errstate(invalid="ignore"):
+            bad = (ulp_distance(a, e) > ulps) | (np.isnan(a) != np.isnan(e))
+    if np.any(bad):
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise AssertionError(
+            f"values differ{where} at {np.count_nonzero(bad)} of {a.size} positions; first at "
+            f"{index}: got {a[index]!r}, NumPy {e[index]!r}")
+
+
+def compare_results(actual: Any, expected: Any, ulps: int | Sequence[int] = 0,
+                    labels: Sequence[str] = ()) -> None:
+    """Compare single results or tuples of results, output by output."""
+    if isinstance(expected, tuple):
+        assert isinstance(actual, tuple) and len(actual) == len(expected), "tuple structure"
+        bounds = list(ulps) if isinstance(ulps, list | tuple) else [ulps] * len(expected)
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            label = labels[i] if i < len(labels) else f"output {i}"
+            assert_same_value(a, e, bounds[i], label)
+    else:
+        assert_same_value(actual, expected, ulps if isinstance(ulps, int) else ulps[0])
+
+
+def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0,
+                         compiled: bool = True, backend: str = "cpu",
+                         labels: Sequence[str] = ()) -> Any:
+    """Run ``fn`` under autojit (``backend``: "cpu" or "cuda-emulated") and under NumPy.
+
+    ``compiled=True`` also asserts no call fell back to plain Python. Returns the
+    dispatcher, so callers can inspect kernels and stats.
+    """
+    expected, error = call_numpy(fn, args)
+    jitted = autoroute(fn, force="cpu")
+    if error is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(type(error)):
+                jitted(*args)
+        return jitted
+    with np.errstate(all="ignore"):
+        if backend == "cpu":
+            actual = jitted(*args)
+        else:
+            actual = run_emulated_cuda(jitted, args)
+    compare_results(actual, expected, ulps, labels)
+    if compiled:
+        stats = jitted.stats()
+        assert stats["routes"]["python"] == 0, f"fell back: {stats['fallbacks']}"
+    return jitted
+
+
+class EmulatedCudaBackend:
+    """Runs each kernel's generated CUDA C on the CPU (g++ with an emulation header)."""
+
+    name = "cuda-emulated"
+
+    def compile(self, kernel: Any) -> str:
+        from autojit.lower_gpu import render_cuda
+        return render_cuda(kernel)
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return np.empty(shape, dtype)
+
+    def launch(self, kernel: Any, source: str, arrays: Sequence[Any], scalars: Sequence[Any],
+               sizes: dict[str, int]) -> None:
+        from autojit.lower_gpu import run_emulated
+        run_emulated(kernel, source, arrays, scalars, sizes)
+
+
+def run_emulated_cuda(jitted: Any, args: Sequence[Any]) -> Any:
+    """Return ``jitted(*args)`` computed by the CPU emulation of its CUDA kernels."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback here would test nothing
+        inspection = jitted.inspect(*args)
+    plan = inspection.plan
+    assert plan is not None, f"fell back: {inspection.fallback_reason}"
+    backend = EmulatedCudaBackend()
+    programs = [backend.compile(k) for k in plan.kernels]
+    return run_plan(plan, programs, backend, args, bind_sizes(plan, args))
