@@ -44,8 +44,10 @@ def ulp_distance(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
     return np.where(both_nan, 0.0, distance)
 
 
-def assert_same_value(actual: Any, expected: Any, ulps: int = 0, label: str = "") -> None:
-    """Assert kind, dtype, shape and values agree (floats exactly, or within ``ulps``)."""
+def assert_same_value(actual: Any, expected: Any, ulps: int = 0, label: str = "",
+                      rtol: float = 0.0, atol: float = 0.0) -> None:
+    """Assert kind, dtype, shape and values agree: floats exactly, within ``ulps`` (one
+    transcendental op), or within ``rtol``/``atol`` (compositions, where errors compound)."""
     where = f" ({label})" if label else ""
     assert isinstance(actual, np.ndarray) == isinstance(expected, np.ndarray), (
         f"result kind{where}: got {type(actual).__name__}, NumPy {type(expected).__name__}")
@@ -54,6 +56,9 @@ def assert_same_value(actual: Any, expected: Any, ulps: int = 0, label: str = ""
     assert a.shape == e.shape, f"shape{where}: got {a.shape}, NumPy {e.shape}"
     if a.dtype.kind != "f":
         bad = a != e
+    elif rtol or atol:
+        close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        bad = ~close | (np.isnan(a) != np.isnan(e))
     elif ulps == 0:
         same = (a == e) & (np.signbit(a) == np.signbit(e))
         bad = ~(same | (np.isnan(a) & np.isnan(e)))
@@ -68,21 +73,23 @@ def assert_same_value(actual: Any, expected: Any, ulps: int = 0, label: str = ""
 
 
 def compare_results(actual: Any, expected: Any, ulps: int | Sequence[int] = 0,
-                    labels: Sequence[str] = ()) -> None:
+                    labels: Sequence[str] = (), rtol: float = 0.0, atol: float = 0.0) -> None:
     """Compare single results or tuples of results, output by output."""
     if isinstance(expected, tuple):
         assert isinstance(actual, tuple) and len(actual) == len(expected), "tuple structure"
         bounds = list(ulps) if isinstance(ulps, list | tuple) else [ulps] * len(expected)
         for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
             label = labels[i] if i < len(labels) else f"output {i}"
-            assert_same_value(a, e, bounds[i], label)
+            assert_same_value(a, e, bounds[i], label, rtol, atol)
     else:
-        assert_same_value(actual, expected, ulps if isinstance(ulps, int) else ulps[0])
+        bound = ulps if isinstance(ulps, int) else ulps[0]
+        assert_same_value(actual, expected, bound, rtol=rtol, atol=atol)
 
 
 def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0,
                          compiled: bool = True, backend: str = "cpu",
-                         labels: Sequence[str] = ()) -> Any:
+                         labels: Sequence[str] = (), rtol: float = 0.0,
+                         atol: float = 0.0) -> Any:
     """Run ``fn`` under autojit (``backend``: "cpu" or "cuda-emulated") and under NumPy.
 
     ``compiled=True`` also asserts no call fell back to plain Python. Returns the
@@ -101,7 +108,7 @@ def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0
             actual = jitted(*args)
         else:
             actual = run_emulated_cuda(jitted, args)
-    compare_results(actual, expected, ulps, labels)
+    compare_results(actual, expected, ulps, labels, rtol, atol)
     if compiled:
         stats = jitted.stats()
         assert stats["routes"]["python"] == 0, f"fell back: {stats['fallbacks']}"
