@@ -93,8 +93,8 @@ class TraceState:
 
     # -- nodes ------------------------------------------------------------------------------
     def add_node(self, op: Op, inputs: tuple[int, ...], type_: TensorType,
-                 attrs: tuple[tuple[str, Any], ...] = ()) -> int:
-        node = Node(len(self.nodes), op, inputs, type_, user_location(2), attrs)
+                 attrs: tuple[tuple[str, Any], ...] = (), loc: SourceLoc | None = None) -> int:
+        node = Node(len(self.nodes), op, inputs, type_, loc or user_location(2), attrs)
         self.nodes.append(node)
         return node.id
 

@@ -40,13 +40,14 @@ def classify_argument(value: Any) -> tuple[str, np.dtype, tuple[int, ...], type 
     raise UnsupportedError(f"argument of type {type(value).__name__} is not supported")
 
 
-def _argument_proxy(state: TraceState, index: int, name: str, value: Any) -> tuple[Param, Proxy]:
+def _argument_proxy(state: TraceState, index: int, name: str, value: Any,
+                    loc: SourceLoc | None) -> tuple[Param, Proxy]:
     kind, dtype, shape, weak, is_scalar = classify_argument(value)
     if not is_supported(dtype):
         raise UnsupportedError(f"argument '{name}' has dtype {dtype}, which is not supported")
     dims = tuple(1 if size == 1 else state.new_symbol(size) for size in shape)
     type_ = TensorType(dtype, dims)
-    node = state.add_node(Op.ARG, (), type_, (("index", index),))
+    node = state.add_node(Op.ARG, (), type_, (("index", index),), loc)
     return Param(name, kind, type_), Proxy(node, type_, weak, is_scalar, index)
 
 
@@ -79,7 +80,8 @@ def trace_function(fn: Callable, args: Sequence[Any], name: str | None = None) -
     """Trace ``fn(*args)``; return its Graph. Raises TraceError when it cannot be traced."""
     state = TraceState()
     names = parameter_names(fn, len(args))
-    params, proxies = zip(*(_argument_proxy(state, i, n, a)
+    loc = _function_loc(fn)
+    params, proxies = zip(*(_argument_proxy(state, i, n, a, loc)
                             for i, (n, a) in enumerate(zip(names, args)))) if args else ((), ())
     token = CURRENT_TRACE.set(state)
     try:
