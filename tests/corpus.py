@@ -8,8 +8,9 @@ CUDA tests (tests/cuda_compile: NVRTC compile + CPU emulation of the CUDA source
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from oracle import TRANSCENDENTAL_ULPS, call_numpy
@@ -171,7 +172,7 @@ def cast_cases() -> list[Case]:
         x = edge_values(source, 30)
         if source.kind == "f":
             x = np.where(np.isfinite(x) & (np.abs(x) < 100), x, 1.5).astype(source)
-        ops = {f"astype_{t.name}": (lambda t: lambda a: a.astype(t))(t) for t in DTYPES}
+        ops = {f"astype_{t.name}": _astype(t) for t in DTYPES}
         probe = (np.ones(2, source),)
         for layout, arg in (("contiguous", x), ("negative", x[::-1])):
             case = _case(f"astype-{source.name}-{layout}", ops, (arg,), probe)
@@ -180,21 +181,30 @@ def cast_cases() -> list[Case]:
     return cases
 
 
+def _astype(dtype: np.dtype) -> Callable:
+    return lambda a: a.astype(dtype)
+
+
+def _ternary_ops(lo: Any, hi: Any) -> dict[str, Callable]:
+    return {
+        "where": lambda c, x, y: np.where(c, x, y),
+        "where_scalar": lambda c, x, y: np.where(c > 0, x, 0),
+        "clip_scalars": lambda c, x, y: np.clip(x, lo, hi),
+        "clip_arrays": lambda c, x, y: np.clip(x, np.minimum(x, y), y),
+        "clip_low_only": lambda c, x, y: np.clip(x, y, None),
+    }
+
+
 def ternary_cases() -> list[Case]:
     cases = []
     for dtype in DTYPES:
         v = edge_values(dtype, 24)
         w = edge_values(dtype, 24, seed=2)
         lo, hi = (v.min(), v.max()) if dtype.kind != "f" else (-1.0, 2.0)
-        ops = {
-            "where": lambda c, x, y: np.where(c, x, y),
-            "where_scalar": lambda c, x, y: np.where(c > 0, x, 0),
-            "clip_scalars": lambda c, x, y: np.clip(x, lo, hi),
-            "clip_arrays": lambda c, x, y: np.clip(x, np.minimum(x, y), y),
-            "clip_low_only": lambda c, x, y: np.clip(x, y, None),
-        }
+        ops = _ternary_ops(lo, hi)
         probe = (np.ones(2, dtype), np.ones(2, dtype), np.ones(2, dtype))
-        for layout, args in {"contiguous": (v, v, w), "broadcast": (v[:, None], v, w[:, None])}.items():
+        layouts = {"contiguous": (v, v, w), "broadcast": (v[:, None], v, w[:, None])}
+        for layout, args in layouts.items():
             case = _case(f"ternary-{dtype.name}-{layout}", ops, args, probe)
             if case:
                 cases.append(case)

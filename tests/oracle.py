@@ -8,7 +8,8 @@ included) unless the caller allows a ULP bound for transcendental functions.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -104,10 +105,7 @@ def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0
                 jitted(*args)
         return jitted
     with np.errstate(all="ignore"):
-        if backend == "cpu":
-            actual = jitted(*args)
-        else:
-            actual = run_emulated_cuda(jitted, args)
+        actual = jitted(*args) if backend == "cpu" else run_emulated_cuda(jitted, args)
     compare_results(actual, expected, ulps, labels, rtol, atol)
     if compiled:
         stats = jitted.stats()

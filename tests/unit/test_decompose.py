@@ -76,7 +76,8 @@ def test_constants_fold_and_dead_code_is_removed():
     x = kb.load(kb.add_buffer("in0", np.float64, (1,)))
     two = kb.graph_op(Op.ADD, (kb.const(1.0, np.float64), kb.const(1.0, np.float64)), np.float64)
     kb.graph_op(Op.SIN, (x,), np.float64)       # unused
-    kb.store(kb.add_buffer("out0", np.float64, (1,), True), kb.graph_op(Op.MUL, (x, two), np.float64))
+    product = kb.graph_op(Op.MUL, (x, two), np.float64)
+    kb.store(kb.add_buffer("out0", np.float64, (1,), True), product)
     kernel = kb.finish()
     assert [i.op for i in kernel.body] == [Op.LOAD, Op.CONST, Op.MUL, Op.STORE]
     assert kernel.body[1].attr == 2.0
