@@ -1,0 +1,159 @@
+"""Vectorised transcendental math: scalar libm calls the loop vectoriser can widen to libmvec.
+
+LLVM 22 ignores ``-vector-library``; what works is a call-site attribute naming the vector
+variants of each scalar call (glibc's vector ABI mangling, ``_ZGV<isa>N<lanes><args>_<name>``)::
+
+    %r = call double @sin(double %x) nounwind
+        "vector-function-abi-variant"="_ZGV_LLVM_N2v_sin(_ZGVbN2v_sin),_ZGV_LLVM_N4v_sin(_ZGVdN4v_sin)"
+    declare double @sin(double) nounwind readnone
+    declare <4 x double> @_ZGVdN4v_sin(<4 x double>)
+    @llvm.compiler.used = appending global [2 x ptr] [ptr @_ZGVbN2v_sin, ptr @_ZGVdN4v_sin],
+        section "llvm.metadata"
+
+The vector symbols must be declared and kept alive (``llvm.compiler.used``), and libmvec
+must be loaded into the process so the JIT can resolve them. Without libmvec, or for a
+function it lacks, the plain scalar libm call remains: slower, never wrong.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import functools
+import logging
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+import numpy as np
+from llvmlite.ir.instructions import CallInstrAttributes
+
+log = logging.getLogger("autojit")
+
+#: libmvec ISA letters, weakest first, with the CPU feature each needs and its vector width.
+_ISAS: tuple[tuple[str, str, int], ...] = (
+    ("b", "sse4.1", 128),
+    ("d", "avx2", 256),
+    ("e", "avx512f", 512),
+)
+_LIBRARIES = ("libmvec.so.1", "libm.so.6")
+_VARIANT_ATTR = "vector-function-abi-variant"
+
+
+class _StringCallAttributes(CallInstrAttributes):
+    """Call-site attributes that also accept LLVM string attributes (``"key"="value"``),
+    which llvmlite's closed attribute sets refuse."""
+
+    def add(self, name: str) -> None:
+        if name.startswith('"'):
+            set.add(self, name)
+            return
+        super().add(name)
+
+
+@functools.cache
+def host_vector_isas() -> tuple[tuple[str, int], ...]:
+    """Return the libmvec ISAs this CPU runs as (letter, vector bits): ``(('b', 128), ('d', 256))``
+    on an AVX2 machine; empty when even SSE4.1 is missing."""
+    features = llvm.get_host_cpu_features()
+    return tuple((letter, bits) for letter, feature, bits in _ISAS if features.get(feature))
+
+
+@functools.cache
+def load_math_libraries() -> bool:
+    """Load libmvec (and libm, for the scalar fallbacks) into the process, once.
+
+    Returns True when libmvec is available to the JIT."""
+    loaded = {}
+    for name in _LIBRARIES:
+        path = name if name != "libm.so.6" else (ctypes.util.find_library("m") or name)
+        try:
+            llvm.load_library_permanently(path)
+            loaded[name] = True
+        except RuntimeError as exc:   # absent library: scalar calls only
+            log.info("autojit: cannot load %s (%s); vector math disabled", path, exc)
+            loaded[name] = False
+    return loaded["libmvec.so.1"]
+
+
+def scalar_name(math_name: str, dtype: np.dtype) -> str:
+    """Return the libm symbol for ``math_name`` at ``dtype``: ``sin`` or ``sinf``."""
+    return math_name + ("f" if np.dtype(dtype).itemsize == 4 else "")
+
+
+@functools.cache
+def vector_variants(math_name: str, itemsize: int, arity: int) -> tuple[tuple[int, str], ...]:
+    """Return (lanes, symbol) for each libmvec variant of a scalar function present in the
+    process, one per lane count: ``((2, '_ZGVbN2v_sin'), (4, '_ZGVdN4v_sin'))`` on AVX2."""
+    if not load_math_libraries():
+        return ()
+    name = scalar_name(math_name, np.dtype(f"f{itemsize}"))
+    found: dict[int, str] = {}
+    for letter, bits in host_vector_isas():
+        lanes = bits // (8 * itemsize)
+        symbol = f"_ZGV{letter}N{lanes}{'v' * arity}_{name}"
+        if llvm.address_of_symbol(symbol):
+            found[lanes] = symbol
+    return tuple(sorted(found.items()))
+
+
+def variant_attribute(math_name: str, itemsize: int, arity: int) -> str:
+    """Return the call-site attribute text, or '' when no vector variant exists:
+    ``"vector-function-abi-variant"="_ZGV_LLVM_N4v_sin(_ZGVdN4v_sin)"``."""
+    name = scalar_name(math_name, np.dtype(f"f{itemsize}"))
+    variants = vector_variants(math_name, itemsize, arity)
+    mappings = ",".join(
+        f"_ZGV_LLVM_N{lanes}{'v' * arity}_{name}({symbol})" for lanes, symbol in variants
+    )
+    return f'"{_VARIANT_ATTR}"="{mappings}"' if mappings else ""
+
+
+@dataclass
+class MathCalls:
+    """Declares libm functions in one module and emits vectorisable calls to them."""
+
+    module: ir.Module
+    _vector_decls: dict[str, ir.Function] = field(default_factory=dict)
+
+    def _scalar(self, math_name: str, ty: ir.Type, arity: int) -> ir.Function:
+        name = scalar_name(math_name, np.dtype("f4" if isinstance(ty, ir.FloatType) else "f8"))
+        existing = self.module.globals.get(name)
+        if existing is not None:
+            return existing
+        fn = ir.Function(self.module, ir.FunctionType(ty, [ty] * arity), name)
+        # readnone: autojit never reads errno (C's -fno-math-errno). Without it the call
+        # may write errno memory and the loop vectoriser refuses the loop.
+        fn.attributes.add("nounwind")
+        fn.attributes.add("readnone")
+        return fn
+
+    def _declare_vectors(self, math_name: str, ty: ir.Type, arity: int) -> None:
+        itemsize = 4 if isinstance(ty, ir.FloatType) else 8
+        for lanes, symbol in vector_variants(math_name, itemsize, arity):
+            if symbol not in self._vector_decls:
+                vty = ir.VectorType(ty, lanes)
+                self._vector_decls[symbol] = ir.Function(
+                    self.module, ir.FunctionType(vty, [vty] * arity), symbol)
+
+    def call(self, builder: ir.IRBuilder, math_name: str, args: list[ir.Value]) -> ir.Value:
+        """Emit ``call double @sin(double %x) "vector-function-abi-variant"="…"``; return it."""
+        ty, arity = args[0].type, len(args)
+        fn = self._scalar(math_name, ty, arity)
+        self._declare_vectors(math_name, ty, arity)
+        inst = builder.call(fn, args)
+        attr = variant_attribute(math_name, 4 if isinstance(ty, ir.FloatType) else 8, arity)
+        inst.attributes = _StringCallAttributes(["nounwind"] + ([attr] if attr else []))
+        return inst
+
+    def finish(self) -> None:
+        """Keep the declared vector symbols alive through optimisation (``llvm.compiler.used``),
+        so the vectoriser finds them after dead declarations would have been dropped."""
+        if not self._vector_decls:
+            return
+        ptr = ir.PointerType()
+        array = ir.ArrayType(ptr, len(self._vector_decls))
+        used = ir.GlobalVariable(self.module, array, "llvm.compiler.used")
+        used.linkage = "appending"
+        used.section = "llvm.metadata"
+        # Spelled by hand: llvmlite writes a function's address as a typed pointer.
+        refs = [ir.FormattedConstant(ptr, fn.get_reference()) for fn in self._vector_decls.values()]
+        used.initializer = ir.Constant(array, refs)
