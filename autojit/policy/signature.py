@@ -24,8 +24,8 @@ def _array_key(kind: str, value: Any) -> tuple | None:
     dtype = value.dtype
     if not is_supported(dtype):
         return None
-    if any(s % dtype.itemsize for s in value.strides):
-        return None  # misaligned strides (views into records): plain Python handles them
+    if not value.flags.aligned or any(s % dtype.itemsize for s in value.strides):
+        return None  # unaligned data or strides (views into records): plain Python runs them
     ones = tuple(s == 1 for s in value.shape)
     return (kind, dtype.char, value.ndim, ones, bool(value.flags.c_contiguous))
 

@@ -184,3 +184,13 @@ def test_inspect_of_a_fallback_says_why():
         inspection = f.inspect(np.ones(3))
     assert inspection.route == "python" and "np.sort" in inspection.fallback_reason
     assert inspection.kernels == []
+
+
+def test_unaligned_arrays_fall_back_correctly():
+    raw = np.zeros(8 * 5 + 1, dtype=np.uint8)[1:]
+    unaligned = raw.view(np.float64)
+    unaligned[:] = np.arange(5.0)
+    assert not unaligned.flags.aligned
+    f = autoroute(lambda a: a * 2)
+    with pytest.warns(FallbackWarning):
+        np.testing.assert_array_equal(f(unaligned), np.arange(5.0) * 2)
