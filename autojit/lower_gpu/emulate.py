@@ -1,0 +1,123 @@
+"""Run generated CUDA C on the CPU: g++ compiles the same source against ``emulation.h``.
+
+This is how kernels are checked for numerics on machines without a GPU. The generated
+source is untouched; ``-DAUTOJIT_EMULATE`` switches on its ``<name>_emulate`` host entry
+point, which plays every (block, thread) of a small odd grid in turn.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import subprocess
+import tempfile
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autojit.errors import CompileError
+from autojit.ir.abi import pack_meta
+from autojit.ir.kernel import Kernel
+
+logger = logging.getLogger("autojit")
+
+GXX_FLAGS = ("-x", "c++", "-O1", "-std=c++17", "-ffp-contract=off", "-DAUTOJIT_EMULATE",
+             "-shared", "-fPIC", "-w")
+# -ffp-contract=off: NVRTC is run with --fmad=false, so neither side fuses a*b+c.
+
+_LIBRARIES: dict[str, ctypes.CDLL] = {}
+_LOCK = threading.Lock()
+
+
+def emulation_header() -> Path:
+    """Return the path of ``emulation.h`` (package data next to this module)."""
+    return Path(str(resources.files("autojit.lower_gpu").joinpath("emulation.h")))
+
+
+def _cache_dir() -> Path:
+    path = Path(tempfile.gettempdir()) / f"autojit-emulate-{os.getuid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _compile_library(source: str, digest: str) -> Path:
+    """Return the path of the shared object for ``source``, compiling it unless cached."""
+    target = _cache_dir() / f"{digest}.so"
+    if target.exists():
+        return target
+    with tempfile.TemporaryDirectory(dir=_cache_dir()) as work:
+        cu, so = Path(work) / "kernel.cu", Path(work) / "kernel.so"
+        cu.write_text(source)
+        cmd = ["g++", *GXX_FLAGS, "-include", str(emulation_header()), str(cu),
+               "-o", str(so), "-lm"]
+        logger.debug("emulate: %s", " ".join(cmd))
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise CompileError("g++ failed to compile the emulated CUDA source",
+                               source, done.stderr)
+        os.replace(so, target)   # atomic: parallel test workers never see half a file
+    return target
+
+
+def build_emulation(source: str) -> ctypes.CDLL:
+    """Return the loaded library of ``source`` built for emulation (cached per source hash,
+    in memory and in a per-user temp directory)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+    with _LOCK:
+        library = _LIBRARIES.get(digest)
+    if library is None:
+        library = ctypes.CDLL(str(_compile_library(source, digest)))
+        with _LOCK:
+            _LIBRARIES[digest] = library
+    return library
+
+
+def check_layout(kernel: Kernel, arrays: Sequence[np.ndarray]) -> None:
+    """Raise ValueError when an array's strides contradict a compile-time stride.
+
+    A mismatch would make the kernel read or write the wrong elements without any error,
+    so the emulator (a test tool) checks what the router guarantees in production.
+    """
+    for buf, array in zip(kernel.buffers, arrays, strict=True):
+        if array.dtype != buf.dtype:
+            raise TypeError(f"buffer {buf.name}: expected {buf.dtype}, got {array.dtype}")
+        for dim, stride in enumerate(buf.strides):
+            axis = dim - (kernel.rank - array.ndim)
+            if stride is None or axis < 0 or array.shape[axis] <= 1 or array.size == 0:
+                continue
+            if array.strides[axis] != stride * array.itemsize:
+                raise ValueError(f"buffer {buf.name}: axis {axis} has byte stride "
+                                 f"{array.strides[axis]}, kernel expects {stride} elements")
+
+
+def _data_pointers(kernel: Kernel, arrays: Sequence[np.ndarray],
+                   scalars: Sequence[Any]) -> tuple[ctypes.Array, list[np.ndarray]]:
+    """Return ``data`` (buffer pointers, then pointers to each scalar's value) and the
+    scalar boxes that must outlive the call."""
+    boxes = [np.array([value], dtype=p.dtype) for p, value in
+             zip(kernel.scalars, scalars, strict=True)]
+    pointers = [a.ctypes.data for a in arrays] + [box.ctypes.data for box in boxes]
+    return (ctypes.c_void_p * max(len(pointers), 1))(*pointers), boxes
+
+
+def run_emulated(kernel: Kernel, source: str, arrays: Sequence[np.ndarray],
+                 scalars: Sequence[Any], sizes: dict[str, int],
+                 grid: int = 3, block: int = 7) -> None:
+    """Run ``kernel`` (rendered, possibly among others, in ``source``) on the CPU.
+
+    ``arrays`` follows ``kernel.buffers`` (NumPy arrays whose layout matches the kernel's
+    compile-time strides); outputs are written in place. Returns nothing.
+    """
+    entry = getattr(build_emulation(source), f"{kernel.name}_emulate")
+    entry.restype = None
+    entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    check_layout(kernel, arrays)
+    meta = pack_meta(kernel, sizes, arrays)
+    data, _boxes = _data_pointers(kernel, arrays, scalars)
+    entry(ctypes.cast(data, ctypes.c_void_p), meta.ctypes.data, grid, block)

@@ -1,0 +1,207 @@
+"""CUDA C translation of every scalar primitive: one rule table keyed by (op, dtype kind).
+
+A rule receives the already rendered operand expressions and returns one C expression,
+for example ``(Op.ADD, "i")`` on ``int8`` values ``v1, v2`` gives::
+
+    (int8_t)((unsigned int)v1 + (unsigned int)v2)
+
+The kind is that of the operands for comparisons (their result is always bool) and that of
+the result otherwise (for CAST, the target kind). ``cuda_rule_gaps()`` lists the
+(primitive, kind) pairs the op table asks for and this table lacks; it must stay empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autojit.ir.ops import OP_TABLE, PRIMITIVES, Op
+
+C_TYPES: dict[str, str] = {
+    "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
+    "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t",
+    "uint64": "uint64_t", "float32": "float", "float64": "double",
+}
+
+
+def c_type(dtype: np.dtype) -> str:
+    """Return the C type of a dtype: ``double``, ``int8_t``, ``bool``."""
+    return C_TYPES[np.dtype(dtype).name]
+
+
+@dataclass(frozen=True)
+class Operands:
+    """What a rule sees of one instruction.
+
+    ``dtype`` is the result dtype, ``source`` the dtype of the first operand (the result
+    dtype for leaves), ``args`` the operand expressions and ``attr`` the instruction's
+    constant value, or for memory ops the rendered element (``in0[i]``) or parameter name.
+    """
+
+    dtype: np.dtype
+    source: np.dtype
+    args: tuple[str, ...]
+    attr: Any = None
+
+    @property
+    def t(self) -> str:
+        return c_type(self.dtype)
+
+
+Rule = Callable[[Operands], str]
+
+
+# -- literals --------------------------------------------------------------------------
+def float_literal(value: float, dtype: np.dtype) -> str:
+    """Return an exact C literal: ``0x1.8000000000000p+0``, ``-0x0.0p+0f``, and for inf
+    and NaN a bit pattern, ``aj_f64_bits(0x7ff0000000000000ULL)``."""
+    dtype = np.dtype(dtype)
+    scalar = np.asarray(value).astype(dtype)
+    if np.isfinite(scalar):
+        # Every float32 is a double, so the double's hex form is exact for both.
+        return float(scalar).hex() + ("f" if dtype.itemsize == 4 else "")
+    bits = int(scalar.view(f"u{dtype.itemsize}"))
+    return f"aj_f{dtype.itemsize * 8}_bits({bits:#x}{'U' if dtype.itemsize == 4 else 'ULL'})"
+
+
+def int_literal(value: int, dtype: np.dtype) -> str:
+    """Return a literal of exactly ``dtype``: ``(int32_t)-7LL``, ``(uint64_t)255ULL``;
+    the int64 minimum is spelled ``(int64_t)(-9223372036854775807LL - 1)`` because its
+    magnitude is not a valid ``long long`` literal."""
+    number = int(np.asarray(value).astype(dtype))
+    if number == -(2**63):
+        return "(int64_t)(-9223372036854775807LL - 1)"
+    suffix = "LL" if number < 0 else "ULL"
+    return f"({c_type(dtype)}){number}{suffix}"
+
+
+def _const(o: Operands) -> str:
+    literal = {
+        "b": lambda: "true" if bool(o.attr) else "false",
+        "f": lambda: float_literal(o.attr, o.dtype),
+    }.get(o.dtype.kind, lambda: int_literal(o.attr, o.dtype))
+    return literal()
+
+
+# -- arithmetic -------------------------------------------------------------------------
+def _wide_unsigned(dtype: np.dtype) -> str:
+    # Small types promote to int, where e.g. uint16 * uint16 can overflow (undefined);
+    # unsigned int / unsigned long long arithmetic wraps by definition.
+    return "unsigned long long" if np.dtype(dtype).itemsize == 8 else "unsigned int"
+
+
+def _wrap(symbol: str) -> Rule:
+    def rule(o: Operands) -> str:
+        w = _wide_unsigned(o.dtype)
+        a, b = o.args
+        return f"({o.t})(({w}){a} {symbol} ({w}){b})"
+    return rule
+
+
+def _wrap_neg(o: Operands) -> str:
+    return f"({o.t})(-({_wide_unsigned(o.dtype)}){o.args[0]})"
+
+
+def _infix(symbol: str) -> Rule:
+    return lambda o: f"({o.args[0]} {symbol} {o.args[1]})"
+
+
+def _infix_cast(symbol: str) -> Rule:
+    """Integer ops whose operands promote to int: cast the result back to the type."""
+    return lambda o: f"({o.t})({o.args[0]} {symbol} {o.args[1]})"
+
+
+def _math(name: str) -> Rule:
+    """CUDA / libm call: ``sin(v)`` for double, ``sinf(v)`` for float."""
+    def rule(o: Operands) -> str:
+        suffix = "f" if o.dtype.itemsize == 4 else ""
+        return f"{name}{suffix}({', '.join(o.args)})"
+    return rule
+
+
+# -- casts ------------------------------------------------------------------------------
+def _saturating_cast(o: Operands) -> str:
+    """float -> int like LLVM's ``fptosi.sat``/``fptoui.sat``: NaN -> 0, clamp to range.
+    The bounds are powers of two, exact in float and double."""
+    bits = o.dtype.itemsize * 8
+    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1)) if o.dtype.kind == "i" else (0, 2**bits)
+    top = int_literal(high - 1, o.dtype)
+    src = c_type(o.source)
+    return (f"aj_sat_cast<{o.t}, {src}>({o.args[0]}, {float_literal(low, o.source)}, "
+            f"{float_literal(high, o.source)}, {top})")
+
+
+def _plain_cast(o: Operands) -> str:
+    return f"({o.t})({o.args[0]})"
+
+
+#: CAST rules keyed by (source kind, target kind) when the target kind alone is not enough.
+_CAST_BY_SOURCE: dict[tuple[str, str], Rule] = {
+    ("f", "i"): _saturating_cast,
+    ("f", "u"): _saturating_cast,
+}
+
+
+def _cast_to_number(o: Operands) -> str:
+    return _CAST_BY_SOURCE.get((o.source.kind, o.dtype.kind), _plain_cast)(o)
+
+
+def _cast_to_bool(o: Operands) -> str:
+    # NumPy: x != 0, so NaN -> true.
+    return f"({o.args[0]} != 0)"
+
+
+# -- the table --------------------------------------------------------------------------
+_COMPARE = {Op.EQ: "==", Op.NE: "!=", Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">="}
+_BITWISE = {Op.AND: "&", Op.OR: "|", Op.XOR: "^"}
+_WRAPPING = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*"}
+_INT_DIVISION = {Op.DIV: "/", Op.REM: "%"}
+_FLOAT_INFIX = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/"}
+_MATH_OPS = tuple(op for op in PRIMITIVES if OP_TABLE[op].math_name)
+
+_ROWS: list[tuple[Op, str, Rule]] = [
+    (Op.CONST, "biuf", _const),
+    (Op.LOAD, "biuf", lambda o: o.attr),
+    (Op.LOAD_SCALAR, "biuf", lambda o: o.attr),
+    (Op.STORE, "biuf", lambda o: f"{o.attr} = {o.args[0]}"),
+    (Op.SELECT, "biuf", lambda o: f"({o.args[0]} ? {o.args[1]} : {o.args[2]})"),
+    (Op.CAST, "iuf", _cast_to_number),
+    (Op.CAST, "b", _cast_to_bool),
+    (Op.NEG, "iu", _wrap_neg),
+    (Op.NEG, "f", lambda o: f"(-{o.args[0]})"),
+    (Op.REM, "f", _math("fmod")),
+    (Op.NOT, "iu", lambda o: f"({o.t})(~{o.args[0]})"),
+    (Op.NOT, "b", lambda o: f"(!{o.args[0]})"),
+    *[(op, "iu", _wrap(sym)) for op, sym in _WRAPPING.items()],
+    *[(op, "iu", _infix_cast(sym)) for op, sym in _INT_DIVISION.items()],
+    *[(op, "f", _infix(sym)) for op, sym in _FLOAT_INFIX.items()],
+    *[(op, "biuf", _infix(sym)) for op, sym in _COMPARE.items()],
+    *[(op, "biu", _infix_cast(sym)) for op, sym in _BITWISE.items()],
+    *[(op, "f", _math(OP_TABLE[op].math_name)) for op in _MATH_OPS],
+]
+
+CUDA_RULES: dict[tuple[Op, str], Rule] = {
+    (op, kind): rule for op, kinds, rule in _ROWS for kind in kinds
+}
+
+
+#: Functions the rules call; a kernel parameter of the same name would hide them.
+CALLED_NAMES: frozenset[str] = frozenset(
+    {name + suffix for name in ("fmod", *(OP_TABLE[op].math_name for op in _MATH_OPS))
+     for suffix in ("", "f")} | {"aj_sat_cast", "aj_f32_bits", "aj_f64_bits"})
+
+
+def rule_kind(op: Op, dtype: np.dtype, operand: np.dtype | None) -> str:
+    """Return the kind that selects ``op``'s rule: the operand's for bool-valued
+    comparisons, the result's otherwise."""
+    use_operand = OP_TABLE[op].bool_result and operand is not None
+    return np.dtype(operand if use_operand else dtype).kind
+
+
+def cuda_rule_gaps() -> list[tuple[Op, str]]:
+    """Return the (primitive, kind) pairs the op table requires that have no CUDA rule."""
+    return [(op, kind) for op in PRIMITIVES for kind in OP_TABLE[op].primitive_kinds
+            if (op, kind) not in CUDA_RULES]
