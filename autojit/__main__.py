@@ -1,0 +1,8 @@
+"""``python -m autojit``: the same command line as the ``autojit`` script."""
+
+import sys
+
+from autojit.inspect.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,254 @@
+"""The ``autojit`` command line: ``inspect`` a function's stages, run the ``demo``.
+
+Exit codes: 0 success, 1 missing file/module/function or a failure while inspecting,
+2 bad usage or argument spec, 3 the function cannot be traced (the reason is printed).
+
+Example::
+
+    autojit inspect examples/chain.py:chain --args "f64[1000]" --stage fused --stage llvm
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import importlib
+import importlib.util
+import inspect as pyinspect
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+
+#: Stage names in pipeline order; ``all`` expands to every one of them.
+STAGES: tuple[str, ...] = ("graph", "fused", "llvm", "llvm-opt", "asm", "cuda", "route")
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_UNTRACEABLE = 0, 1, 2, 3
+
+
+class CliError(Exception):
+    """A failure to report as one line on stderr, with the exit code to return."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse exits on --help, --version and bad usage
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        print("autojit: error: choose a command: inspect or demo", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.run(args)
+    except CliError as err:
+        print(f"autojit: error: {err}", file=sys.stderr)
+        return err.code
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser; each subcommand stores its handler in ``run``."""
+    parser = argparse.ArgumentParser(
+        prog="autojit", description="Inspect and demo autojit's NumPy JIT.")
+    parser.add_argument("--version", action="version", version=f"autojit {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    ins = sub.add_parser(
+        "inspect", help="show a function's graph, kernels, IR, assembly, CUDA and route",
+        description="Trace FUNC on example arguments and print the chosen stages.")
+    ins.add_argument("target", metavar="TARGET",
+                     help="path/to/file.py:FUNC or package.module:FUNC")
+    ins.add_argument("--args", dest="spec", default="", metavar="SPEC",
+                     help='example arguments, e.g. "f64[1000], f32[n,3]:F, i64, n=100"')
+    ins.add_argument("--stage", action="append", choices=(*STAGES, "all"), metavar="STAGE",
+                     help=f"stage to print (repeatable): {', '.join(STAGES)} or all "
+                          "(default all)")
+    ins.add_argument("--force", choices=("cpu", "gpu", "python"),
+                     help="route to report, overriding the router")
+    ins.add_argument("--seed", type=int, default=0, help="seed for the argument contents")
+    ins.set_defaults(run=_run_inspect)
+
+    demo = sub.add_parser("demo", help="time autojit against NumPy on built-in workloads")
+    demo.add_argument("--size-scale", type=float, default=1.0, metavar="S",
+                      help="multiply the workload sizes by S (default 1.0)")
+    demo.set_defaults(run=_run_demo)
+    return parser
+
+
+def _version() -> str:
+    """Return the installed distribution's version without importing the compiler."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("autojit")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    """Run the demo tour; return 0 when every workload matched NumPy, else 1."""
+    if not args.size_scale > 0:
+        raise CliError(f"--size-scale must be positive, got {args.size_scale}", EXIT_USAGE)
+    from autojit.demo import run_demo
+
+    rows = run_demo(scale=args.size_scale, out=sys.stdout)
+    return EXIT_OK if all(row["matches"] for row in rows) else EXIT_FAILURE
+
+
+def _run_inspect(args: argparse.Namespace) -> int:
+    """Inspect TARGET on the spec's arguments and print the chosen stages; return 0."""
+    from autojit.inspect.argspec import ArgSpecError, parse_args_spec
+
+    stages = _resolve_stages(args.stage)
+    try:
+        call_args = parse_args_spec(args.spec, seed=args.seed)
+    except ArgSpecError as err:
+        raise CliError(str(err), EXIT_USAGE) from None
+    func, name = _load_target(args.target)
+    _check_arity(func, name, call_args, args.spec)
+    inspection = _inspect(_ensure_routed(func), name, call_args, args.force)
+    reason = getattr(inspection, "fallback_reason", None)
+    if reason and inspection.route == "python" and args.force != "python":
+        raise CliError(f"cannot trace {name}: {reason}", EXIT_UNTRACEABLE)
+    text = inspection.format(stages)
+    print(text if text.endswith("\n") else text + "\n", end="")
+    return EXIT_OK
+
+
+def _resolve_stages(chosen: list[str] | None) -> list[str]:
+    """Return the chosen stages in pipeline order, once each; none or ``all`` means all."""
+    if not chosen or "all" in chosen:
+        return list(STAGES)
+    return [stage for stage in STAGES if stage in chosen]
+
+
+def _load_target(target: str) -> tuple[Callable[..., object], str]:
+    """Return the function TARGET names and its name; raise CliError when it is missing."""
+    where, sep, attr = target.rpartition(":")
+    if not sep or not where or not attr:
+        raise CliError(f"TARGET {target!r} must be path/to/file.py:FUNC or "
+                       "package.module:FUNC", EXIT_USAGE)
+    is_file = where.endswith(".py") or "/" in where or "\\" in where
+    module = _load_file(Path(where)) if is_file else _import_module(where)
+    obj: object = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise CliError(f"{where} has no function {attr!r}{_suggest(part, obj)}",
+                           EXIT_FAILURE)
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise CliError(f"{where}:{attr} is a {type(obj).__name__}, not a function",
+                       EXIT_FAILURE)
+    return obj, attr
+
+
+def _suggest(name: str, namespace: object) -> str:
+    """Return ``"; did you mean 'x'?"`` for a close public callable name, else ``""``."""
+    names = [n for n in dir(namespace)
+             if not n.startswith("_") and callable(getattr(namespace, n, None))]
+    close = difflib.get_close_matches(name, names, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _load_file(path: Path) -> ModuleType:
+    """Execute the file at ``path`` as a fresh module and return it.
+
+    The module is in ``sys.modules`` (and its folder on ``sys.path``) only while its body
+    runs: dataclasses and sibling imports need that, later imports must not see it.
+    """
+    if not path.is_file():
+        raise CliError(f"no such file: {path}", EXIT_FAILURE)
+    name = f"_autojit_cli_target_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"cannot load {path} as a Python module", EXIT_FAILURE)
+    module = importlib.util.module_from_spec(spec)
+    with _temporarily_importable(name, module, str(path.resolve().parent)):
+        try:
+            spec.loader.exec_module(module)
+        except Exception as err:  # any error in user code: report it, do not crash
+            raise CliError(f"loading {path} failed: {type(err).__name__}: {err}",
+                           EXIT_FAILURE) from None
+    return module
+
+
+@contextlib.contextmanager
+def _temporarily_importable(name: str, module: ModuleType, folder: str) -> Iterator[None]:
+    """Register ``module`` under ``name`` and put ``folder`` first on sys.path, then undo."""
+    sys.modules[name] = module
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        sys.modules.pop(name, None)
+        if folder in sys.path:
+            sys.path.remove(folder)
+
+
+def _import_module(dotted: str) -> ModuleType:
+    """Import and return module ``dotted``; raise CliError when it is missing or fails."""
+    try:
+        return importlib.import_module(dotted)
+    except ModuleNotFoundError as err:
+        if err.name and dotted.startswith(err.name):
+            raise CliError(f"no module named {dotted!r}", EXIT_FAILURE) from None
+        raise CliError(f"importing {dotted} failed: {err}", EXIT_FAILURE) from None
+    except Exception as err:  # any error in user code: report it, do not crash
+        raise CliError(f"importing {dotted} failed: {type(err).__name__}: {err}",
+                       EXIT_FAILURE) from None
+
+
+def _ensure_routed(func: Callable[..., object]) -> object:
+    """Return ``func`` when it is already ``@autoroute``-decorated, else wrap it."""
+    if callable(getattr(func, "inspect", None)) and callable(getattr(func, "stats", None)):
+        return func
+    from autojit import autoroute
+
+    return autoroute(func)
+
+
+def _check_arity(func: Callable[..., object], name: str, args: list[object],
+                 spec: str) -> None:
+    """Raise CliError (usage) when ``func`` cannot take ``args`` positionally."""
+    try:
+        signature = pyinspect.signature(func)
+    except (TypeError, ValueError):  # builtins and odd callables: let the call decide
+        return
+    try:
+        signature.bind(*args)
+    except TypeError as err:
+        raise CliError(f"{name}{signature} cannot take the {len(args)} argument(s) of "
+                       f"--args {spec!r}: {err}", EXIT_USAGE) from None
+
+
+def _inspect(routed: object, name: str, args: list[object], force: str | None) -> object:
+    """Return ``routed.inspect(*args)``; map trace and other failures to CliError."""
+    from autojit import config
+    from autojit.errors import AutojitError, FallbackWarning, TraceError
+
+    overrides = {"force": force} if force else {}
+    try:
+        # The CLI reports a fallback itself, as one line and an exit code.
+        with warnings.catch_warnings(), config(**overrides):
+            warnings.simplefilter("ignore", FallbackWarning)
+            return routed.inspect(*args)  # type: ignore[attr-defined]
+    except TraceError as err:
+        raise CliError(f"cannot trace {name}: {err}", EXIT_UNTRACEABLE) from None
+    except AutojitError as err:
+        first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise CliError(f"inspecting {name} failed: {first_line}", EXIT_FAILURE) from None
+    except Exception as err:  # the user's function raised on these arguments
+        raise CliError(f"{name} raised {type(err).__name__} on these arguments: {err}",
+                       EXIT_FAILURE) from None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
