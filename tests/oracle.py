@@ -128,7 +128,7 @@ class EmulatedCudaBackend:
         return np.empty(shape, dtype)
 
     def launch(self, kernel: Any, source: str, arrays: Sequence[Any], scalars: Sequence[Any],
-               sizes: dict[str, int]) -> None:
+               sizes: dict[str, int], meta: Sequence[int] = ()) -> None:
         from autojit.lower_gpu import run_emulated
         run_emulated(kernel, source, arrays, scalars, sizes)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autojit.fuse.builder import KernelBuilder
 from autojit.fuse.partition import LEAF_OPS, Group, partition_graph
@@ -22,6 +22,7 @@ class Plan:
     graph: Graph
     kernels: tuple[Kernel, ...]
     allocations: tuple[int, ...]
+    schedule_cache: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def _materialised(graph: Graph, groups: list[Group]) -> list[int]:

@@ -88,6 +88,12 @@ class CpuProgram:
             module = llvm.parse_assembly(self.llvm_ir_optimized)
             return _listing_machine().emit_assembly(module)
 
+    def call(self, data: Sequence[int], meta: Sequence[int]) -> None:
+        """Call the kernel with plain ints: buffer then scalar addresses, and ``meta``."""
+        pointers = (ctypes.c_void_p * max(len(data), 1))(*data)
+        sizes = (ctypes.c_int64 * max(len(meta), 1))(*meta)
+        self._function(pointers, sizes)
+
     def run(self, data: Sequence[int], meta: np.ndarray) -> None:
         """Call the kernel: ``data`` holds buffer then scalar addresses, ``meta`` the int64
         sizes and runtime strides (``autojit.ir.abi.pack_meta``). Returns when it is done."""

@@ -6,13 +6,14 @@ load only when a GPU route is taken.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from autojit.fuse.plan import Plan
-from autojit.ir.abi import pack_meta
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
 
@@ -23,11 +24,11 @@ class Backend(Protocol):
     def compile(self, kernel: Kernel) -> Any: ...
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any: ...
     def launch(self, kernel: Kernel, program: Any, arrays: Sequence[Any],
-               scalars: Sequence[Any], sizes: dict[str, int]) -> None: ...
+               scalars: Sequence[Any], sizes: dict[str, int], meta: list[int]) -> None: ...
 
 
 def _address(array: np.ndarray) -> int:
-    return array.__array_interface__["data"][0]
+    return array.ctypes._data
 
 
 class CpuBackend:
@@ -43,10 +44,10 @@ class CpuBackend:
         return np.empty(shape, dtype)
 
     def launch(self, kernel: Kernel, program: Any, arrays: Sequence[Any],
-               scalars: Sequence[Any], sizes: dict[str, int]) -> None:
+               scalars: Sequence[Any], sizes: dict[str, int], meta: list[int]) -> None:
         holders = [np.array(v, dtype=p.dtype) for p, v in zip(kernel.scalars, scalars)]
         data = [_address(a) for a in arrays] + [_address(h) for h in holders]
-        program.run(data, pack_meta(kernel, sizes, arrays))
+        program.call(data, meta)
 
 
 class GpuBackend:
@@ -64,37 +65,95 @@ class GpuBackend:
         return cupy.empty(shape, dtype)
 
     def launch(self, kernel: Kernel, program: Any, arrays: Sequence[Any],
-               scalars: Sequence[Any], sizes: dict[str, int]) -> None:
+               scalars: Sequence[Any], sizes: dict[str, int], meta: list[int]) -> None:
         from autojit.lower_gpu import launch
         launch(kernel, program, arrays, scalars, sizes)
 
 
-def _leaf_value(plan: Plan, node_id: int, args: Sequence[Any]) -> Any:
-    node = plan.graph.node(node_id)
-    if node.op is Op.ARG:
-        return args[node.attr("index")]
-    return np.asarray(node.attr("value"), dtype=node.type.dtype)
+@dataclass(frozen=True)
+class KernelCall:
+    """Where one kernel's operands come from, precomputed so a warm call only looks up.
+
+    ``buffers`` index the call's slots (arguments, then allocations, then constants);
+    ``strides`` are (buffer position, array axis) of each runtime stride, in meta order.
+    """
+
+    buffers: tuple[int, ...]
+    scalars: tuple[tuple[int, np.dtype], ...]
+    loop: tuple[tuple[str, ...], ...]
+    strides: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A plan flattened for execution: allocations, kernel operands and results by slot."""
+
+    allocations: tuple[tuple[tuple, np.dtype], ...]
+    constants: tuple[np.ndarray, ...]
+    calls: tuple[KernelCall, ...]
+    outputs: tuple[tuple[int, bool], ...]
+    output_tuple: bool
+
+
+def build_schedule(plan: Plan, argument_count: int) -> Schedule:
+    """Return the Schedule of ``plan`` (computed once per plan, then cached on it)."""
+    cached = plan.schedule_cache.get(argument_count)
+    if cached is not None:
+        return cached
+    graph = plan.graph
+    slots = {n: argument_count + i for i, n in enumerate(plan.allocations)}
+    constants: list[np.ndarray] = []
+
+    def slot(node_id: int) -> int:
+        node = graph.node(node_id)
+        if node_id in slots:
+            return slots[node_id]
+        if node.op is Op.ARG:
+            return node.attr("index")
+        constants.append(np.asarray(node.attr("value"), dtype=node.type.dtype))
+        slots[node_id] = argument_count + len(plan.allocations) + len(constants) - 1
+        return slots[node_id]
+
+    calls = []
+    for kernel in plan.kernels:
+        ndims = [len(graph.node(b.value).type.shape) for b in kernel.buffers]
+        strides = tuple((b, d - (kernel.rank - ndims[b])) for b, d in kernel.runtime_strides())
+        calls.append(KernelCall(
+            tuple(slot(b.value) for b in kernel.buffers),
+            tuple((graph.node(s.value).attr("index"), s.dtype) for s in kernel.scalars),
+            kernel.loop_sizes, strides))
+    outputs = tuple((slot(o), s) for o, s in zip(graph.outputs, graph.scalar_outputs))
+    allocations = tuple((graph.node(n).type.shape, graph.node(n).type.dtype)
+                        for n in plan.allocations)
+    schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs, graph.output_tuple)
+    plan.schedule_cache[argument_count] = schedule
+    return schedule
+
+
+def _meta(call: KernelCall, arrays: Sequence[Any], sizes: dict[str, int]) -> list[int]:
+    meta = [math.prod(sizes[s] for s in product) for product in call.loop]
+    for buffer, axis in call.strides:
+        array = arrays[buffer]
+        meta.append(array.strides[axis] // array.itemsize if axis >= 0 else 0)
+    return meta
 
 
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequence[Any],
              sizes: dict[str, int]) -> Any:
     """Run every kernel of ``plan``; return the function's result as NumPy would."""
-    graph = plan.graph
-    values: dict[int, Any] = {}
-    for node_id in plan.allocations:
-        node = graph.node(node_id)
-        shape = tuple(sizes[d] if isinstance(d, str) else d for d in node.type.shape)
-        values[node_id] = backend.empty(shape, node.type.dtype)
-    for kernel, program in zip(plan.kernels, programs):
-        arrays = [values[b.value] if b.value in values else _leaf_value(plan, b.value, args)
-                  for b in kernel.buffers]
-        scalars = [args[graph.node(s.value).attr("index")] for s in kernel.scalars]
-        backend.launch(kernel, program, arrays, scalars, sizes)
-    results = []
-    for node_id, is_scalar in zip(graph.outputs, graph.scalar_outputs):
-        value = values[node_id] if node_id in values else _leaf_value(plan, node_id, args)
-        results.append(value[()] if is_scalar and getattr(value, "ndim", 1) == 0 else value)
-    return tuple(results) if graph.output_tuple else results[0]
+    schedule = build_schedule(plan, len(args))
+    values = list(args)
+    for shape, dtype in schedule.allocations:
+        values.append(backend.empty(tuple(sizes[d] if d.__class__ is str else d
+                                          for d in shape), dtype))
+    values.extend(schedule.constants)
+    for call, kernel, program in zip(schedule.calls, plan.kernels, programs):
+        arrays = [values[i] for i in call.buffers]
+        scalars = [args[i] for i, _ in call.scalars]
+        backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
+    results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
+               else values[i] for i, is_scalar in schedule.outputs]
+    return tuple(results) if schedule.output_tuple else results[0]
 
 
 def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:

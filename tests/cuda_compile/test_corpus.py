@@ -72,7 +72,7 @@ class _Emulated:
     def empty(self, shape, dtype):
         return np.empty(shape, dtype)
 
-    def launch(self, kernel, source, arrays, scalars, sizes):
+    def launch(self, kernel, source, arrays, scalars, sizes, meta=None):
         run_emulated(kernel, source, arrays, scalars, sizes)
 
 
