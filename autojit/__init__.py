@@ -21,6 +21,7 @@ from autojit.errors import (
     UnsupportedError,
 )
 from autojit.policy import Dispatcher, config, reload_environment
+from autojit.policy.registry import process_stats
 
 __version__ = "0.1.0"
 
@@ -35,7 +36,12 @@ def autoroute(fn: Callable | None = None, **options: Any) -> Any:
     return Dispatcher(fn, options)
 
 
+def stats() -> dict[str, Any]:
+    """Return process-wide counters: totals over every decorated function and each one's."""
+    return process_stats()
+
+
 __all__ = [
     "AutojitError", "AutojitWarning", "CompileError", "Dispatcher", "FallbackWarning",
-    "TraceError", "UnsupportedError", "autoroute", "config", "reload_environment",
+    "TraceError", "UnsupportedError", "autoroute", "config", "reload_environment", "stats",
 ]

@@ -24,6 +24,7 @@ from autojit.policy.backends import (
     run_plan,
 )
 from autojit.policy.config import Settings, check_options, current_settings
+from autojit.policy.registry import register
 from autojit.policy.route import choose_route
 from autojit.policy.signature import Signature, describe_argument, signature_of
 from autojit.policy.stats import FunctionStats
@@ -58,6 +59,7 @@ class Dispatcher:
         self._stats = FunctionStats()
         self._last_signature: Signature | None = None
         functools.update_wrapper(self, fn)
+        register(self)
 
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -104,18 +106,29 @@ class Dispatcher:
             self._note_fallback("an argument is not a NumPy array or scalar of a supported "
                                 "dtype (bool, int8-64, uint8-64, float32, float64)")
             return None, {}
+        found = self._lookup(signature, args)
+        if found is not None:
+            self._stats.add("cache_hits", 1)
+            return found
+        with self._lock:
+            found = self._lookup(signature, args)   # another thread may have compiled it
+            if found is not None:
+                self._stats.add("cache_hits", 1)
+                return found
+            return self._trace(signature, args, settings)
+
+    def _lookup(self, signature: Signature, args: tuple) -> tuple[Entry | None, dict] | None:
+        """Return (entry, sizes) from the memory cache, (None, {}) when NumPy would raise
+        for these arguments, or None on a miss."""
         for entry in self._cache.get(signature, ()):
             if entry.plan is None:
-                self._stats.add("cache_hits", 1)
                 return entry, {}
             sizes = bind_sizes(entry.plan, args)
             if sizes is None or not int_arguments_fit(entry.plan, args):
                 return None, {}  # NumPy raises for these arguments; let it
             if guards_hold(entry.plan, sizes, args):
-                self._stats.add("cache_hits", 1)
                 return entry, sizes
-        with self._lock:
-            return self._trace(signature, args, settings)
+        return None
 
     def _trace(self, signature: Signature, args: tuple,
                settings: Settings) -> tuple[Entry | None, dict]:
