@@ -12,7 +12,8 @@ from autojit.ir.evaluate import PRIMITIVE_REFS
 from autojit.ir.kernel import Buffer, Instr, Kernel, ScalarParam
 from autojit.ir.ops import OP_TABLE, Op
 
-_NOT_FOLDABLE = (Op.LOAD, Op.LOAD_SCALAR, Op.STORE, Op.CONST)
+_NOT_FOLDABLE = (Op.LOAD, Op.LOAD_SCALAR, Op.STORE, Op.CONST, Op.REDUCE)
+_ANYWHERE = (Op.CONST, Op.LOAD_SCALAR)   # position-free: shared by every level and phase
 
 
 class KernelBuilder:
@@ -37,16 +38,26 @@ class KernelBuilder:
         self._consts: dict[int, Any] = {}
         self._memo: dict[tuple, int] = {}
         self.current_node = -1
+        self.level, self.phase = "row", 0
+
+    def position(self, level: str, phase: int) -> None:
+        """Emit the following instructions at ``level`` ("row" or "outer") of ``phase``."""
+        self.level, self.phase = level, phase
 
     # -- parameters -------------------------------------------------------------------
     def add_buffer(self, name: str, dtype: np.dtype, strides: tuple[int | None, ...],
-                   is_output: bool = False, value: int = -1) -> int:
+                   is_output: bool = False, value: int = -1,
+                   axes: tuple[int | None, ...] | None = None) -> int:
         """Declare a buffer; return its index."""
-        self.buffers.append(Buffer(name, np.dtype(dtype), tuple(strides), is_output, value))
+        self.buffers.append(Buffer(name, np.dtype(dtype), tuple(strides), is_output, value,
+                                   axes))
         return len(self.buffers) - 1
 
     def add_scalar(self, name: str, dtype: np.dtype, value: int = -1) -> int:
-        """Declare a runtime scalar parameter; return its index."""
+        """Declare a runtime scalar parameter (once per graph value); return its index."""
+        for index, param in enumerate(self.scalars):
+            if value >= 0 and param.value == value:
+                return index
         self.scalars.append(ScalarParam(name, np.dtype(dtype), value))
         return len(self.scalars) - 1
 
@@ -57,10 +68,12 @@ class KernelBuilder:
             return args[1] if self._consts[args[0]] else args[2]
         if op not in _NOT_FOLDABLE and args and all(a in self._consts for a in args):
             return self._fold(op, args, dtype)
-        key = (op, args, dtype.str, repr(attr))
+        where = () if op in _ANYWHERE else (self.level, self.phase)
+        key = (op, args, dtype.str, repr(attr), where)
         if op is not Op.STORE and key in self._memo:
             return self._memo[key]
-        ins = Instr(len(self.body), op, tuple(args), dtype, attr, self.current_node)
+        ins = Instr(len(self.body), op, tuple(args), dtype, attr, self.current_node,
+                    self.level, self.phase)
         self.body.append(ins)
         self._dtypes[ins.id] = dtype
         if op is not Op.STORE:
@@ -90,6 +103,21 @@ class KernelBuilder:
         return self._consts.get(value)
 
     # -- conveniences -----------------------------------------------------------------
+    def input_buffer(self, dtype: np.dtype, strides: tuple[int | None, ...], value: int,
+                     axes: tuple[int | None, ...] | None = None) -> int:
+        """Return the index of the input buffer holding ``value`` with these strides."""
+        for index, buf in enumerate(self.buffers):
+            if (not buf.is_output and buf.value == value and buf.strides == tuple(strides)
+                    and buf.axes == axes):
+                return index
+        return self.add_buffer(f"in{len(self.buffers)}", dtype, strides, value=value,
+                               axes=axes)
+
+    def reduce(self, kind: str, value: int, dtype: np.dtype) -> int:
+        """Accumulate ``value`` over the row with reduction ``kind``; return the result id."""
+        result = np.dtype(np.int64) if kind in ("argmax", "argmin") else np.dtype(dtype)
+        return self.emit(Op.REDUCE, (value,), result, kind)
+
     def load(self, buffer: int) -> int:
         return self.emit(Op.LOAD, (), self.buffers[buffer].dtype, buffer)
 
@@ -121,7 +149,7 @@ class KernelBuilder:
     def store(self, buffer: int, value: int) -> None:
         self.emit(Op.STORE, (value,), self.buffers[buffer].dtype, buffer)
 
-    def finish(self, nodes: tuple[int, ...] = ()) -> Kernel:
+    def finish(self, nodes: tuple[int, ...] = (), row_dims: int = 0, phases: int = 1) -> Kernel:
         """Return the Kernel, without instructions no store depends on, renumbered densely."""
         live: set[int] = set()
         for ins in reversed(self.body):
@@ -136,4 +164,4 @@ class KernelBuilder:
                 body.append(replace(ins, id=len(body),
                                     args=tuple(renumber[a] for a in ins.args)))
         return Kernel(self.name, self.loop_sizes, tuple(self.buffers), tuple(self.scalars),
-                      tuple(body), nodes)
+                      tuple(body), nodes, row_dims, phases)

@@ -1,23 +1,33 @@
 """``partition_graph``: group a Graph's compute nodes into kernels.
 
-Rules (elementwise graphs):
+A group iterates over one *full shape* F. An elementwise group has no row axes; a
+reduction group reduces the *row axes* R of F and may hold several passes (phases) over
+each row. Rules, applied greedily in topological order:
 
-* nodes that iterate over the same symbolic shape and are connected fuse into one kernel,
-  at most ``max_ops`` graph ops each (split in topological order beyond that);
-* *uniform* nodes (every dimension is 1, e.g. arithmetic on scalar arguments), and cheap
-  nodes of a smaller shape that only feed broadcasts (``x.astype(f64)`` added to a matrix),
-  are recomputed inside each kernel that reads them instead of being stored;
-* a value read by another kernel, or returned, is stored to memory ("materialised").
+* an elementwise node joins a group of one of its inputs when it iterates over F (a *row*
+  value) or over the reduced shape — F with R set to 1 ("keep" form) or dropped ("drop"
+  form) — (an *outer* value, once per row);
+* a row value that reads an outer value of its group runs in a later phase (softmax:
+  max, then the sum of exponentials, then the division); row values needed by a later
+  phase are recomputed there rather than stored;
+* a reduction joins the group of its input (turning an elementwise group over F into a
+  reduction group), or a group over the same F and R: producers fuse into reductions and
+  sibling reductions of one input share its pass;
+* *uniform* nodes (every dimension 1) and cheap nodes of a smaller shape that only feed
+  broadcasts are recomputed inside each reader instead of being stored;
+* a value read by another kernel, or returned, is stored ("materialised"); at most
+  ``max_ops`` graph ops per kernel; a join that would make kernels depend on each other in
+  a cycle is refused.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autojit.ir.graph import Graph, Node
 from autojit.ir.ops import Op
 
-LEAF_OPS = (Op.ARG, Op.CONST)
+LEAF_OPS = (Op.ARG, Op.CONST, Op.SIZE)
 
 #: ops cheap enough to recompute per broadcast element rather than store and reload.
 CHEAP_OPS = frozenset({
@@ -29,11 +39,33 @@ CHEAP_OPS = frozenset({
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Where a node runs in its kernel: level "row" or "outer", phase, and for outer
+    values the form of their shape ("keep": F with R as 1; "drop": F without R)."""
+
+    level: str
+    phase: int
+    form: str = "full"
+
+
+@dataclass
 class Group:
     """Graph nodes computed by one kernel, in topological order, over ``shape``."""
 
-    nodes: tuple[int, ...]
+    nodes: list[int]
     shape: tuple
+    row_axes: tuple[int, ...] | None = None
+    placement: dict[int, Placement] = field(default_factory=dict)
+
+    @property
+    def outer_shapes(self) -> dict[str, tuple]:
+        axes = self.row_axes or ()
+        return {"keep": tuple(1 if i in axes else d for i, d in enumerate(self.shape)),
+                "drop": tuple(d for i, d in enumerate(self.shape) if i not in axes)}
+
+    @property
+    def phases(self) -> int:
+        return 1 + max((p.phase for p in self.placement.values()), default=0)
 
 
 def is_uniform(node: Node) -> bool:
@@ -41,80 +73,160 @@ def is_uniform(node: Node) -> bool:
     return all(d == 1 for d in node.type.shape)
 
 
-def _component_roots(graph: Graph, compute: list[Node]) -> dict[int, int]:
-    parent = {n.id: n.id for n in compute}
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    first_reader: dict[tuple, int] = {}
-    for node in compute:
-        for i in node.inputs:
-            if i in parent and graph.node(i).type.shape == node.type.shape:
-                parent[find(i)] = find(node.id)
-            # siblings over the same shape that read the same value share one pass over it
-            sibling = first_reader.setdefault((i, node.type.shape), node.id)
-            if graph.node(i).op is not Op.CONST:
-                parent[find(sibling)] = find(node.id)
-    return {n.id: find(n.id) for n in compute}
-
-
 def inlined_nodes(graph: Graph) -> set[int]:
-    """Return compute nodes recomputed inside their readers' kernels instead of stored."""
+    """Return compute nodes recomputed inside their readers' kernels instead of stored:
+    uniform arithmetic on arguments and constants, and cheap nodes feeding broadcasts."""
     outputs, users = set(graph.outputs), graph.users()
-    inlined: set[int] = set()
+    scalar: set[int] = set()
+    for node in graph.nodes:
+        if (node.op not in LEAF_OPS and node.op is not Op.REDUCE and is_uniform(node)
+                and node.id not in outputs
+                and all(graph.node(i).op in LEAF_OPS or i in scalar for i in node.inputs)):
+            scalar.add(node.id)
+    inlined = set(scalar)
     for node in reversed(graph.nodes):
-        if node.op in LEAF_OPS or node.id in outputs:
+        if node.op in LEAF_OPS or node.op is Op.REDUCE or node.id in outputs | inlined:
             continue
         readers = [graph.node(u) for u in users[node.id]]
         feeds_broadcasts = all(r.id in inlined or r.type.shape != node.type.shape
-                               for r in readers)
-        if is_uniform(node) or (node.op in CHEAP_OPS and readers and feeds_broadcasts):
+                               for r in readers) and all(r.op is not Op.REDUCE for r in readers)
+        if node.op in CHEAP_OPS and readers and feeds_broadcasts and not is_uniform(node):
             inlined.add(node.id)
     return inlined
 
 
+class _Partitioner:
+    def __init__(self, graph: Graph, max_ops: int) -> None:
+        self.graph, self.max_ops = graph, max(1, max_ops)
+        self.inlined = inlined_nodes(graph)
+        self.groups: list[Group] = []
+        self.owner: dict[int, int] = {}
+
+    # -- dependencies --------------------------------------------------------------------
+    def _sources(self, node_id: int) -> set[int]:
+        """Groups whose values ``node_id`` reads (looking through inlined nodes)."""
+        found: set[int] = set()
+        for i in self.graph.node(node_id).inputs:
+            if i in self.owner:
+                found.add(self.owner[i])
+            elif i in self.inlined:
+                found |= self._sources(i)
+        return found
+
+    def _depends_on(self, group: int, target: int) -> bool:
+        """Return True when ``group`` reads, directly or not, a value of ``target``."""
+        pending, seen = [group], set()
+        while pending:
+            g = pending.pop()
+            if g == target:
+                return True
+            if g in seen:
+                continue
+            seen.add(g)
+            for n in self.groups[g].nodes:
+                pending.extend(self._sources(n) - {g})
+        return False
+
+    def _acyclic(self, node: Node, g: int) -> bool:
+        return not any(self._depends_on(h, g) for h in self._sources(node.id) - {g})
+
+    # -- placement -----------------------------------------------------------------------
+    def _member_inputs(self, node: Node, g: int) -> list[Placement]:
+        """Placements of group ``g``'s values that ``node`` reads, through inlined nodes."""
+        found: list[Placement] = []
+        for i in node.inputs:
+            if self.owner.get(i) == g:
+                found.append(self.groups[g].placement[i])
+            elif i in self.inlined:
+                found += self._member_inputs(self.graph.node(i), g)
+        return found
+
+    def _place_elementwise(self, node: Node, g: int) -> Placement | None:
+        group = self.groups[g]
+        members = self._member_inputs(node, g)
+        if group.row_axes is None:
+            return Placement("row", 0) if node.type.shape == group.shape else None
+        if node.type.shape == group.shape:
+            phases = [p.phase + (p.level == "outer") for p in members]
+            prefix = tuple(range(len(group.row_axes))) == group.row_axes
+            if any(p.level == "outer" and p.form == "drop" and not prefix for p in members):
+                return None
+            return Placement("row", max(phases, default=0))
+        for form, shape in group.outer_shapes.items():
+            if node.type.shape == shape and all(p.level == "outer" and p.form == form
+                                                for p in members):
+                return Placement("outer", max((p.phase for p in members), default=0), form)
+        return None
+
+    def _place_reduce(self, node: Node, g: int) -> Placement | None:
+        group, source = self.groups[g], self.graph.node(node.inputs[0])
+        axes = node.attr("axes")
+        if group.shape != source.type.shape or group.row_axes not in (None, axes):
+            return None
+        inside = group.placement.get(source.id)
+        if inside is not None and inside.level != "row":
+            return None
+        form = "keep" if node.attr("keepdims") else "drop"
+        return Placement("outer", inside.phase if inside else 0, form)
+
+    def _try_join(self, node: Node, g: int) -> bool:
+        group = self.groups[g]
+        if len(group.nodes) >= self.max_ops or not self._acyclic(node, g):
+            return False
+        reduce = node.op is Op.REDUCE
+        place = (self._place_reduce if reduce else self._place_elementwise)(node, g)
+        if place is None:
+            return False
+        if reduce and group.row_axes is None:
+            group.row_axes = node.attr("axes")
+        group.nodes.append(node.id)
+        group.placement[node.id] = place
+        self.owner[node.id] = g
+        return True
+
+    def _candidates(self, node: Node) -> list[int]:
+        """Groups of the node's inputs first, then groups reading the same values."""
+        direct = [self.owner[i] for i in node.inputs if i in self.owner]
+        siblings = [g for g, group in enumerate(self.groups)
+                    if any(i in node.inputs for n in group.nodes
+                           for i in self.graph.node(n).inputs
+                           if self.graph.node(i).op is not Op.CONST)]
+        return list(dict.fromkeys(direct + siblings))
+
+    def add(self, node: Node) -> None:
+        for g in self._candidates(node):
+            if self._try_join(node, g):
+                return
+        if node.op is Op.REDUCE:
+            source = self.graph.node(node.inputs[0])
+            group = Group([], source.type.shape, node.attr("axes"))
+            form = "keep" if node.attr("keepdims") else "drop"
+            group.placement[node.id] = Placement("outer", 0, form)
+        else:
+            group = Group([], node.type.shape)
+            group.placement[node.id] = Placement("row", 0)
+        group.nodes.append(node.id)
+        self.groups.append(group)
+        self.owner[node.id] = len(self.groups) - 1
+
+    def ordered(self) -> list[Group]:
+        order: list[int] = []
+        done: set[int] = set()
+        while len(order) < len(self.groups):
+            ready = [g for g in range(len(self.groups)) if g not in done and
+                     all(h in done for n in self.groups[g].nodes for h in self._sources(n)
+                         if h != g)]
+            if not ready:
+                raise AssertionError("kernel dependency cycle")
+            order.append(ready[0])
+            done.add(ready[0])
+        return [self.groups[g] for g in order]
+
+
 def partition_graph(graph: Graph, max_ops: int) -> list[Group]:
     """Return the kernels' node groups in an order that respects dependencies."""
-    inlined = inlined_nodes(graph)
-    compute = [n for n in graph.nodes if n.op not in LEAF_OPS and n.id not in inlined]
-    roots = _component_roots(graph, compute)
-    components: dict[int, list[int]] = {}
-    for node in compute:
-        components.setdefault(roots[node.id], []).append(node.id)
-    groups = [
-        Group(tuple(ids[start:start + max_ops]), graph.node(ids[0]).type.shape)
-        for ids in components.values()
-        for start in range(0, len(ids), max(1, max_ops))
-    ]
-    return _topological(graph, groups)
-
-
-def _topological(graph: Graph, groups: list[Group]) -> list[Group]:
-    owner = {n: g for g, group in enumerate(groups) for n in group.nodes}
-
-    def producers(node_id: int, seen: set[int]) -> set[int]:
-        """Groups feeding node_id, looking through inlined uniform nodes."""
-        result: set[int] = set()
-        for i in graph.node(node_id).inputs:
-            if i in owner:
-                result.add(owner[i])
-            elif i not in seen:
-                seen.add(i)
-                result |= producers(i, seen)
-        return result
-
-    deps = {g: set().union(*(producers(n, set()) for n in group.nodes)) - {g}
-            for g, group in enumerate(groups)}
-    order: list[int] = []
-    done: set[int] = set()
-    while len(order) < len(groups):
-        ready = [g for g in range(len(groups)) if g not in done and deps[g] <= done]
-        if not ready:
-            raise AssertionError("kernel dependency cycle")  # impossible for elementwise graphs
-        order.append(ready[0])
-        done.add(ready[0])
-    return [groups[g] for g in order]
+    partitioner = _Partitioner(graph, max_ops)
+    for node in graph.nodes:
+        if node.op not in LEAF_OPS and node.id not in partitioner.inlined:
+            partitioner.add(node)
+    return partitioner.ordered()

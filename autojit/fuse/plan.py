@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from autojit.fuse.builder import KernelBuilder
-from autojit.fuse.partition import LEAF_OPS, Group, partition_graph
+from autojit.fuse.partition import LEAF_OPS, Group, Placement, partition_graph
 from autojit.ir.graph import Graph, Node
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
@@ -26,35 +28,50 @@ class Plan:
 
 
 def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
-    """Return nodes that must live in memory: returned, or read by another kernel."""
+    """Return nodes that must live in memory: returned, or read by another kernel (also
+    through nodes that kernels recompute)."""
     owner = {n: g for g, group in enumerate(groups) for n in group.nodes}
+    users = graph.users()
+    readers: dict[int, set[int]] = {}   # node -> groups that evaluate it
+
+    def reading_groups(node_id: int) -> set[int]:
+        if node_id not in readers:
+            readers[node_id] = set()
+            for user in users[node_id]:
+                readers[node_id] |= ({owner[user]} if user in owner else reading_groups(user))
+        return readers[node_id]
+
     needed = {o for o in graph.outputs if o in owner}
-    for node in graph.nodes:
-        reader = owner.get(node.id)
-        for i in node.inputs:
-            if i in owner and reader is not None and owner[i] != reader:
-                needed.add(i)
-    # Uniform nodes inlined elsewhere read grouped values only through other uniform nodes,
-    # which are grouped only when returned (already needed).
+    for node_id, group in owner.items():
+        if any(g != group for g in reading_groups(node_id)):
+            needed.add(node_id)
     return [n.id for n in graph.nodes if n.id in needed]
 
 
 class _KernelEmitter:
-    """Emits one group's nodes into a KernelBuilder, loading everything else it reads."""
+    """Emits one group's nodes into a KernelBuilder, loading everything else it reads.
+
+    Loop dimensions are the group's outer axes, then its row (reduced) axes. Every value is
+    emitted in a context (level, phase, form): row values once per element of a phase's
+    pass, outer values once per row (see ``autojit.ir.kernel``).
+    """
 
     def __init__(self, graph: Graph, group: Group, name: str, in_memory: set[int],
                  contiguous: Sequence[bool]) -> None:
         self.graph, self.group, self.in_memory = graph, group, in_memory
         self.contiguous = contiguous
         self.members = set(group.nodes)
-        self.collapsed = self._can_collapse()
+        rows = group.row_axes or ()
+        self.outer_axes = [a for a in range(len(group.shape)) if a not in rows]
+        self.perm = self.outer_axes + list(rows)
+        self.collapsed = not rows and self._can_collapse()
         shape = group.shape
         if self.collapsed:
             loop_sizes = (tuple(d for d in shape if d != 1),)
         else:
-            loop_sizes = tuple((d,) if d != 1 else () for d in shape) or ((),)
+            loop_sizes = tuple((shape[a],) if shape[a] != 1 else () for a in self.perm) or ((),)
         self.kb = KernelBuilder(name, loop_sizes)
-        self.values: dict[int, int] = {}
+        self.values: dict[tuple, int] = {}
 
     def _is_contiguous(self, node: Node) -> bool:
         if node.op is Op.ARG:
@@ -88,61 +105,99 @@ class _KernelEmitter:
             return True
         return node.op is Op.ARG and self.graph.params[node.attr("index")].kind == "array"
 
-    def strides(self, shape: tuple[Dim, ...], contiguous: bool) -> tuple[int | None, ...]:
-        """Return per-loop-dim element strides: 0 broadcast, 1 contiguous inner, None runtime."""
-        if self.collapsed:
-            return (0,) if all(d == 1 for d in shape) else (1,)
-        rank = len(self.kb.loop_sizes) if self.group.shape else 1
-        result: list[int | None] = []
-        for d in range(rank):
-            axis = d - (len(self.group.shape) - len(shape))
-            if axis < 0 or shape[axis] == 1:
-                result.append(0)
-            elif axis == len(shape) - 1 and contiguous:
-                result.append(1)
-            else:
-                result.append(None)
-        return tuple(result)
-
-    def value(self, node_id: int) -> int:
-        """Return the instruction holding ``node_id`` inside this kernel."""
-        if node_id in self.values:
-            return self.values[node_id]
-        node = self.graph.node(node_id)
-        if node.op is Op.CONST:
-            result = self.kb.const(node.attr("value"), node.type.dtype)
-        elif self._is_buffer(node) and node_id not in self.members:
-            strides = self.strides(node.type.shape, self._is_contiguous(node))
-            index = len(self.kb.buffers)
-            result = self.kb.load(self.kb.add_buffer(f"in{index}", node.type.dtype, strides,
-                                                     value=node_id))
-        elif node.op is Op.ARG:
-            param = self.kb.add_scalar(self.graph.params[node.attr("index")].name,
-                                       node.type.dtype, value=node_id)
-            result = self.kb.load_scalar(param)
+    def _axis_in(self, shape: tuple[Dim, ...], full_axis: int, form: str) -> int | None:
+        """Return the axis of an array of ``shape`` (broadcast into a value of ``form``)
+        that runs along the group's ``full_axis``; None when it does not."""
+        if form == "drop":
+            if full_axis not in self.outer_axes:
+                return None
+            axis = self.outer_axes.index(full_axis) - (len(self.outer_axes) - len(shape))
         else:
-            result = self.compute(node)
-        self.values[node_id] = result
-        return result
+            axis = full_axis - (len(self.group.shape) - len(shape))
+        return axis if axis >= 0 else None
 
-    def compute(self, node: Node) -> int:
-        operands = tuple(self.value(i) for i in node.inputs)
+    def strides(self, shape: tuple[Dim, ...], contiguous: bool, form: str = "full"
+                ) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
+        """Return per-loop-dim element strides (0 broadcast, 1 contiguous inner, None: at
+        run time) and the array axis each loop dim walks (None when NumPy's alignment)."""
+        if self.collapsed:
+            return ((0,) if all(d == 1 for d in shape) else (1,)), None
+        if not self.group.shape:
+            return (0,), None
+        strides: list[int | None] = []
+        axes: list[int | None] = []
+        for full_axis in self.perm:
+            axis = self._axis_in(shape, full_axis, form)
+            axes.append(axis)
+            if axis is None or shape[axis] == 1:
+                strides.append(0)
+            elif axis == len(shape) - 1 and contiguous:
+                strides.append(1)
+            else:
+                strides.append(None)
+        return tuple(strides), tuple(axes)
+
+    def value(self, node_id: int, where: Placement) -> int:
+        """Return the instruction holding ``node_id`` for use at ``where``."""
+        placement = self.group.placement.get(node_id)
+        if placement is not None and placement.level == "outer":
+            where = placement                      # computed once per row, reused after
+        elif placement is not None:
+            where = Placement("row", max(where.phase, placement.phase))
+        key = (node_id, where)
+        if key not in self.values:
+            self.kb.position(where.level, where.phase)
+            self.values[key] = self._emit(self.graph.node(node_id), where)
+        return self.values[key]
+
+    def _emit(self, node: Node, where: Placement) -> int:
+        if node.op is Op.CONST:
+            return self.kb.const(node.attr("value"), node.type.dtype)
+        if self._is_buffer(node) and node.id not in self.members:
+            strides, axes = self.strides(node.type.shape, self._is_contiguous(node), where.form)
+            buffer = self.kb.input_buffer(node.type.dtype, strides, node.id, axes)
+            self.kb.position(where.level, where.phase)
+            return self.kb.load(buffer)
+        if node.op in (Op.ARG, Op.SIZE):
+            name = (self.graph.params[node.attr("index")].name if node.op is Op.ARG
+                    else "size_" + "_".join(node.attr("symbols")))
+            return self.kb.load_scalar(self.kb.add_scalar(name, node.type.dtype, node.id))
+        inner = Placement("row", where.phase) if node.op is Op.REDUCE else where
+        operands = tuple(self.value(i, inner) for i in node.inputs)
+        self.kb.position(where.level, where.phase)
         self.kb.current_node = node.id
         if node.op is Op.CAST:
             return self.kb.cast(operands[0], node.type.dtype)
+        if node.op is Op.REDUCE:
+            return self._reduce(node, operands[0])
         return self.kb.graph_op(node.op, operands, node.type.dtype)
+
+    def _reduce(self, node: Node, operand: int) -> int:
+        """Emit a REDUCE in the row loop; float32 sums accumulate in float64 (NumPy sums
+        pairwise; a float64 running sum is at least as accurate)."""
+        kind, dtype = node.attr("kind"), node.type.dtype
+        placement = self.group.placement[node.id]
+        self.kb.position("row", placement.phase)
+        if kind == "add" and dtype == np.float32:
+            wide = self.kb.reduce(kind, self.kb.cast(operand, np.float64), np.float64)
+            self.kb.position("outer", placement.phase)
+            return self.kb.cast(wide, dtype)
+        return self.kb.reduce(kind, operand, dtype)
 
     def emit(self) -> Kernel:
         for node_id in self.group.nodes:
-            self.value(node_id)
+            self.value(node_id, self.group.placement[node_id])
         stored = [n for n in self.group.nodes if n in self.in_memory]
         for position, node_id in enumerate(stored):
-            node = self.graph.node(node_id)
-            buffer = self.kb.add_buffer(f"out{position}", node.type.dtype,
-                                        self.strides(node.type.shape, True), True, node_id)
+            node, where = self.graph.node(node_id), self.group.placement[node_id]
+            strides, axes = self.strides(node.type.shape, True, where.form)
+            buffer = self.kb.add_buffer(f"out{position}", node.type.dtype, strides, True, node_id,
+                                        axes)
+            self.kb.position(where.level, where.phase)
             self.kb.current_node = node_id
-            self.kb.store(buffer, self.values[node_id])
-        return self.kb.finish(self.group.nodes)
+            self.kb.store(buffer, self.values[(node_id, where)])
+        return self.kb.finish(tuple(self.group.nodes), len(self.group.row_axes or ()),
+                              self.group.phases)
 
 
 def plan_kernels(graph: Graph, contiguous: Sequence[bool],

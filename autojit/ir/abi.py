@@ -26,6 +26,6 @@ def pack_meta(kernel: Kernel, sizes: dict[str, int], arrays: Sequence[Any]) -> n
     meta = loop_extent(kernel, sizes)
     for b, dim in kernel.runtime_strides():
         array = arrays[b]
-        axis = dim - (kernel.rank - array.ndim)
-        meta.append(array.strides[axis] // array.itemsize if axis >= 0 else 0)
+        axis = kernel.array_axis(b, dim, array.ndim)
+        meta.append(array.strides[axis] // array.itemsize if axis is not None else 0)
     return np.asarray(meta, dtype=np.int64)

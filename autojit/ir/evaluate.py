@@ -14,7 +14,7 @@ import numpy as np
 
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import OP_TABLE, Op
+from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, Op
 
 
 def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -36,9 +36,32 @@ def _graph_refs(op: Op) -> Callable[..., np.ndarray]:
     return OP_TABLE[op].numpy_ref
 
 
+def graph_sizes(graph: Graph, args: Sequence[Any]) -> dict[str, int]:
+    """Return each size symbol's value for ``args``."""
+    return {symbol: np.shape(args[sources[0][0]])[sources[0][1]]
+            for symbol, sources in graph.dims}
+
+
+def reduce_array(kind: str, value: np.ndarray, axes: tuple[int, ...],
+                 keepdims: bool) -> np.ndarray:
+    """Return NumPy's reduction ``kind`` of ``value`` over ``axes`` (argmax/argmin: the
+    position in C order over those axes, as NumPy gives for one axis or a flattened array)."""
+    reducer = REDUCE_KINDS[kind].numpy_ref
+    if kind not in ("argmax", "argmin"):
+        return np.asarray(reducer(value, axis=axes, keepdims=keepdims))
+    kept = [a for a in range(value.ndim) if a not in axes]
+    moved = np.moveaxis(value, list(axes), list(range(len(kept), value.ndim)))
+    flat = moved.reshape([value.shape[a] for a in kept] + [-1])
+    result = reducer(flat, axis=-1)
+    if keepdims:
+        result = np.expand_dims(result, tuple(axes))
+    return np.asarray(result, dtype=np.int64)
+
+
 def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
     """Return the graph's outputs for ``args`` computed op by op with NumPy."""
     values: dict[int, Any] = {}
+    sizes = graph_sizes(graph, args)
     with np.errstate(all="ignore"):
         for node in graph.nodes:
             dtype = node.type.dtype
@@ -46,6 +69,12 @@ def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
                 values[node.id] = np.asarray(args[node.attr("index")])
             elif node.op is Op.CONST:
                 values[node.id] = np.asarray(node.attr("value"), dtype=dtype)
+            elif node.op is Op.SIZE:
+                values[node.id] = np.asarray(np.prod([sizes[s] for s in node.attr("symbols")]),
+                                             dtype=dtype)
+            elif node.op is Op.REDUCE:
+                values[node.id] = reduce_array(node.attr("kind"), values[node.inputs[0]],
+                                               node.attr("axes"), node.attr("keepdims"))
             elif node.op is Op.CAST:
                 values[node.id] = np.asarray(values[node.inputs[0]]).astype(dtype)
             else:
@@ -62,12 +91,24 @@ def evaluate_kernel(kernel: Kernel, buffers: Sequence[np.ndarray],
                     scalars: Sequence[Any] = ()) -> None:
     """Run ``kernel`` over whole arrays: inputs broadcast to the loop shape; outputs written.
 
-    ``buffers`` follows ``kernel.buffers``; output arrays must already have the loop shape.
+    ``buffers`` follows ``kernel.buffers``; output arrays must already have the loop shape
+    (row dimensions of size 1 for outputs stored once per outer index).
     """
     values: dict[int, np.ndarray] = {}
+    full = np.broadcast_shapes(*(np.shape(b) for b in buffers))
+    row_axes = tuple(range(len(full) - kernel.row_dims, len(full)))
     with np.errstate(all="ignore"):
         for ins in kernel.body:
-            if ins.op is Op.LOAD:
+            if ins.op is Op.REDUCE:
+                whole = np.broadcast_to(values[ins.args[0]], full)
+                values[ins.id] = reduce_array(ins.attr, whole, row_axes, True).astype(
+                    ins.dtype, copy=False)
+                continue
+            if ins.op is Op.LOAD and ins.level == "outer":
+                array = np.asarray(buffers[ins.attr])   # constant along the row dimensions
+                shape = array.shape[: array.ndim - kernel.row_dims] + (1,) * kernel.row_dims
+                values[ins.id] = np.lib.stride_tricks.as_strided(array, shape, array.strides)
+            elif ins.op is Op.LOAD:
                 values[ins.id] = np.asarray(buffers[ins.attr])
             elif ins.op is Op.LOAD_SCALAR:
                 values[ins.id] = np.asarray(scalars[ins.attr], dtype=ins.dtype)
@@ -82,3 +123,22 @@ def evaluate_kernel(kernel: Kernel, buffers: Sequence[np.ndarray],
                 ref = PRIMITIVE_REFS.get(ins.op) or OP_TABLE[ins.op].numpy_ref
                 result = ref(*(values[a] for a in ins.args))
                 values[ins.id] = np.asarray(result).astype(ins.dtype, copy=False)
+
+
+def run_strided(kernel: Kernel, arrays: Sequence[np.ndarray], scalars: Sequence[Any],
+                meta: Sequence[int]) -> None:
+    """Run ``kernel`` through the reference interpreter exactly as a compiled kernel would
+    address memory: each buffer viewed with the kernel's strides over the loop sizes (row
+    dimensions of size 1 for buffers written once per row)."""
+    extent = [int(m) for m in meta[: kernel.rank]]
+    per_row = extent[: kernel.outer_rank] + [1] * kernel.row_dims
+    runtime = iter(int(m) for m in meta[kernel.rank:])
+    outer_stores = {ins.attr for ins in kernel.body
+                    if ins.op is Op.STORE and ins.level == "outer"}
+    views = []
+    for i, (buffer, array) in enumerate(zip(kernel.buffers, arrays, strict=True)):
+        strides = [s if s is not None else next(runtime) for s in buffer.strides]
+        views.append(np.lib.stride_tricks.as_strided(
+            array, shape=per_row if i in outer_stores else extent,
+            strides=[s * array.itemsize for s in strides], writeable=buffer.is_output))
+    evaluate_kernel(kernel, views, scalars)

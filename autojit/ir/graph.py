@@ -79,6 +79,7 @@ class Graph:
     guards: tuple[tuple[str, int], ...] = ()
     dims: tuple[tuple[str, tuple[tuple[int, int], ...]], ...] = ()
     int_guards: tuple[tuple[int, str], ...] = ()
+    nonempty: tuple[str, ...] = ()          # sizes NumPy requires > 0 (max of nothing raises)
     loc: SourceLoc | None = None
     _by_id: dict[int, Node] = field(default_factory=dict, compare=False, repr=False)
 

@@ -13,6 +13,21 @@ Calling convention, identical on every backend::
 scalar parameter (pointing at its value). ``meta`` holds the loop sizes, then for every
 buffer the runtime strides (in elements) of its ``None`` dimensions, in order. See
 ``abi.py`` for the packing.
+
+Reductions. The last ``row_dims`` loop dimensions are *row* dimensions; the others are
+*outer* (parallel) dimensions. For every outer index the kernel runs ``phases`` passes
+over the row::
+
+    for o in outer index space:
+        for p in range(phases):
+            for r in row index space:       # one iteration when row_dims == 0
+                instructions of phase p at level "row"   (REDUCE accumulates here)
+            instructions of phase p at level "outer"    (REDUCE results usable here)
+
+A REDUCE instruction's id names its accumulator: read from the "outer" level of its phase
+or later, or from the "row" level of later phases (softmax: max in phase 0, sum of
+exponentials in phase 1, the normalised row written in phase 2). An elementwise kernel is
+the special case ``row_dims == 0, phases == 1`` with every instruction at level "row".
 """
 
 from __future__ import annotations
@@ -34,6 +49,7 @@ class Buffer:
     strides: tuple[int | None, ...]
     is_output: bool = False
     value: int = -1          # graph node id this buffer holds
+    axes: tuple[int | None, ...] | None = None   # array axis along each loop dim
 
 
 @dataclass(frozen=True)
@@ -59,6 +75,8 @@ class Instr:
     dtype: np.dtype
     attr: Any = None
     node: int = -1           # graph node this instruction comes from (for reports)
+    level: str = "row"       # "row": once per loop iteration; "outer": once per outer index
+    phase: int = 0
 
 
 @dataclass(frozen=True)
@@ -71,6 +89,12 @@ class Kernel:
     scalars: tuple[ScalarParam, ...]
     body: tuple[Instr, ...]
     nodes: tuple[int, ...] = ()     # graph nodes fused into this kernel
+    row_dims: int = 0
+    phases: int = 1
+
+    @property
+    def outer_rank(self) -> int:
+        return self.rank - self.row_dims
 
     @property
     def rank(self) -> int:
@@ -84,6 +108,15 @@ class Kernel:
             for d, s in enumerate(buf.strides)
             if s is None
         ]
+
+    def array_axis(self, buffer: int, dim: int, ndim: int) -> int | None:
+        """Return the axis of the buffer's array (of ``ndim`` dims) that loop ``dim`` walks:
+        ``Buffer.axes`` when fusion reordered loops, else NumPy's right alignment."""
+        axes = self.buffers[buffer].axes
+        if axes is not None:
+            return axes[dim]
+        axis = dim - (self.rank - ndim)
+        return axis if axis >= 0 else None
 
     def meta_index_of_stride(self, buffer: int, dim: int) -> int:
         """Return the position in ``meta`` of a runtime stride."""

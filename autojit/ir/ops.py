@@ -17,6 +17,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,7 @@ class OpGroup(enum.Enum):
     TERNARY = "ternary"
     COMPARE = "compare"      # elementwise, result bool
     CAST = "cast"
+    REDUCE = "reduce"        # graph: reduce over axes; kernel: accumulate over the row
 
 
 class Op(enum.Enum):
@@ -38,6 +40,8 @@ class Op(enum.Enum):
     LOAD = "load"
     LOAD_SCALAR = "load_scalar"
     STORE = "store"
+    SIZE = "size"            # a product of size symbols, known at run time (element counts)
+    REDUCE = "reduce"
     # arithmetic
     ADD = "add"
     SUB = "sub"
@@ -157,6 +161,8 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.LOAD: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL),
     Op.LOAD_SCALAR: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL),
     Op.STORE: OpInfo(OpGroup.MEMORY, 1, primitive_kinds=_ALL),
+    Op.SIZE: OpInfo(OpGroup.LEAF, 0),
+    Op.REDUCE: OpInfo(OpGroup.REDUCE, 1),   # renderers handle it structurally, per REDUCE_KINDS
     # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a
     # non-zero divisor that is not -1 against the minimum (decompositions guarantee it).
     Op.ADD: _b(np.add, _NUMERIC),
@@ -232,6 +238,42 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.HYPOT: _b(np.hypot, _FLOAT, "hypot"),
     Op.POW: _b(np.power, _FLOAT, "pow"),
 }
+
+@dataclass(frozen=True)
+class ReduceKind:
+    """One way to combine a row: NumPy's reducer, the dtype kinds it takes, its start value.
+
+    ``start`` maps a dtype to the accumulator's initial value (None: the reducer keeps an
+    index too, see ``argmax``). MAX/MIN propagate NaN like np.maximum; FMAX/FMIN skip it.
+    """
+
+    numpy_ref: Callable
+    kinds: str
+    start: Callable[[np.dtype], Any]
+
+
+def _lowest(dtype: np.dtype) -> Any:
+    return -np.inf if dtype.kind == "f" else (False if dtype.kind == "b" else np.iinfo(dtype).min)
+
+
+def _highest(dtype: np.dtype) -> Any:
+    return np.inf if dtype.kind == "f" else (True if dtype.kind == "b" else np.iinfo(dtype).max)
+
+
+REDUCE_KINDS: dict[str, ReduceKind] = {
+    "add": ReduceKind(np.add.reduce, _NUMERIC, lambda d: 0),
+    "mul": ReduceKind(np.multiply.reduce, _NUMERIC, lambda d: 1),
+    "max": ReduceKind(np.maximum.reduce, _NUMERIC, _lowest),
+    "min": ReduceKind(np.minimum.reduce, _NUMERIC, _highest),
+    "fmax": ReduceKind(np.fmax.reduce, _FLOAT, lambda d: np.nan),
+    "fmin": ReduceKind(np.fmin.reduce, _FLOAT, lambda d: np.nan),
+    "or": ReduceKind(np.logical_or.reduce, "b", lambda d: False),
+    "and": ReduceKind(np.logical_and.reduce, "b", lambda d: True),
+    "argmax": ReduceKind(np.argmax, _NUMERIC, _lowest),
+    "argmin": ReduceKind(np.argmin, _NUMERIC, _highest),
+}
+"""Reductions a kernel performs (``Instr.attr`` of a REDUCE). argmax/argmin return the
+int64 position of the first extreme (first NaN for floats) in C order over the row."""
 
 PRIMITIVES: tuple[Op, ...] = tuple(op for op, info in OP_TABLE.items() if info.is_primitive)
 

@@ -32,10 +32,18 @@ def _node_operands(node: Node, graph: Graph) -> str:
         return graph.params[node.attr("index")].name
     if node.op is Op.CONST:
         return repr(node.attr("value"))
-    return " ".join(f"%{i}" for i in node.inputs)
+    if node.op is Op.SIZE:
+        return "*".join(node.attr("symbols"))
+    operands = " ".join(f"%{i}" for i in node.inputs)
+    if node.op is Op.REDUCE:
+        keep = " keepdims" if node.attr("keepdims") else ""
+        return f"{operands} axes={node.attr('axes')}{keep}"
+    return operands
 
 
 def _node_name(node: Node) -> str:
+    if node.op is Op.REDUCE:
+        return f"reduce.{node.attr('kind')}"
     return f"cast<{short_name(node.type.dtype)}>" if node.op is Op.CAST else node.op.value
 
 
@@ -66,10 +74,12 @@ def format_kernel(kernel: Kernel) -> str:
         f"({','.join('?' if s is None else str(s) for s in b.strides)})"
         for b in kernel.buffers
     ] + [f"{s.name}: {short_name(s.dtype)}" for s in kernel.scalars]
-    lines = [f"kernel {kernel.name}({', '.join(params)}) loop [{shape}]:"]
+    rows = f" rows {kernel.row_dims} phases {kernel.phases}" if kernel.row_dims else ""
+    lines = [f"kernel {kernel.name}({', '.join(params)}) loop [{shape}]{rows}:"]
     for ins in kernel.body:
+        where = f"  @{ins.level}.{ins.phase}" if kernel.row_dims else ""
         if ins.op is Op.STORE:
-            lines.append(f"  store {kernel.buffers[ins.attr].name} %{ins.args[0]}")
+            lines.append(f"  store {kernel.buffers[ins.attr].name} %{ins.args[0]}{where}")
             continue
         if ins.op is Op.LOAD:
             operands = kernel.buffers[ins.attr].name
@@ -80,5 +90,7 @@ def format_kernel(kernel: Kernel) -> str:
         else:
             operands = " ".join(f"%{a}" for a in ins.args)
         name = f"cast<{short_name(ins.dtype)}>" if ins.op is Op.CAST else ins.op.value
-        lines.append(f"  %{ins.id} = {name} {operands} : {short_name(ins.dtype)}")
+        if ins.op is Op.REDUCE:
+            name = f"reduce.{ins.attr}"
+        lines.append(f"  %{ins.id} = {name} {operands} : {short_name(ins.dtype)}{where}")
     return "\n".join(lines) + "\n"

@@ -7,7 +7,7 @@ import numpy as np
 from autojit.errors import AutojitError
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import OP_TABLE, Op, OpGroup
+from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, Op, OpGroup
 
 _SAME_DTYPE_GROUPS = (OpGroup.UNARY, OpGroup.BINARY, OpGroup.COMPARE)
 
@@ -53,9 +53,36 @@ def _check_instruction_types(kernel: Kernel, ins, dtypes: dict[int, np.dtype]) -
         raise VerifyError(f"{kernel.name} %{ins.id}: comparison must give bool")
 
 
+def _check_reduce(kernel: Kernel, ins, dtypes: dict[int, np.dtype]) -> None:
+    kind = REDUCE_KINDS.get(ins.attr)
+    if kind is None or ins.level != "row":
+        raise VerifyError(f"{kernel.name} %{ins.id}: bad reduction {ins.attr} at {ins.level}")
+    source = dtypes[ins.args[0]]
+    expected = np.dtype(np.int64) if ins.attr in ("argmax", "argmin") else source
+    if source.kind not in kind.kinds or ins.dtype != expected:
+        raise VerifyError(f"{kernel.name} %{ins.id}: reduce.{ins.attr} of {source}")
+
+
+def _check_position(kernel: Kernel, ins, positions: dict[int, tuple[str, int, bool]]) -> None:
+    """A row value is visible only in its own phase's row loop; an outer value (or a
+    reduction result) from the outer level of its phase on. Constants are visible anywhere."""
+    for a in ins.args:
+        level, phase, reduced = positions[a]
+        if level == "any":
+            continue
+        if level == "row" and not reduced:
+            visible = ins.level == "row" and ins.phase == phase
+        else:
+            visible = ins.phase > phase or (ins.level == "outer" and ins.phase == phase)
+        if not visible:
+            raise VerifyError(f"{kernel.name} %{ins.id} at {ins.level}.{ins.phase} cannot "
+                              f"read %{a} ({level}.{phase})")
+
+
 def verify_kernel(kernel: Kernel) -> None:
     """Check SSA order, primitive-only bodies, dtype consistency and one store per output."""
     dtypes: dict[int, np.dtype] = {}
+    positions: dict[int, tuple[str, int, bool]] = {}
     stored: list[int] = []
     for ins in kernel.body:
         for a in ins.args:
@@ -73,8 +100,13 @@ def verify_kernel(kernel: Kernel) -> None:
             stored.append(ins.attr)
             if dtypes[ins.args[0]] != kernel.buffers[ins.attr].dtype:
                 raise VerifyError(f"{kernel.name}: store of wrong dtype to buffer {ins.attr}")
+        elif ins.op is Op.REDUCE:
+            _check_reduce(kernel, ins, dtypes)
         elif ins.op not in (Op.LOAD, Op.LOAD_SCALAR, Op.CONST, Op.CAST, Op.SELECT):
             _check_instruction_types(kernel, ins, dtypes)
+        _check_position(kernel, ins, positions)
+        anywhere = ins.op in (Op.CONST, Op.LOAD_SCALAR)
+        positions[ins.id] = ("any" if anywhere else ins.level, ins.phase, ins.op is Op.REDUCE)
         dtypes[ins.id] = np.dtype(ins.dtype)
     outputs = [i for i, b in enumerate(kernel.buffers) if b.is_output]
     if sorted(stored) != outputs:

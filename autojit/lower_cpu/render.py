@@ -39,14 +39,17 @@ loop vectoriser skip runtime overlap checks. Sample (``out0 = in0 + 1.0``, rank 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
+import numpy as np
 
 from autojit.errors import CompileError
 from autojit.ir.kernel import Kernel
+from autojit.ir.ops import Op
 from autojit.ir.printer import format_kernel
 from autojit.lower_cpu.mathlib import MathCalls
+from autojit.lower_cpu.reduce import Accumulator
 from autojit.lower_cpu.rules import (
     I64,
     LLVM_RULES,
@@ -78,6 +81,9 @@ class _Nest:
     sizes: list[ir.Value]          # loop sizes, outermost first
     runtime: list[ir.Value]        # runtime strides, in meta order
     scalars: list[ir.Value]
+    values: dict[int, ir.Value] = field(default_factory=dict)
+    dtypes: dict[int, np.dtype] = field(default_factory=dict)
+    accumulators: dict[int, Accumulator] = field(default_factory=dict)
 
     def stride(self, buffer: int, dim: int) -> int | ir.Value:
         """Return a stride: an ``int`` known now, or the argument carrying it at run time."""
@@ -123,39 +129,92 @@ def _emit_counted_loop(b: ir.IRBuilder, size: ir.Value, tag: str,
     b.position_at_end(done)
 
 
-def _emit_body(nest: _Nest, offsets: list[ir.Value | None]) -> None:
-    """Emit one iteration: each instruction through its (op, kind) rule."""
+def _row_position(nest: _Nest, indices: list[ir.Value]) -> ir.Value:
+    """Return the C-order position inside the row (for argmax/argmin)."""
     b, kernel = nest.builder, nest.kernel
+    position: ir.Value = _i64(0)
+    for d in range(kernel.outer_rank, kernel.rank):
+        scaled = b.mul(position, nest.sizes[d], flags=("nsw",))
+        position = b.add(scaled, indices[d], flags=("nsw",))
+    return position
+
+
+def _emit_body(nest: _Nest, offsets: list[ir.Value | None], level: str, phase: int,
+               indices: list[ir.Value]) -> None:
+    """Emit the instructions of one (level, phase), each through its (op, kind) rule."""
+    b, kernel = nest.builder, nest.kernel
+    chosen = [ins for ins in kernel.body if ins.level == level and ins.phase == phase
+              and ins.id not in nest.values]
+    if not chosen:
+        return
     pointers = [
         b.gep(base, [off if off is not None else _i64(0)], inbounds=True,
               source_etype=memory_type(buf.dtype), name=f"{buf.name}.p")
         for base, off, buf in zip(nest.bases, offsets, kernel.buffers, strict=True)
     ]
-    ctx = BodyContext(b, nest.math, kernel, pointers, nest.scalars)
-    values: dict[int, ir.Value] = {}
-    for ins in kernel.body:
+    ctx = BodyContext(b, nest.math, kernel, pointers, nest.scalars, nest.dtypes)
+    position = None
+    for ins in chosen:
+        if ins.op is Op.REDUCE:
+            if ins.attr in ("argmax", "argmin") and position is None:
+                position = _row_position(nest, indices)
+            nest.accumulators[ins.id].update(b, nest.values[ins.args[0]], position)
+            continue
         rule = LLVM_RULES.get((ins.op, rule_kind(ins, ctx.dtypes)))
         if rule is None:
             raise CompileError(f"no LLVM rule for {ins.op.value} on {ins.dtype}",
                                source=format_kernel(kernel))
-        result = rule(ctx, ins, [values[a] for a in ins.args])
+        result = rule(ctx, ins, [nest.values[a] for a in ins.args])
         if result is not None:
-            values[ins.id] = result
+            nest.values[ins.id] = result
         ctx.dtypes[ins.id] = ins.dtype
 
 
-def _emit_nest(nest: _Nest, depth: int, offsets: list[ir.Value | None]) -> None:
-    """Emit loop ``depth`` and everything inside it, advancing each buffer's offset."""
-    if depth == nest.kernel.rank:
-        _emit_body(nest, offsets)
+def _emit_nest(nest: _Nest, depth: int, offsets: list[ir.Value | None],
+               indices: list[ir.Value], phase: int = -1) -> None:
+    """Emit loop ``depth`` and everything inside it, advancing each buffer's offset.
+
+    At the outer rank, the phases follow one another: reset the phase's accumulators, run
+    its row loops (depth ``outer_rank`` to ``rank``), then its outer-level instructions."""
+    kernel, b = nest.kernel, nest.builder
+    if depth == kernel.outer_rank and phase < 0:
+        for p in range(kernel.phases):
+            for acc in nest.accumulators.values():
+                if acc.ins.phase == p:
+                    acc.reset(b)
+            _emit_nest(nest, depth, offsets, indices, p)
+            for acc in nest.accumulators.values():
+                if acc.ins.phase == p:
+                    nest.values[acc.ins.id] = acc.result(b)
+                    nest.dtypes[acc.ins.id] = acc.ins.dtype
+            _emit_body(nest, offsets, "outer", p, indices)
+        return
+    if depth == kernel.rank:
+        _emit_body(nest, offsets, "row", max(phase, 0), indices)
         return
 
     def inner(index: ir.Value) -> None:
-        moved = [_advance(nest.builder, off, index, nest.stride(b, depth))
-                 for b, off in enumerate(offsets)]
-        _emit_nest(nest, depth + 1, moved)
+        moved = [_advance(b, off, index, nest.stride(buf, depth))
+                 for buf, off in enumerate(offsets)]
+        _emit_nest(nest, depth + 1, moved, indices + [index], phase)
 
-    _emit_counted_loop(nest.builder, nest.sizes[depth], str(depth), inner)
+    _emit_counted_loop(b, nest.sizes[depth], str(depth) if phase < 0 else f"{depth}p{phase}",
+                       inner)
+
+
+def _prepare(nest: _Nest) -> None:
+    """Give constants and scalars their values, and every REDUCE its accumulator, up
+    front: both are used at several levels, and allocas belong in the entry block."""
+    ctx = BodyContext(nest.builder, nest.math, nest.kernel, [], nest.scalars, nest.dtypes)
+    for ins in nest.kernel.body:
+        if ins.op in (Op.CONST, Op.LOAD_SCALAR):
+            nest.values[ins.id] = LLVM_RULES[(ins.op, ins.dtype.kind)](ctx, ins, [])
+            nest.dtypes[ins.id] = ins.dtype
+    sources = {ins.id: ins.dtype for ins in nest.kernel.body}
+    for ins in nest.kernel.body:
+        if ins.op is Op.REDUCE:
+            nest.accumulators[ins.id] = Accumulator.allocate(nest.builder, ins,
+                                                             sources[ins.args[0]])
 
 
 def _emit_loops_function(module: ir.Module, kernel: Kernel, math: MathCalls,
@@ -176,7 +235,8 @@ def _emit_loops_function(module: ir.Module, kernel: Kernel, math: MathCalls,
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
     nest = _Nest(kernel, builder, math, args[:nb], args[nb:nb + kernel.rank],
                  args[nb + kernel.rank:nb + nm], args[nb + nm:])
-    _emit_nest(nest, 0, [None] * nb)
+    _prepare(nest)
+    _emit_nest(nest, 0, [None] * nb, [])
     builder.ret_void()
     return fn
 

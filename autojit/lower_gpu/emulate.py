@@ -88,8 +88,8 @@ def check_layout(kernel: Kernel, arrays: Sequence[np.ndarray]) -> None:
         if array.dtype != buf.dtype:
             raise TypeError(f"buffer {buf.name}: expected {buf.dtype}, got {array.dtype}")
         for dim, stride in enumerate(buf.strides):
-            axis = dim - (kernel.rank - array.ndim)
-            if stride is None or axis < 0 or array.shape[axis] <= 1 or array.size == 0:
+            axis = kernel.array_axis(kernel.buffers.index(buf), dim, array.ndim)
+            if stride is None or axis is None or array.shape[axis] <= 1 or array.size == 0:
                 continue
             if array.strides[axis] != stride * array.itemsize:
                 raise ValueError(f"buffer {buf.name}: axis {axis} has byte stride "

@@ -79,9 +79,9 @@ class KernelCall:
     """
 
     buffers: tuple[int, ...]
-    scalars: tuple[tuple[int, np.dtype], ...]
+    scalars: tuple[int | tuple[str, ...], ...]   # argument index, or size symbols to multiply
     loop: tuple[tuple[str, ...], ...]
-    strides: tuple[tuple[int, int], ...]
+    strides: tuple[tuple[int, int | None], ...]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,10 @@ class Schedule:
     calls: tuple[KernelCall, ...]
     outputs: tuple[tuple[int, bool], ...]
     output_tuple: bool
+
+
+def _scalar_source(node: Any) -> int | tuple[str, ...]:
+    return node.attr("index") if node.op is Op.ARG else node.attr("symbols")
 
 
 def build_schedule(plan: Plan, argument_count: int) -> Schedule:
@@ -117,10 +121,11 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     calls = []
     for kernel in plan.kernels:
         ndims = [len(graph.node(b.value).type.shape) for b in kernel.buffers]
-        strides = tuple((b, d - (kernel.rank - ndims[b])) for b, d in kernel.runtime_strides())
+        strides = tuple((b, kernel.array_axis(b, d, ndims[b]))
+                        for b, d in kernel.runtime_strides())
         calls.append(KernelCall(
             tuple(slot(b.value) for b in kernel.buffers),
-            tuple((graph.node(s.value).attr("index"), s.dtype) for s in kernel.scalars),
+            tuple(_scalar_source(graph.node(s.value)) for s in kernel.scalars),
             kernel.loop_sizes, strides))
     outputs = tuple((slot(o), s) for o, s in zip(graph.outputs, graph.scalar_outputs))
     allocations = tuple((graph.node(n).type.shape, graph.node(n).type.dtype)
@@ -134,7 +139,7 @@ def _meta(call: KernelCall, arrays: Sequence[Any], sizes: dict[str, int]) -> lis
     meta = [math.prod(sizes[s] for s in product) for product in call.loop]
     for buffer, axis in call.strides:
         array = arrays[buffer]
-        meta.append(array.strides[axis] // array.itemsize if axis >= 0 else 0)
+        meta.append(array.strides[axis] // array.itemsize if axis is not None else 0)
     return meta
 
 
@@ -149,7 +154,8 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
     values.extend(schedule.constants)
     for call, kernel, program in zip(schedule.calls, plan.kernels, programs):
         arrays = [values[i] for i in call.buffers]
-        scalars = [args[i] for i, _ in call.scalars]
+        scalars = [args[s] if s.__class__ is int else math.prod(sizes[n] for n in s)
+                   for s in call.scalars]
         backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
@@ -167,6 +173,8 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
             if args[arg].shape[axis] != size:
                 return None
         sizes[symbol] = size
+    if any(sizes[s] == 0 for s in plan.graph.nonempty):
+        return None   # NumPy raises for a reduction of nothing without an identity
     return sizes
 
 

@@ -16,6 +16,7 @@ from autojit.errors import TraceError, UnsupportedError
 from autojit.ir.ops import UFUNC_OPS, Op
 from autojit.ir.types import TensorType, broadcast_dims, is_supported, short_name
 from autojit.tracer.proxy import Proxy
+from autojit.tracer.reductions import REDUCTION_HANDLERS
 from autojit.tracer.state import TraceState, current_trace, user_location
 
 _WEAK_PYTHON_TYPES = (int, float)
@@ -157,6 +158,7 @@ def astype(proxy: Proxy, dtype: Any, *args: Any, **kwargs: Any) -> Proxy:
 FUNCTION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     np.where: _where,
     np.clip: _clip,
+    **REDUCTION_HANDLERS,
 }
 
 

@@ -8,6 +8,7 @@ the user's line, and the caller falls back to plain Python.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -95,6 +96,9 @@ class Proxy:
         return np.clip(self, a_min, a_max, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
+        from autojit.tracer.reductions import REDUCTION_METHODS
+        if name in REDUCTION_METHODS:
+            return functools.partial(REDUCTION_METHODS[name], self)
         raise UnsupportedError(f"ndarray.{name} is not supported yet", user_location(2))
 
     def __getitem__(self, index: Any) -> Any:

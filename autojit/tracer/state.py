@@ -54,6 +54,7 @@ class TraceState:
     guards: dict[str, int] = field(default_factory=dict)
     example_sizes: dict[str, int] = field(default_factory=dict)
     int_guards: set[tuple[int, str]] = field(default_factory=set)
+    nonempty: set[str] = field(default_factory=set)
     consts: dict[tuple, int] = field(default_factory=dict)
 
     # -- size symbols ---------------------------------------------------------------------

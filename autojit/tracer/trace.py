@@ -117,5 +117,6 @@ def _freeze(state: TraceState, fn: Callable, name: str | None, params: Sequence[
         guards=tuple(guards),
         dims=tuple((s, tuple(v)) for s, v in sorted(sources.items())),
         int_guards=tuple(sorted(state.int_guards)),
+        nonempty=tuple(sorted({str(state.find(s)) for s in state.nonempty})),
         loc=_function_loc(fn),
     )
