@@ -101,3 +101,40 @@ def test_random_elementwise_programs_match_numpy(program):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FallbackWarning)
         assert_matches_numpy(build(steps, outputs), *inputs, allowed_fallbacks=("float16",))
+
+
+REDUCERS = {
+    "sum": lambda a, axis: np.sum(a, axis=axis), "max": lambda a, axis: np.max(a, axis=axis),
+    "mean_keep": lambda a, axis: np.mean(a, axis=axis, keepdims=True),
+    "any": lambda a, axis: np.any(a > 0, axis=axis), "argmin": lambda a, axis: np.argmin(a),
+    "std": lambda a, axis: np.std(a, axis=axis),
+    "centre": lambda a, axis: a - np.mean(a, axis=axis, keepdims=True),
+}
+
+
+@st.composite
+def reduction_programs(draw):
+    inputs, steps, outputs = draw(programs())
+    shapes = [np.shape(x) for x in inputs]
+    reducer = draw(st.sampled_from(sorted(REDUCERS)))
+    rank = max(len(s) for s in shapes)
+    axis = draw(st.sampled_from([None] + list(range(-rank, rank)))) if rank else None
+    return inputs, steps, outputs, reducer, axis
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(reduction_programs())
+def test_random_programs_with_reductions_match_numpy(program):
+    inputs, steps, outputs, reducer, axis = program
+    body = build(steps, outputs)
+
+    def with_reduction(*xs):
+        results = body(*xs)
+        return (*results, REDUCERS[reducer](results[0], axis))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_matches_numpy(with_reduction, *inputs, allowed_fallbacks=("float16",),
+                             rtol=1e-5, atol=1e-6)

@@ -50,3 +50,8 @@ def test_table_rows_are_consistent(op):
 
 def test_primitives_are_listed():
     assert Op.SIN in PRIMITIVES and Op.FLOOR_DIVIDE not in PRIMITIVES
+
+
+def test_llvm_renderer_has_an_accumulator_for_every_reduction_and_kind():
+    from autojit.lower_cpu.reduce import llvm_reduce_gaps
+    assert llvm_reduce_gaps() == []

@@ -1,0 +1,149 @@
+"""Reductions against NumPy: every reduction × dtype family × axis form × keepdims × layout,
+fused programs (mean of squares, softmax, layer norm, image normalisation) and their
+kernel counts as shown by inspect."""
+
+import warnings
+
+import numpy as np
+import pytest
+from corpus import DTYPES, edge_values
+from oracle import assert_matches_numpy
+
+from autojit import FallbackWarning, autoroute
+
+REDUCTIONS = {
+    "sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "mean": np.mean,
+    "var": np.var, "std": np.std, "any": np.any, "all": np.all, "nansum": np.nansum,
+    "nanmean": np.nanmean, "nanmax": np.nanmax, "nanmin": np.nanmin,
+}
+AXES = [None, 0, -1, (0, 2), (1,)]
+
+
+def _data(dtype):
+    values = edge_values(dtype, 60)
+    if dtype.kind == "f":   # keep sums finite and meaningful; NaN placement matters
+        values = np.where(np.isfinite(values) & (np.abs(values) < 1e3), values, 0.5)
+        values[[3, 17]] = np.nan
+    if dtype.kind in "iu":
+        values = values % 5   # products stay small; float means of ±2**63 cancel arbitrarily
+    return values.reshape(3, 4, 5).astype(dtype)
+
+
+def _program(axis, keepdims):
+    def program(x):
+        out = []
+        for name, fn in REDUCTIONS.items():
+            kwargs = {"axis": axis, "keepdims": keepdims}
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                out.append(fn(x, **kwargs))
+        return tuple(out)
+    return program
+
+
+def _applicable(x, axis, keepdims):
+    names = []
+    for name, fn in REDUCTIONS.items():
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                result = np.asarray(fn(x, axis=axis, keepdims=keepdims))
+        except (TypeError, ValueError):
+            continue
+        if result.dtype != np.float16:
+            names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", AXES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_reductions_match_numpy(dtype, axis, keepdims):
+    x = _data(dtype)
+    names = _applicable(x, axis, keepdims)
+    chosen = [REDUCTIONS[n] for n in names]
+
+    def program(a):
+        return tuple(fn(a, axis=axis, keepdims=keepdims) for fn in chosen)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_matches_numpy(program, x, labels=names, rtol=1e-6 if dtype == np.float32
+                             else 1e-12, atol=1e-12)
+        assert_matches_numpy(program, x[:, ::-1, ::2], labels=names,
+                             rtol=1e-6 if dtype == np.float32 else 1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float32", "float64"])
+def test_argmax_argmin_first_occurrence_and_nan(dtype):
+    x = _data(np.dtype(dtype))
+    x[1, 2, 3] = x.max()
+    assert_matches_numpy(lambda a: (np.argmax(a), np.argmin(a, axis=1), a.argmax(axis=-1),
+                                    np.argmin(a, axis=0, keepdims=True)), x)
+
+
+def test_dtype_argument_and_accumulator_dtypes():
+    x = np.arange(-60, 60, dtype=np.int8).reshape(4, 30)
+    assert_matches_numpy(lambda a: (a.sum(), a.sum(axis=1, dtype=np.int8),
+                                    np.prod(a % 3, axis=1), a.mean(dtype=np.float32),
+                                    (a > 0).sum(axis=0)), x, rtol=1e-6)
+
+
+def test_empty_reductions():
+    empty = np.ones((3, 0))
+    assert_matches_numpy(lambda a: (a.sum(axis=1), a.sum(axis=0), a.prod(), a.any()), empty)
+    f = autoroute(lambda a: a.max(axis=1))
+    with pytest.raises(ValueError):
+        f(empty)                       # NumPy raises: maximum of nothing
+    np.testing.assert_array_equal(f(np.ones((3, 2))), np.ones(3))
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layer_norm(x):
+    mean = x.mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+
+
+def image_normalisation(img):
+    mean = img.mean(axis=(1, 2), keepdims=True)
+    std = img.std(axis=(1, 2), keepdims=True)
+    y = np.clip((img - mean) / std * 1.0123 - 0.02, 0, None) ** 1.8
+    return np.mean((y - img) ** 2)
+
+
+RNG = np.random.default_rng(3)
+FUSED = [
+    ("mean_of_squares", lambda x, y: np.mean((x - y) ** 2), (RNG.random(1000), RNG.random(1000)), 1),
+    ("softmax", softmax, (RNG.random((6, 33), dtype=np.float32),), 1),
+    ("layer_norm", layer_norm, (RNG.random((5, 64), dtype=np.float32),), 1),
+    ("image_normalisation", image_normalisation, (RNG.random((2, 9, 7), dtype=np.float32),), 2),
+    ("mean_and_std_share_a_pass", lambda x: (x.mean(axis=1), x.std(axis=1)),
+     (RNG.random((4, 50)),), 1),
+    ("min_and_max_share_a_pass", lambda x: (x.min(), x.max()), (RNG.random(500),), 1),
+]
+
+
+@pytest.mark.parametrize("name, fn, args, kernels", FUSED, ids=[f[0] for f in FUSED])
+def test_fused_programs_match_numpy_with_few_kernels(name, fn, args, kernels):
+    f = assert_matches_numpy(fn, *args, rtol=2e-5, atol=1e-6)
+    assert len(f.inspect(*args).kernels) == kernels
+
+
+def test_reduction_feeding_a_broadcast_without_keepdims():
+    x = RNG.random((4, 4))
+    assert_matches_numpy(lambda a: a.sum(axis=0) - a, x, rtol=1e-12)   # sums by column
+    assert_matches_numpy(lambda a: a - a.sum(axis=1), x, rtol=1e-12)   # materialised
+
+
+def test_value_dependent_reduction_still_falls_back():
+    def normalise(x):
+        if x.sum() > 0:
+            return x / x.sum()
+        return x
+    f = autoroute(normalise)
+    with pytest.warns(FallbackWarning):
+        np.testing.assert_allclose(f(np.ones(4)), np.full(4, 0.25))
