@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from autojit.fuse.plan import Plan
+from autojit.fuse.traffic import Traffic, kernel_traffic
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
 from autojit.ir.printer import format_graph, format_kernel
 
-STAGES = ("graph", "fused", "llvm", "llvm-opt", "asm", "cuda", "route")
+STAGES = ("graph", "fused", "traffic", "llvm", "llvm-opt", "asm", "cuda", "route")
 
 
 class Inspection:
@@ -22,8 +23,10 @@ class Inspection:
     """
 
     def __init__(self, function: str, entry: Any, cpu_programs: Sequence[Any] | None,
-                 route: str, route_reason: str | None) -> None:
+                 route: str, route_reason: str | None,
+                 sizes: dict[str, int] | None = None) -> None:
         self.function = function
+        self.sizes = sizes or {}
         self.plan: Plan | None = entry.plan if entry is not None else None
         self.signature = entry.signature if entry is not None else None
         self._programs = list(cpu_programs or [])
@@ -46,6 +49,15 @@ class Inspection:
     @property
     def kernels_text(self) -> str:
         return "\n".join(format_kernel(k) for k in self.kernels)
+
+    @property
+    def traffic(self) -> list[Traffic]:
+        """Bytes each kernel reads and writes for the inspected arguments."""
+        return [kernel_traffic(k, self.sizes) for k in self.kernels]
+
+    @property
+    def traffic_text(self) -> str:
+        return "\n".join(str(t) for t in self.traffic)
 
     def _joined(self, attribute: str) -> str:
         return "\n".join(getattr(p, attribute) for p in self._programs)
@@ -79,6 +91,7 @@ class Inspection:
     def format(self, stages: Sequence[str] = STAGES) -> str:
         """Return the text of the chosen stages, each under a ``=== stage ===`` heading."""
         getters = {"graph": lambda: self.graph_text, "fused": lambda: self.kernels_text,
+                   "traffic": lambda: self.traffic_text,
                    "llvm": lambda: self.llvm_ir, "llvm-opt": lambda: self.llvm_ir_optimized,
                    "asm": lambda: self.asm, "cuda": lambda: self.cuda_source,
                    "route": lambda: self.route_text}

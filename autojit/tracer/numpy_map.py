@@ -166,7 +166,9 @@ def apply_function(func: Callable, args: tuple[Any, ...], kwargs: dict[str, Any]
     """Record a NumPy function call dispatched through ``__array_function__``."""
     handler = FUNCTION_HANDLERS.get(func)
     if handler is None:
-        raise _unsupported(f"np.{func.__name__} is not supported")
+        module = (getattr(func, "__module__", None) or "numpy").replace("numpy", "np", 1)
+        module = "np" if module.startswith("np._") else module   # private homes of np.sort
+        raise _unsupported(f"{module}.{func.__name__} is not supported")
     return handler(*args, **kwargs)
 
 

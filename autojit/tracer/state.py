@@ -22,6 +22,10 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 _SKIPPED_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
 
+#: Python loops over arrays unroll into the trace; beyond this many nodes, compiling would
+#: take longer than it could save.
+MAX_TRACE_NODES = 20_000
+
 
 def user_location(skip_frames: int = 1) -> SourceLoc | None:
     """Return the innermost caller frame outside autojit and NumPy as a SourceLoc."""
@@ -95,6 +99,10 @@ class TraceState:
     # -- nodes ------------------------------------------------------------------------------
     def add_node(self, op: Op, inputs: tuple[int, ...], type_: TensorType,
                  attrs: tuple[tuple[str, Any], ...] = (), loc: SourceLoc | None = None) -> int:
+        if len(self.nodes) >= MAX_TRACE_NODES:
+            raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} operations (a long Python "
+                             "loop unrolled?); running it as plain Python instead of "
+                             "compiling for minutes", loc or user_location(2))
         node = Node(len(self.nodes), op, inputs, type_, loc or user_location(2), attrs)
         self.nodes.append(node)
         return node.id

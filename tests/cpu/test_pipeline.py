@@ -194,3 +194,24 @@ def test_unaligned_arrays_fall_back_correctly():
     f = autoroute(lambda a: a * 2)
     with pytest.warns(FallbackWarning):
         np.testing.assert_array_equal(f(unaligned), np.arange(5.0) * 2)
+
+
+def test_static_python_loops_unroll_into_one_kernel():
+    def steps(x, n):
+        for _ in range(n):          # n is a Python int: the trace specialises on nothing
+            x = x * 0.5 + 1.0
+        return x
+    f = autoroute(lambda x: steps(x, 20))
+    x = np.linspace(0, 1, 50)
+    np.testing.assert_array_equal(f(x), steps(x, 20))
+    assert len(f.inspect(x).kernels) == 1
+
+
+def test_a_loop_too_long_to_compile_falls_back_with_the_reason():
+    def long_loop(x):
+        for _ in range(30_000):
+            x = x + 1.0
+        return x
+    f = autoroute(long_loop)
+    with pytest.warns(FallbackWarning, match="exceeds 20000 operations"):
+        np.testing.assert_array_equal(f(np.zeros(3)), np.full(3, 30_000.0))

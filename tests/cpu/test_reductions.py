@@ -147,3 +147,14 @@ def test_value_dependent_reduction_still_falls_back():
     f = autoroute(normalise)
     with pytest.warns(FallbackWarning):
         np.testing.assert_allclose(f(np.ones(4)), np.full(4, 0.25))
+
+
+def test_inspect_reports_each_kernels_traffic():
+    x = np.ones((64, 32), dtype=np.float32)
+    traffic = autoroute(softmax).inspect(x).traffic
+    assert len(traffic) == 1
+    assert traffic[0].read_bytes == 3 * x.nbytes     # three passes over each row
+    assert traffic[0].write_bytes == x.nbytes
+    (mse,) = autoroute(lambda a, b: np.mean((a - b) ** 2)).inspect(np.ones(100),
+                                                                  np.ones(100)).traffic
+    assert (mse.read_bytes, mse.write_bytes) == (1600, 8)
