@@ -142,9 +142,10 @@ class KernelBuilder:
         return self.emit(Op.SELECT, (large, self.emit(Op.CAST, (value,), dtype), via_int64),
                          dtype)
 
-    def graph_op(self, op: Op, args: tuple[int, ...], dtype: np.dtype) -> int:
+    def graph_op(self, op: Op, args: tuple[int, ...], dtype: np.dtype,
+                 attrs: dict[str, Any] | None = None) -> int:
         """Emit a graph-level op through its decomposition; return the result id."""
-        return decompose(self, op, args, np.dtype(dtype))
+        return decompose(self, op, args, np.dtype(dtype), attrs)
 
     def store(self, buffer: int, value: int) -> None:
         self.emit(Op.STORE, (value,), self.buffers[buffer].dtype, buffer)

@@ -90,7 +90,8 @@ def inlined_nodes(graph: Graph) -> set[int]:
         readers = [graph.node(u) for u in users[node.id]]
         feeds_broadcasts = all(r.id in inlined or r.type.shape != node.type.shape
                                for r in readers) and all(r.op is not Op.REDUCE for r in readers)
-        if node.op in CHEAP_OPS and readers and feeds_broadcasts and not is_uniform(node):
+        cheap = node.op in CHEAP_OPS and feeds_broadcasts and not is_uniform(node)
+        if readers and (cheap or node.op is Op.FILL):   # a FILL is a constant: never stored
             inlined.add(node.id)
     return inlined
 

@@ -170,7 +170,7 @@ class _KernelEmitter:
             return self.kb.cast(operands[0], node.type.dtype)
         if node.op is Op.REDUCE:
             return self._reduce(node, operands[0])
-        return self.kb.graph_op(node.op, operands, node.type.dtype)
+        return self.kb.graph_op(node.op, operands, node.type.dtype, dict(node.attrs))
 
     def _reduce(self, node: Node, operand: int) -> int:
         """Emit a REDUCE in the row loop; float32 sums accumulate in float64 (NumPy sums

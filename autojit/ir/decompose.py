@@ -265,8 +265,11 @@ DECOMPOSITIONS: dict[Op, Rule] = {
 }
 
 
-def decompose(b: Builder, op: Op, args: tuple[int, ...], out: np.dtype) -> int:
+def decompose(b: Builder, op: Op, args: tuple[int, ...], out: np.dtype,
+              attrs: dict[str, Any] | None = None) -> int:
     """Emit graph op ``op`` as primitives through ``b``; return the result's id."""
+    if op is Op.FILL:
+        return b.const((attrs or {})["value"], out)
     rule = DECOMPOSITIONS.get(op)
     if rule is not None:
         return rule(b, args, np.dtype(out))

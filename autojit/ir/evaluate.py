@@ -72,6 +72,9 @@ def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
             elif node.op is Op.SIZE:
                 values[node.id] = np.asarray(np.prod([sizes[s] for s in node.attr("symbols")]),
                                              dtype=dtype)
+            elif node.op is Op.FILL:
+                shape = tuple(sizes[d] if isinstance(d, str) else d for d in node.type.shape)
+                values[node.id] = np.full(shape, node.attr("value"), dtype=dtype)
             elif node.op is Op.REDUCE:
                 values[node.id] = reduce_array(node.attr("kind"), values[node.inputs[0]],
                                                node.attr("axes"), node.attr("keepdims"))

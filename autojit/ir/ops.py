@@ -41,6 +41,7 @@ class Op(enum.Enum):
     LOAD_SCALAR = "load_scalar"
     STORE = "store"
     SIZE = "size"            # a product of size symbols, known at run time (element counts)
+    FILL = "fill"            # an array of one value (np.zeros, np.full_like, ...)
     REDUCE = "reduce"
     # arithmetic
     ADD = "add"
@@ -162,6 +163,7 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.LOAD_SCALAR: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL),
     Op.STORE: OpInfo(OpGroup.MEMORY, 1, primitive_kinds=_ALL),
     Op.SIZE: OpInfo(OpGroup.LEAF, 0),
+    Op.FILL: OpInfo(OpGroup.LEAF, 0),
     Op.REDUCE: OpInfo(OpGroup.REDUCE, 1),   # renderers handle it structurally, per REDUCE_KINDS
     # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a
     # non-zero divisor that is not -1 against the minimum (decompositions guarantee it).

@@ -30,7 +30,7 @@ def _with_comment(text: str, comment: str) -> str:
 def _node_operands(node: Node, graph: Graph) -> str:
     if node.op is Op.ARG:
         return graph.params[node.attr("index")].name
-    if node.op is Op.CONST:
+    if node.op in (Op.CONST, Op.FILL):
         return repr(node.attr("value"))
     if node.op is Op.SIZE:
         return "*".join(node.attr("symbols"))

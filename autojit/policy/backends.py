@@ -173,6 +173,8 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
             if args[arg].shape[axis] != size:
                 return None
         sizes[symbol] = size
+    for symbol, value in plan.graph.guards:
+        sizes.setdefault(symbol, value)   # sizes the code itself fixed (np.zeros(3))
     if any(sizes[s] == 0 for s in plan.graph.nonempty):
         return None   # NumPy raises for a reduction of nothing without an identity
     return sizes

@@ -15,6 +15,7 @@ import numpy as np
 from autojit.errors import TraceError, UnsupportedError
 from autojit.ir.ops import UFUNC_OPS, Op
 from autojit.ir.types import TensorType, broadcast_dims, is_supported, short_name
+from autojit.tracer.creation import CREATION_HANDLERS
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.reductions import REDUCTION_HANDLERS
 from autojit.tracer.state import TraceState, current_trace, user_location
@@ -159,6 +160,7 @@ FUNCTION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     np.where: _where,
     np.clip: _clip,
     **REDUCTION_HANDLERS,
+    **CREATION_HANDLERS,
 }
 
 

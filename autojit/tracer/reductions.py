@@ -41,7 +41,7 @@ def _check_keywords(name: str, **given: Any) -> None:
 
 def _probe_dtype(fn: Callable, x: Proxy, **kwargs: Any) -> np.dtype:
     """Return the dtype NumPy gives for ``fn`` on an array like ``x``."""
-    sample = np.ones((1,) * x.ndim, dtype=x.dtype)
+    sample = np.array([1], dtype=x.dtype).reshape((1,) * x.ndim)   # np.ones is traced here
     with np.errstate(all="ignore"):
         return np.asarray(fn(sample, **kwargs)).dtype
 

@@ -12,6 +12,7 @@ from autojit.errors import TraceError, UnsupportedError
 from autojit.ir.graph import Graph, Param, SourceLoc
 from autojit.ir.ops import Op
 from autojit.ir.types import TensorType, is_supported
+from autojit.tracer.creation import creation_patches
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import CURRENT_TRACE, TraceState
 
@@ -85,7 +86,8 @@ def trace_function(fn: Callable, args: Sequence[Any], name: str | None = None) -
                             for i, (n, a) in enumerate(zip(names, args)))) if args else ((), ())
     token = CURRENT_TRACE.set(state)
     try:
-        result = fn(*proxies)
+        with creation_patches:
+            result = fn(*proxies)
     except TraceError:
         raise
     except Exception as exc:

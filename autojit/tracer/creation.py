@@ -1,0 +1,132 @@
+"""Array creation inside a traced function: zeros, ones, full, empty and their ``_like``.
+
+The new array's sizes come from a traced array (``np.zeros_like(x)``: symbolic, no
+recompile) or from Python ints (``np.zeros(x.shape)`` reads the sizes: the trace is
+specialised and guarded on them). ``empty`` is filled with zeros: any content is allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from autojit.errors import TraceError, UnsupportedError
+from autojit.ir.ops import Op
+from autojit.ir.types import TensorType, is_supported
+from autojit.tracer.proxy import Proxy
+from autojit.tracer.state import current_trace, user_location
+
+
+def _filled(shape: tuple, value: Any, dtype: Any) -> Proxy:
+    dtype = np.dtype(dtype)
+    if not is_supported(dtype):
+        raise UnsupportedError(f"creating a {dtype} array is not supported", user_location(3))
+    python_value = np.asarray(value).astype(dtype).item()
+    type_ = TensorType(dtype, shape)
+    node = current_trace().add_node(Op.FILL, (), type_, (("value", python_value),),
+                                    user_location(3))
+    return Proxy(node, type_, is_scalar=False)
+
+
+def _concrete_shape(shape: Any) -> tuple:
+    sizes = shape if isinstance(shape, tuple | list) else (shape,)
+    if not all(isinstance(s, int | np.integer) and s >= 0 for s in sizes):
+        raise TraceError(f"array sizes must be non-negative integers, not {shape!r}",
+                         user_location(4))
+    state = current_trace()
+    dims: list = []
+    for size in sizes:
+        if size == 1:
+            dims.append(1)
+            continue
+        symbol = state.new_symbol(int(size))   # a size fixed by the code: a guarded symbol
+        state.guards[symbol] = int(size)
+        dims.append(symbol)
+    return tuple(dims)
+
+
+def _check(order: Any = "C", **unsupported: Any) -> None:
+    if order not in ("C", "K", "A") or any(v is not None for v in unsupported.values()):
+        raise UnsupportedError("only C-ordered creation without like=/device= is supported",
+                               user_location(4))
+
+
+def _new(value: Any) -> Callable[..., Proxy]:
+    def handler(shape: Any, dtype: Any = float, order: Any = "C", *, like: Any = None,
+                device: Any = None) -> Proxy:
+        _check(order, like=like, device=device)
+        return _filled(_concrete_shape(shape), value, dtype if dtype is not None else float)
+    return handler
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, order: Any = "C", **kwargs: Any
+         ) -> Proxy:
+    """np.full: the dtype defaults to the fill value's NumPy type."""
+    _check(order, **kwargs)
+    dtype = dtype if dtype is not None else np.asarray(fill_value).dtype
+    return _filled(_concrete_shape(shape), fill_value, dtype)
+
+
+def _like(value: Any) -> Callable[..., Proxy]:
+    def handler(prototype: Any, dtype: Any = None, order: Any = "K", subok: bool = True,
+                shape: Any = None, *, device: Any = None) -> Proxy:
+        _check(order, shape=shape, device=device)
+        return _filled(prototype.type.shape, value, dtype or prototype.dtype)
+    return handler
+
+
+def full_like(prototype: Any, fill_value: Any, dtype: Any = None, order: Any = "K",
+              subok: bool = True, shape: Any = None, *, device: Any = None) -> Proxy:
+    _check(order, shape=shape, device=device)
+    return _filled(prototype.type.shape, fill_value, dtype or prototype.dtype)
+
+
+CREATION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
+    np.zeros_like: _like(0), np.ones_like: _like(1), np.empty_like: _like(0),
+    np.full_like: full_like,
+}
+#: called without a traced argument, these never reach __array_function__: the tracer
+#: patches them while a trace runs (see ``trace.py``).
+PLAIN_CREATION: dict[str, Callable[..., Proxy]] = {
+    "zeros": _new(0), "ones": _new(1), "empty": _new(0), "full": full,
+}
+
+
+class _Patches:
+    """While any trace runs, ``np.zeros`` & co. dispatch to the tracer *in the tracing
+    context only*; other threads and code outside traces get NumPy's functions untouched."""
+
+    def __init__(self) -> None:
+        import threading
+        self.lock, self.depth, self.originals = threading.Lock(), 0, {}
+
+    def _wrapper(self, name: str) -> Callable[..., Any]:
+        original, handler = getattr(np, name), PLAIN_CREATION[name]
+
+        def creation(*args: Any, **kwargs: Any) -> Any:
+            from autojit.tracer.state import CURRENT_TRACE
+            if CURRENT_TRACE.get() is None:
+                return original(*args, **kwargs)
+            return handler(*args, **kwargs)
+        creation.__wrapped__ = original
+        return creation
+
+    def __enter__(self) -> None:
+        with self.lock:
+            if self.depth == 0:
+                self.originals = {name: getattr(np, name) for name in PLAIN_CREATION}
+                for name in PLAIN_CREATION:
+                    setattr(np, name, self._wrapper(name))
+            self.depth += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0:
+                for name, original in self.originals.items():
+                    setattr(np, name, original)
+
+
+creation_patches = _Patches()
