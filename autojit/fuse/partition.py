@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from autojit.ir.graph import Graph, Node
 from autojit.ir.ops import Op
 
-LEAF_OPS = (Op.ARG, Op.CONST, Op.SIZE)
+LEAF_OPS = (Op.ARG, Op.CONST, Op.SIZE, Op.VIEW)   # VIEW: an argument seen with other strides
 
 #: ops cheap enough to recompute per broadcast element rather than store and reload.
 CHEAP_OPS = frozenset({

@@ -76,7 +76,7 @@ class _KernelEmitter:
     def _is_contiguous(self, node: Node) -> bool:
         if node.op is Op.ARG:
             return self.contiguous[node.attr("index")]
-        return True  # values autojit allocates are C-contiguous
+        return node.op is not Op.VIEW  # values autojit allocates are C-contiguous
 
     def _reads(self) -> list[Node]:
         """Return the nodes this kernel reads, looking through nodes it recomputes."""
@@ -101,7 +101,7 @@ class _KernelEmitter:
         return (full and self._is_contiguous(node)) or all(d == 1 for d in node.type.shape)
 
     def _is_buffer(self, node: Node) -> bool:
-        if node.id in self.in_memory:
+        if node.id in self.in_memory or node.op is Op.VIEW:
             return True
         return node.op is Op.ARG and self.graph.params[node.attr("index")].kind == "array"
 

@@ -15,6 +15,7 @@ import numpy as np
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, Op
+from autojit.ir.views import apply_view
 
 
 def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -37,9 +38,20 @@ def _graph_refs(op: Op) -> Callable[..., np.ndarray]:
 
 
 def graph_sizes(graph: Graph, args: Sequence[Any]) -> dict[str, int]:
-    """Return each size symbol's value for ``args``."""
-    return {symbol: np.shape(args[sources[0][0]])[sources[0][1]]
-            for symbol, sources in graph.dims}
+    """Return each size symbol's value for ``args`` (views included)."""
+    sizes = {symbol: np.shape(args[sources[0][0]])[sources[0][1]]
+             for symbol, sources in graph.dims}
+    sizes.update(dict(graph.guards))
+    views: dict[int, Any] = {}
+    for node in graph.nodes:
+        if node.op is Op.VIEW:
+            base = graph.node(node.inputs[0])
+            source = views[base.id] if base.op is Op.VIEW else args[base.attr("index")]
+            views[node.id] = apply_view(source, node.attr("step"))
+            for axis, dim in enumerate(node.type.shape):
+                if isinstance(dim, str):
+                    sizes.setdefault(dim, views[node.id].shape[axis])
+    return sizes
 
 
 def reduce_array(kind: str, value: np.ndarray, axes: tuple[int, ...],
@@ -72,6 +84,9 @@ def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
             elif node.op is Op.SIZE:
                 values[node.id] = np.asarray(np.prod([sizes[s] for s in node.attr("symbols")]),
                                              dtype=dtype)
+            elif node.op is Op.VIEW:
+                values[node.id] = np.asarray(apply_view(values[node.inputs[0]],
+                                                        node.attr("step")))
             elif node.op is Op.FILL:
                 shape = tuple(sizes[d] if isinstance(d, str) else d for d in node.type.shape)
                 values[node.id] = np.full(shape, node.attr("value"), dtype=dtype)

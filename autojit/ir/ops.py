@@ -31,6 +31,7 @@ class OpGroup(enum.Enum):
     COMPARE = "compare"      # elementwise, result bool
     CAST = "cast"
     REDUCE = "reduce"        # graph: reduce over axes; kernel: accumulate over the row
+    MOVEMENT = "movement"    # views: the same memory seen with other strides
 
 
 class Op(enum.Enum):
@@ -42,6 +43,7 @@ class Op(enum.Enum):
     STORE = "store"
     SIZE = "size"            # a product of size symbols, known at run time (element counts)
     FILL = "fill"            # an array of one value (np.zeros, np.full_like, ...)
+    VIEW = "view"            # a view of an argument (slicing, transposes, reshapes)
     REDUCE = "reduce"
     # arithmetic
     ADD = "add"
@@ -164,6 +166,7 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.STORE: OpInfo(OpGroup.MEMORY, 1, primitive_kinds=_ALL),
     Op.SIZE: OpInfo(OpGroup.LEAF, 0),
     Op.FILL: OpInfo(OpGroup.LEAF, 0),
+    Op.VIEW: OpInfo(OpGroup.MOVEMENT, 1),
     Op.REDUCE: OpInfo(OpGroup.REDUCE, 1),   # renderers handle it structurally, per REDUCE_KINDS
     # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a
     # non-zero divisor that is not -1 against the minimum (decompositions guarantee it).

@@ -35,6 +35,9 @@ def _node_operands(node: Node, graph: Graph) -> str:
     if node.op is Op.SIZE:
         return "*".join(node.attr("symbols"))
     operands = " ".join(f"%{i}" for i in node.inputs)
+    if node.op is Op.VIEW:
+        name, argument = node.attr("step")
+        return f"{operands} {name}{argument}"
     if node.op is Op.REDUCE:
         keep = " keepdims" if node.attr("keepdims") else ""
         return f"{operands} axes={node.attr('axes')}{keep}"

@@ -16,6 +16,7 @@ import numpy as np
 from autojit.fuse.plan import Plan
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
+from autojit.ir.views import apply_view
 
 
 class Backend(Protocol):
@@ -93,6 +94,7 @@ class Schedule:
     calls: tuple[KernelCall, ...]
     outputs: tuple[tuple[int, bool], ...]
     output_tuple: bool
+    views: tuple[tuple[int, tuple[str, Any]], ...] = ()   # (base slot, step), in slot order
 
 
 def _scalar_source(node: Any) -> int | tuple[str, ...]:
@@ -107,6 +109,9 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     graph = plan.graph
     slots = {n: argument_count + i for i, n in enumerate(plan.allocations)}
     constants: list[np.ndarray] = []
+    views: list[tuple[int, tuple[str, Any]]] = []
+    constant_nodes = [n for n in graph.nodes if n.op in (Op.CONST, Op.FILL)]
+    first_view = argument_count + len(plan.allocations) + len(constant_nodes)
 
     def slot(node_id: int) -> int:
         node = graph.node(node_id)
@@ -114,6 +119,10 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
             return slots[node_id]
         if node.op is Op.ARG:
             return node.attr("index")
+        if node.op is Op.VIEW:   # a view of an argument, taken again at every call
+            views.append((slot(node.inputs[0]), node.attr("step")))
+            slots[node_id] = first_view + len(views) - 1
+            return slots[node_id]
         constants.append(np.asarray(node.attr("value"), dtype=node.type.dtype))
         slots[node_id] = argument_count + len(plan.allocations) + len(constants) - 1
         return slots[node_id]
@@ -130,7 +139,9 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     outputs = tuple((slot(o), s) for o, s in zip(graph.outputs, graph.scalar_outputs))
     allocations = tuple((graph.node(n).type.shape, graph.node(n).type.dtype)
                         for n in plan.allocations)
-    schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs, graph.output_tuple)
+    constants += [np.empty(0)] * (len(constant_nodes) - len(constants))   # unused slots
+    schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs,
+                        graph.output_tuple, tuple(views))
     plan.schedule_cache[argument_count] = schedule
     return schedule
 
@@ -152,6 +163,9 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
         values.append(backend.empty(tuple(sizes[d] if d.__class__ is str else d
                                           for d in shape), dtype))
     values.extend(schedule.constants)
+    for base, step in schedule.views:
+        view = apply_view(values[base], step)
+        values.append(np.asarray(view) if isinstance(view, np.generic) else view)
     for call, kernel, program in zip(schedule.calls, plan.kernels, programs):
         arrays = [values[i] for i in call.buffers]
         scalars = [args[s] if s.__class__ is int else math.prod(sizes[n] for n in s)
@@ -173,11 +187,29 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
             if args[arg].shape[axis] != size:
                 return None
         sizes[symbol] = size
+    if not _bind_view_sizes(plan, args, sizes):
+        return None
     for symbol, value in plan.graph.guards:
         sizes.setdefault(symbol, value)   # sizes the code itself fixed (np.zeros(3))
     if any(sizes[s] == 0 for s in plan.graph.nonempty):
         return None   # NumPy raises for a reduction of nothing without an identity
     return sizes
+
+
+def _bind_view_sizes(plan: Plan, args: Sequence[Any], sizes: dict[str, int]) -> bool:
+    """Bind the sizes of views of arguments; False when they contradict (NumPy raises)."""
+    views: dict[int, Any] = {}
+    for node in plan.graph.nodes:
+        if node.op is not Op.VIEW:
+            continue
+        base = plan.graph.node(node.inputs[0])
+        source = views[base.id] if base.op is Op.VIEW else args[base.attr("index")]
+        views[node.id] = apply_view(source, node.attr("step"))
+        for axis, dim in enumerate(node.type.shape):
+            size = views[node.id].shape[axis]
+            if dim.__class__ is str and sizes.setdefault(dim, size) != size:
+                return False
+    return True
 
 
 def guards_hold(plan: Plan, sizes: dict[str, int], args: Sequence[Any]) -> bool:

@@ -19,6 +19,7 @@ from autojit.tracer.creation import CREATION_HANDLERS
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.reductions import REDUCTION_HANDLERS
 from autojit.tracer.state import TraceState, current_trace, user_location
+from autojit.tracer.views import VIEW_HANDLERS
 
 _WEAK_PYTHON_TYPES = (int, float)
 _IGNORED_UFUNC_KWARGS = {"out": None, "where": True, "casting": "same_kind", "order": "K",
@@ -161,6 +162,7 @@ FUNCTION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     np.clip: _clip,
     **REDUCTION_HANDLERS,
     **CREATION_HANDLERS,
+    **VIEW_HANDLERS,
 }
 
 

@@ -95,14 +95,23 @@ class Proxy:
     def clip(self, a_min: Any = None, a_max: Any = None, **kwargs: Any) -> Proxy:
         return np.clip(self, a_min, a_max, **kwargs)
 
+    @property
+    def T(self) -> Proxy:  # noqa: N802 (NumPy's name)
+        from autojit.tracer.views import transpose
+        return transpose(self)
+
     def __getattr__(self, name: str) -> Any:
         from autojit.tracer.reductions import REDUCTION_METHODS
+        from autojit.tracer.views import VIEW_METHODS
         if name in REDUCTION_METHODS:
             return functools.partial(REDUCTION_METHODS[name], self)
+        if name in VIEW_METHODS:
+            return functools.partial(VIEW_METHODS[name], self)
         raise UnsupportedError(f"ndarray.{name} is not supported yet", user_location(2))
 
     def __getitem__(self, index: Any) -> Any:
-        raise UnsupportedError("indexing and slicing are not supported yet", user_location(2))
+        from autojit.tracer.views import getitem
+        return getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         raise UnsupportedError("item assignment is not supported yet", user_location(2))
