@@ -51,7 +51,7 @@ def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Pr
 def _index_key(key: Any) -> tuple:
     parts = key if isinstance(key, tuple) else (key,)
     for part in parts:
-        if isinstance(part, Proxy) or isinstance(part, np.ndarray | list):
+        if isinstance(part, Proxy | np.ndarray | list):
             raise UnsupportedError("boolean masks and fancy indexing are not supported yet",
                                    user_location(4))
         if not (part is None or part is Ellipsis or isinstance(part, slice | int | np.integer)):
