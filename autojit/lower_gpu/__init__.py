@@ -8,11 +8,12 @@ from autojit.lower_gpu.compile import CudaBinary, compile_cuda, nvrtc_version
 from autojit.lower_gpu.device import device_arch, gpu_available, launch
 from autojit.lower_gpu.emulate import run_emulated
 from autojit.lower_gpu.render import render_cuda
-from autojit.lower_gpu.rules import cuda_rule_gaps
+from autojit.lower_gpu.rules import cuda_reduce_gaps, cuda_rule_gaps
 
 __all__ = [
     "CudaBinary",
     "compile_cuda",
+    "cuda_reduce_gaps",
     "cuda_rule_gaps",
     "device_arch",
     "gpu_available",

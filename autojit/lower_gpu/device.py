@@ -22,11 +22,13 @@ from autojit.errors import DeviceUnavailableError
 from autojit.ir.abi import loop_extent, pack_meta
 from autojit.ir.kernel import Kernel
 from autojit.lower_gpu.compile import CudaBinary
+from autojit.lower_gpu.reduce_launch import ReduceLaunch, choose_reduce_launch, is_reduction
 
 logger = logging.getLogger("autojit")
 
 BLOCK = 256
 BLOCKS_PER_SM = 32   # grid-stride loop: more blocks than this only adds scheduling work
+RESIDENT_THREADS_PER_SM = 2048   # sm_80 / sm_90: blocks of BLOCK threads resident at once
 
 _FUNCTIONS: dict[tuple[str, str, bytes], Any] = {}
 
@@ -94,17 +96,43 @@ def launch_args(kernel: Kernel, arrays: Sequence[Any], scalars: Sequence[Any],
     return (*arrays, *typed, *meta)
 
 
+def reduction_launch(kernel: Kernel, sizes: dict[str, int], sm_count: int) -> ReduceLaunch:
+    """Return how a reduction kernel is launched on a device with ``sm_count`` SMs."""
+    resident = sm_count * (RESIDENT_THREADS_PER_SM // BLOCK)
+    return choose_reduce_launch(kernel, loop_extent(kernel, sizes), BLOCK, resident)
+
+
+def _launch_reduction(cupy: Any, function: Any, args: tuple, plan: ReduceLaunch) -> None:
+    """Launch with the reduction parameters (scratch, team, splits) after ``args``.
+
+    Scratch is allocated per launch from CuPy's stream-ordered pool and zeroed on the same
+    stream (its row counters must start at 0); without splits the pointer is NULL.
+    """
+    scratch = (cupy.zeros(plan.scratch_words, dtype=np.uint64) if plan.scratch_words
+               else np.uint64(0))
+    function((plan.grid,), (plan.block,),
+             (*args, scratch, np.int64(plan.team), np.int64(plan.splits)))
+
+
 def launch(kernel: Kernel, binary: CudaBinary, arrays: Sequence[Any],
            scalars: Sequence[Any], sizes: dict[str, int]) -> None:
     """Launch ``kernel`` on the current device and stream; returns without synchronising.
 
     ``arrays`` are CuPy arrays in ``kernel.buffers`` order (outputs written in place).
     """
-    total = math.prod(loop_extent(kernel, sizes))
-    if total == 0:
+    extent = loop_extent(kernel, sizes)
+    reduction = is_reduction(kernel)
+    # a reduction over empty rows still stores its start values, once per (outer) row
+    if math.prod(extent[:kernel.outer_rank] if reduction else extent) == 0:
         return
     cupy = _require_gpu()
     sm_count = _device_properties(cupy.cuda.runtime.getDevice())[1]
+    if reduction:
+        _launch_reduction(cupy, _kernel_function(kernel, binary),
+                          launch_args(kernel, arrays, scalars, sizes),
+                          reduction_launch(kernel, sizes, sm_count))
+        return
+    total = math.prod(extent)
     grid = max(1, min(-(-total // BLOCK), sm_count * BLOCKS_PER_SM))
     function = _kernel_function(kernel, binary)
     function((grid,), (BLOCK,), launch_args(kernel, arrays, scalars, sizes))

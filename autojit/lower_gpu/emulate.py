@@ -2,12 +2,16 @@
 
 This is how kernels are checked for numerics on machines without a GPU. The generated
 source is untouched; ``-DAUTOJIT_EMULATE`` switches on its ``<name>_emulate`` host entry
-point, which plays every (block, thread) of a small odd grid in turn.
+point, which plays every (block, thread) of a small odd grid in turn. Reduction kernels run
+each block as fibers that meet at barriers and shuffles (see ``emulation.h``), with a launch
+chosen by the same function as on a GPU, for a small device (``EMULATED_BLOCK`` threads,
+``EMULATED_RESIDENT_BLOCKS`` blocks at once), so modest sizes reach every code path.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import logging
 import os
@@ -21,9 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from autojit.errors import CompileError
-from autojit.ir.abi import pack_meta
+from autojit.errors import AutojitError, CompileError
+from autojit.ir.abi import loop_extent, pack_meta
 from autojit.ir.kernel import Kernel
+from autojit.lower_gpu.reduce_launch import (
+    WAVES,
+    ReduceLaunch,
+    choose_reduce_launch,
+    is_reduction,
+    make_reduce_launch,
+)
 
 logger = logging.getLogger("autojit")
 
@@ -31,7 +42,14 @@ GXX_FLAGS = ("-x", "c++", "-O1", "-std=c++17", "-ffp-contract=off", "-DAUTOJIT_E
              "-shared", "-fPIC", "-w")
 # -ffp-contract=off: NVRTC is run with --fmad=false, so neither side fuses a*b+c.
 
+EMULATED_BLOCK = 64
+EMULATED_RESIDENT_BLOCKS = 2
+
 _LIBRARIES: dict[str, ctypes.CDLL] = {}
+
+
+class EmulationError(AutojitError):
+    """The emulated kernel misbehaved as it would on a GPU (e.g. a barrier deadlock)."""
 _LOCK = threading.Lock()
 
 
@@ -65,10 +83,17 @@ def _compile_library(source: str, digest: str) -> Path:
     return target
 
 
+@functools.cache
+def _toolchain_key() -> bytes:
+    """Return what besides the source decides the shared object: the header and flags (a
+    changed emulation.h must not reuse a library cached on disk)."""
+    return emulation_header().read_bytes() + " ".join(GXX_FLAGS).encode()
+
+
 def build_emulation(source: str) -> ctypes.CDLL:
     """Return the loaded library of ``source`` built for emulation (cached per source hash,
     in memory and in a per-user temp directory)."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+    digest = hashlib.sha256(_toolchain_key() + source.encode()).hexdigest()[:32]
     with _LOCK:
         library = _LIBRARIES.get(digest)
     if library is None:
@@ -106,18 +131,56 @@ def _data_pointers(kernel: Kernel, arrays: Sequence[np.ndarray],
     return (ctypes.c_void_p * max(len(pointers), 1))(*pointers), boxes
 
 
+def emulated_launch(kernel: Kernel, sizes: dict[str, int], grid: int | None = None,
+                    block: int | None = None, team: int | None = None,
+                    splits: int | None = None) -> ReduceLaunch:
+    """Return the emulated launch of a reduction kernel: ``choose_reduce_launch`` for the
+    small emulated device, with any of grid, block, team and splits forced."""
+    extent = loop_extent(kernel, sizes)
+    chosen = choose_reduce_launch(kernel, extent, block or EMULATED_BLOCK,
+                                  EMULATED_RESIDENT_BLOCKS)
+    launch = make_reduce_launch(kernel, extent, chosen.block, team or chosen.team,
+                                splits or chosen.splits,
+                                grid_cap=WAVES * EMULATED_RESIDENT_BLOCKS)
+    return ReduceLaunch(grid or launch.grid, launch.block, launch.team, launch.splits,
+                        launch.scratch_words)
+
+
+def _run_reduction(library: ctypes.CDLL, kernel: Kernel, data: ctypes.Array,
+                   meta: np.ndarray, launch: ReduceLaunch) -> None:
+    entry = getattr(library, f"{kernel.name}_emulate")
+    entry.restype = None
+    entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong]
+    scratch = np.zeros(max(launch.scratch_words, 1), np.uint64)
+    entry(ctypes.cast(data, ctypes.c_void_p), meta.ctypes.data, launch.grid, launch.block,
+          scratch.ctypes.data, launch.team, launch.splits)
+    library.aj_emulate_error.restype = ctypes.c_char_p
+    error = library.aj_emulate_error()
+    if error:
+        raise EmulationError(f"kernel {kernel.name} with {launch}: {error.decode()}")
+
+
 def run_emulated(kernel: Kernel, source: str, arrays: Sequence[np.ndarray],
                  scalars: Sequence[Any], sizes: dict[str, int],
-                 grid: int = 3, block: int = 7) -> None:
+                 grid: int | None = None, block: int | None = None, *,
+                 team: int | None = None, splits: int | None = None) -> None:
     """Run ``kernel`` (rendered, possibly among others, in ``source``) on the CPU.
 
     ``arrays`` follows ``kernel.buffers`` (NumPy arrays whose layout matches the kernel's
-    compile-time strides); outputs are written in place. Returns nothing.
+    compile-time strides); outputs are written in place. Returns nothing. Elementwise
+    kernels default to a 3 x 7 grid; reduction kernels to ``emulated_launch``'s choice
+    (``team`` and ``splits`` apply to them only). Raises EmulationError on a deadlock.
     """
-    entry = getattr(build_emulation(source), f"{kernel.name}_emulate")
-    entry.restype = None
-    entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    library = build_emulation(source)
     check_layout(kernel, arrays)
     meta = pack_meta(kernel, sizes, arrays)
     data, _boxes = _data_pointers(kernel, arrays, scalars)
-    entry(ctypes.cast(data, ctypes.c_void_p), meta.ctypes.data, grid, block)
+    if is_reduction(kernel):
+        launch = emulated_launch(kernel, sizes, grid, block, team, splits)
+        _run_reduction(library, kernel, data, meta, launch)
+        return
+    entry = getattr(library, f"{kernel.name}_emulate")
+    entry.restype = None
+    entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    entry(ctypes.cast(data, ctypes.c_void_p), meta.ctypes.data, grid or 3, block or 7)

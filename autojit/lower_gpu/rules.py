@@ -8,6 +8,11 @@ for example ``(Op.ADD, "i")`` on ``int8`` values ``v1, v2`` gives::
 The kind is that of the operands for comparisons (their result is always bool) and that of
 the result otherwise (for CAST, the target kind). ``cuda_rule_gaps()`` lists the
 (primitive, kind) pairs the op table asks for and this table lacks; it must stay empty.
+
+Reductions have their own rows, keyed by (reduce kind, dtype kind): each combines two
+accumulators ``a`` and ``b`` (for argmax/argmin, ``aj_vi`` (value, index) pairs), e.g.
+``("max", "f")`` gives ``((a > b || a != a) ? a : b)``; ``cuda_reduce_gaps()`` must stay
+empty too.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from autojit.ir.ops import OP_TABLE, PRIMITIVES, Op
+from autojit.ir.ops import OP_TABLE, PRIMITIVES, REDUCE_KINDS, Op
 
 C_TYPES: dict[str, str] = {
     "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
@@ -190,7 +195,8 @@ CUDA_RULES: dict[tuple[Op, str], Rule] = {
 
 #: Functions the rules call; a kernel parameter of the same name would hide them.
 CALLED_NAMES: frozenset[str] = frozenset(
-    {name + suffix for name in ("fmod", *(OP_TABLE[op].math_name for op in _MATH_OPS))
+    {name + suffix
+     for name in ("fmod", "fmax", "fmin", *(OP_TABLE[op].math_name for op in _MATH_OPS))
      for suffix in ("", "f")} | {"aj_sat_cast", "aj_f32_bits", "aj_f64_bits"})
 
 
@@ -205,3 +211,84 @@ def cuda_rule_gaps() -> list[tuple[Op, str]]:
     """Return the (primitive, kind) pairs the op table requires that have no CUDA rule."""
     return [(op, kind) for op in PRIMITIVES for kind in OP_TABLE[op].primitive_kinds
             if (op, kind) not in CUDA_RULES]
+
+
+# -- reductions -------------------------------------------------------------------------
+def _nan_first(symbol: str) -> Rule:
+    """np.maximum / np.minimum: a NaN operand wins (``a`` first, so which NaN is moot)."""
+    return lambda o: f"(({o.args[0]} {symbol} {o.args[1]} || {o.args[0]} != {o.args[0]})" \
+                     f" ? {o.args[0]} : {o.args[1]})"
+
+
+def _pick(symbol: str) -> Rule:
+    return lambda o: f"({o.args[1]} {symbol} {o.args[0]} ? {o.args[1]} : {o.args[0]})"
+
+
+def _arg_best(symbol: str) -> Rule:
+    """argmax (``>``) / argmin (``<``) of pairs: the extreme wins, ties and NaN against NaN
+    go to the lower index, and a NaN beats any number (NumPy: the first NaN)."""
+    def rule(o: Operands) -> str:
+        a, b = o.args
+        beats = f"({b}.v {symbol} {a}.v || ({b}.v == {a}.v && {b}.i < {a}.i))"
+        if o.dtype.kind == "f":
+            beats = (f"({a}.v != {a}.v ? ({b}.v != {b}.v && {b}.i < {a}.i)"
+                     f" : ({b}.v != {b}.v || {beats}))")
+        return f"({beats} ? {b} : {a})"
+    return rule
+
+
+_REDUCE_ROWS: list[tuple[str, str, Rule]] = [
+    ("add", "iu", _wrap("+")),
+    ("add", "f", _infix("+")),
+    ("mul", "iu", _wrap("*")),
+    ("mul", "f", _infix("*")),
+    ("max", "iu", _pick(">")),
+    ("max", "f", _nan_first(">")),
+    ("min", "iu", _pick("<")),
+    ("min", "f", _nan_first("<")),
+    ("fmax", "f", _math("fmax")),
+    ("fmin", "f", _math("fmin")),
+    ("or", "b", _infix("||")),
+    ("and", "b", _infix("&&")),
+    ("argmax", "iuf", _arg_best(">")),
+    ("argmin", "iuf", _arg_best("<")),
+]
+
+#: Combine rules of reductions, keyed by (REDUCE_KINDS key, dtype kind of the reduced value).
+REDUCE_RULES: dict[tuple[str, str], Rule] = {
+    (kind, dtype_kind): rule for kind, kinds, rule in _REDUCE_ROWS for dtype_kind in kinds
+}
+
+ARG_REDUCTIONS = frozenset({"argmax", "argmin"})
+INT64_MAX_LITERAL = "9223372036854775807LL"
+
+
+def accumulator_type(kind: str, dtype: np.dtype) -> str:
+    """Return the C type of a reduction's accumulator: ``double``, ``aj_vi<float>``."""
+    return f"aj_vi<{c_type(dtype)}>" if kind in ARG_REDUCTIONS else c_type(dtype)
+
+
+def reduce_start(kind: str, dtype: np.dtype) -> str:
+    """Return the accumulator's start value (REDUCE_KINDS' ``start``) as a C expression;
+    argmax/argmin start at index INT64_MAX, which every real element beats on ties."""
+    dtype = np.dtype(dtype)
+    operands = Operands(dtype, dtype, (), REDUCE_KINDS[kind].start(dtype))
+    value = _const(operands)
+    if kind in ARG_REDUCTIONS:
+        return f"{accumulator_type(kind, dtype)}{{{value}, {INT64_MAX_LITERAL}}}"
+    return value
+
+
+def reduce_combine(kind: str, dtype: np.dtype, a: str, b: str) -> str:
+    """Return the C expression combining accumulators ``a`` and ``b``."""
+    dtype = np.dtype(dtype)
+    rule = REDUCE_RULES.get((kind, dtype.kind))
+    if rule is None:
+        raise NotImplementedError(f"no CUDA rule for reduce.{kind} on kind {dtype.kind!r}")
+    return rule(Operands(dtype, dtype, (a, b)))
+
+
+def cuda_reduce_gaps() -> list[tuple[str, str]]:
+    """Return the (reduce kind, dtype kind) pairs REDUCE_KINDS allows that have no rule."""
+    return [(kind, dtype_kind) for kind, info in REDUCE_KINDS.items()
+            for dtype_kind in info.kinds if (kind, dtype_kind) not in REDUCE_RULES]
