@@ -56,6 +56,7 @@ class Group:
     shape: tuple
     row_axes: tuple[int, ...] | None = None
     placement: dict[int, Placement] = field(default_factory=dict)
+    library: bool = False            # one MATMUL, computed by BLAS instead of a kernel
 
     @property
     def outer_shapes(self) -> dict[str, tuple]:
@@ -79,8 +80,9 @@ def inlined_nodes(graph: Graph) -> set[int]:
     outputs, users = set(graph.outputs), graph.users()
     scalar: set[int] = set()
     for node in graph.nodes:
+        library_input = any(graph.node(u).op is Op.MATMUL for u in users[node.id])
         if (node.op not in LEAF_OPS and node.op is not Op.REDUCE and is_uniform(node)
-                and node.id not in outputs
+                and node.id not in outputs and not library_input
                 and all(graph.node(i).op in LEAF_OPS or i in scalar for i in node.inputs)):
             scalar.add(node.id)
     inlined = set(scalar)
@@ -89,7 +91,8 @@ def inlined_nodes(graph: Graph) -> set[int]:
             continue
         readers = [graph.node(u) for u in users[node.id]]
         feeds_broadcasts = all(r.id in inlined or r.type.shape != node.type.shape
-                               for r in readers) and all(r.op is not Op.REDUCE for r in readers)
+                               for r in readers) and all(r.op not in (Op.REDUCE, Op.MATMUL)
+                                                         for r in readers)
         cheap = node.op in CHEAP_OPS and feeds_broadcasts and not is_uniform(node)
         if readers and (cheap or node.op is Op.FILL):   # a FILL is a constant: never stored
             inlined.add(node.id)
@@ -172,6 +175,8 @@ class _Partitioner:
 
     def _try_join(self, node: Node, g: int) -> bool:
         group = self.groups[g]
+        if group.library or node.op is Op.MATMUL:
+            return False   # a library call is a step of its own
         if len(group.nodes) >= self.max_ops or not self._acyclic(node, g):
             return False
         reduce = node.op is Op.REDUCE
@@ -198,7 +203,10 @@ class _Partitioner:
         for g in self._candidates(node):
             if self._try_join(node, g):
                 return
-        if node.op is Op.REDUCE:
+        if node.op is Op.MATMUL:
+            group = Group([], node.type.shape, library=True)
+            group.placement[node.id] = Placement("row", 0)
+        elif node.op is Op.REDUCE:
             source = self.graph.node(node.inputs[0])
             group = Group([], source.type.shape, node.attr("axes"))
             form = "keep" if node.attr("keepdims") else "drop"

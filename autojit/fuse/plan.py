@@ -18,13 +18,29 @@ DEFAULT_MAX_OPS = 128
 
 
 @dataclass(frozen=True)
+class LibraryCall:
+    """A step a library routine performs: ``output = name(*inputs)`` (graph node ids)."""
+
+    name: str
+    inputs: tuple[int, ...]
+    output: int
+
+
+@dataclass(frozen=True)
 class Plan:
-    """Kernels in launch order and the values each call allocates (intermediates, results)."""
+    """Kernels and library calls in launch order, and the values each call allocates
+    (intermediates, results). ``order`` interleaves them: ("kernel", i) / ("library", j)."""
 
     graph: Graph
     kernels: tuple[Kernel, ...]
     allocations: tuple[int, ...]
+    libraries: tuple[LibraryCall, ...] = ()
+    order: tuple[tuple[str, int], ...] = ()
     schedule_cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def steps(self) -> tuple[tuple[str, int], ...]:
+        return self.order or tuple(("kernel", i) for i in range(len(self.kernels)))
 
 
 def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
@@ -209,12 +225,19 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool],
     groups = partition_graph(graph, max_ops)
     allocations = _materialised(graph, groups)
     in_memory = set(allocations)
-    kernels = []
-    for index, group in enumerate(groups):
+    kernels: list[Kernel] = []
+    libraries: list[LibraryCall] = []
+    order: list[tuple[str, int]] = []
+    for group in groups:
         first = graph.node(group.nodes[0])
-        name = f"k{index}_{first.op.value}"
+        if group.library:
+            order.append(("library", len(libraries)))
+            libraries.append(LibraryCall(first.op.value, first.inputs, first.id))
+            continue
+        name = f"k{len(kernels)}_{first.op.value}"
+        order.append(("kernel", len(kernels)))
         kernels.append(_KernelEmitter(graph, group, name, in_memory, contiguous).emit())
-    return Plan(graph, tuple(kernels), tuple(allocations))
+    return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order))
 
 
 __all__ = ["DEFAULT_MAX_OPS", "LEAF_OPS", "Plan", "plan_kernels"]

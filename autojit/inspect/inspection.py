@@ -48,7 +48,18 @@ class Inspection:
 
     @property
     def kernels_text(self) -> str:
-        return "\n".join(format_kernel(k) for k in self.kernels)
+        """The plan's steps in order: kernels, and library calls (``matmul %3 %5 -> %7``)."""
+        if not self.plan:
+            return ""
+        parts = []
+        for kind, index in self.plan.steps:
+            if kind == "kernel":
+                parts.append(format_kernel(self.plan.kernels[index]))
+            else:
+                call = self.plan.libraries[index]
+                operands = " ".join(f"%{i}" for i in call.inputs)
+                parts.append(f"library {call.name} {operands} -> %{call.output}\n")
+        return "\n".join(parts)
 
     @property
     def traffic(self) -> list[Traffic]:

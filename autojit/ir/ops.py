@@ -32,6 +32,7 @@ class OpGroup(enum.Enum):
     CAST = "cast"
     REDUCE = "reduce"        # graph: reduce over axes; kernel: accumulate over the row
     MOVEMENT = "movement"    # views: the same memory seen with other strides
+    LIBRARY = "library"      # computed by a library routine (BLAS / cuBLAS), not a kernel
 
 
 class Op(enum.Enum):
@@ -44,6 +45,7 @@ class Op(enum.Enum):
     SIZE = "size"            # a product of size symbols, known at run time (element counts)
     FILL = "fill"            # an array of one value (np.zeros, np.full_like, ...)
     VIEW = "view"            # a view of an argument (slicing, transposes, reshapes)
+    MATMUL = "matmul"        # np.matmul semantics, run by BLAS (CPU) or cuBLAS (GPU)
     REDUCE = "reduce"
     # arithmetic
     ADD = "add"
@@ -167,6 +169,7 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.SIZE: OpInfo(OpGroup.LEAF, 0),
     Op.FILL: OpInfo(OpGroup.LEAF, 0),
     Op.VIEW: OpInfo(OpGroup.MOVEMENT, 1),
+    Op.MATMUL: OpInfo(OpGroup.LIBRARY, 2, np.matmul),
     Op.REDUCE: OpInfo(OpGroup.REDUCE, 1),   # renderers handle it structurally, per REDUCE_KINDS
     # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a
     # non-zero divisor that is not -1 against the minimum (decompositions guarantee it).

@@ -56,6 +56,11 @@ class GpuBackend:
 
     name = "gpu"
 
+    @property
+    def array_module(self) -> Any:
+        import cupy
+        return cupy
+
     def compile(self, kernel: Kernel) -> Any:
         from autojit.lower_gpu import compile_cuda, render_cuda
         from autojit.lower_gpu.device import device_arch
@@ -95,6 +100,8 @@ class Schedule:
     outputs: tuple[tuple[int, bool], ...]
     output_tuple: bool
     views: tuple[tuple[int, tuple[str, Any]], ...] = ()   # (base slot, step), in slot order
+    libraries: tuple[tuple[str, tuple[int, ...], int], ...] = ()   # (name, inputs, output)
+    order: tuple[tuple[str, int], ...] = ()
 
 
 def _scalar_source(node: Any) -> int | tuple[str, ...]:
@@ -136,12 +143,14 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
             tuple(slot(b.value) for b in kernel.buffers),
             tuple(_scalar_source(graph.node(s.value)) for s in kernel.scalars),
             kernel.loop_sizes, strides))
+    libraries = tuple((call.name, tuple(slot(i) for i in call.inputs), slot(call.output))
+                      for call in plan.libraries)
     outputs = tuple((slot(o), s) for o, s in zip(graph.outputs, graph.scalar_outputs))
     allocations = tuple((graph.node(n).type.shape, graph.node(n).type.dtype)
                         for n in plan.allocations)
     constants += [np.empty(0)] * (len(constant_nodes) - len(constants))   # unused slots
     schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs,
-                        graph.output_tuple, tuple(views))
+                        graph.output_tuple, tuple(views), libraries, plan.steps)
     plan.schedule_cache[argument_count] = schedule
     return schedule
 
@@ -152,6 +161,16 @@ def _meta(call: KernelCall, arrays: Sequence[Any], sizes: dict[str, int]) -> lis
         array = arrays[buffer]
         meta.append(array.strides[axis] // array.itemsize if axis is not None else 0)
     return meta
+
+
+def _run_library(backend: Backend, name: str, inputs: list[Any], out: Any) -> None:
+    """Run a library step with the backend's array module (NumPy's BLAS, CuPy's cuBLAS)."""
+    xp = getattr(backend, "array_module", np)
+    function = getattr(xp, name)
+    if out.ndim == 0:
+        out[...] = function(*inputs)
+    else:
+        function(*inputs, out=out)
 
 
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequence[Any],
@@ -166,7 +185,12 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
     for base, step in schedule.views:
         view = apply_view(values[base], step)
         values.append(np.asarray(view) if isinstance(view, np.generic) else view)
-    for call, kernel, program in zip(schedule.calls, plan.kernels, programs):
+    for kind, index in schedule.order:
+        if kind == "library":
+            name, inputs, output = schedule.libraries[index]
+            _run_library(backend, name, [values[i] for i in inputs], values[output])
+            continue
+        call, kernel, program = schedule.calls[index], plan.kernels[index], programs[index]
         arrays = [values[i] for i in call.buffers]
         scalars = [args[s] if s.__class__ is int else math.prod(sizes[n] for n in s)
                    for s in call.scalars]

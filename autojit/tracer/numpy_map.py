@@ -15,6 +15,7 @@ import numpy as np
 from autojit.errors import TraceError, UnsupportedError
 from autojit.ir.ops import UFUNC_OPS, Op
 from autojit.ir.types import TensorType, broadcast_dims, is_supported, short_name
+from autojit.tracer.contractions import CONTRACTION_HANDLERS
 from autojit.tracer.creation import CREATION_HANDLERS
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.reductions import REDUCTION_HANDLERS
@@ -101,6 +102,9 @@ def _check_special_cases(op: Op, operands: tuple[Any, ...], loop: tuple[np.dtype
 def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Proxy:
     """Record a ufunc call; return the result proxy."""
+    if ufunc is np.matmul and method == "__call__" and not kwargs:
+        from autojit.tracer.contractions import matmul
+        return matmul(*inputs)
     op = UFUNC_OPS.get(ufunc)
     if op is None or method != "__call__":
         name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
@@ -163,6 +167,7 @@ FUNCTION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     **REDUCTION_HANDLERS,
     **CREATION_HANDLERS,
     **VIEW_HANDLERS,
+    **CONTRACTION_HANDLERS,
 }
 
 

@@ -166,9 +166,10 @@ class Proxy:
         return np.invert(self)
 
     def __matmul__(self, other: Any) -> Proxy:
-        raise UnsupportedError("matmul is not supported yet", user_location(2))
+        return np.matmul(self, other)
 
-    __rmatmul__ = __matmul__
+    def __rmatmul__(self, other: Any) -> Proxy:
+        return np.matmul(other, self)
 
     __iadd__, __isub__ = _in_place("+="), _in_place("-=")
     __imul__, __itruediv__ = _in_place("*="), _in_place("/=")

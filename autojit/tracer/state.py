@@ -59,6 +59,7 @@ class TraceState:
     example_sizes: dict[str, int] = field(default_factory=dict)
     int_guards: set[tuple[int, str]] = field(default_factory=set)
     nonempty: set[str] = field(default_factory=set)
+    seen: dict[tuple, int] = field(default_factory=dict)
     consts: dict[tuple, int] = field(default_factory=dict)
 
     # -- size symbols ---------------------------------------------------------------------
@@ -103,8 +104,12 @@ class TraceState:
             raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} operations (a long Python "
                              "loop unrolled?); running it as plain Python instead of "
                              "compiling for minutes", loc or user_location(2))
+        key = (op, inputs, repr(attrs), type_.dtype.str, type_.shape)
+        if op not in (Op.ARG, Op.FILL) and key in self.seen:
+            return self.seen[key]   # the same pure computation again (x @ w twice): reuse it
         node = Node(len(self.nodes), op, inputs, type_, loc or user_location(2), attrs)
         self.nodes.append(node)
+        self.seen[key] = node.id
         return node.id
 
     def add_const(self, value: Any, dtype: np.dtype) -> int:
