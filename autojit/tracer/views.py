@@ -117,7 +117,21 @@ def _swapaxes(a: Proxy, axis1: int, axis2: int) -> Proxy:
     return record_view(a, ("transpose", tuple(order)))
 
 
+def _diff(a: Proxy, n: int = 1, axis: int = -1, prepend: Any = np._NoValue,
+          append: Any = np._NoValue) -> Proxy:
+    """np.diff as two views of the argument: ``a[1:] - a[:-1]`` along ``axis``."""
+    if n != 1 or prepend is not np._NoValue or append is not np._NoValue:
+        raise UnsupportedError("np.diff with n > 1, prepend or append is not supported yet",
+                               user_location(3))
+    axis %= max(a.ndim, 1)
+    head = tuple(slice(1, None) if i == axis else slice(None) for i in range(a.ndim))
+    tail = tuple(slice(None, -1) if i == axis else slice(None) for i in range(a.ndim))
+    later, earlier = getitem(a, head), getitem(a, tail)
+    return np.not_equal(later, earlier) if a.dtype == np.bool_ else later - earlier
+
+
 VIEW_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
+    np.diff: _diff,
     np.transpose: lambda a, axes=None: transpose(a, axes),
     np.reshape: lambda a, shape=None, order="C", **kw: reshape(a, shape, order=order),
     np.ravel: lambda a, order="C": reshape(a, -1, order=order),

@@ -63,3 +63,10 @@ def test_out_of_range_index_raises_like_numpy():
         warnings.simplefilter("ignore", FallbackWarning)
         with pytest.raises(IndexError):
             f(np.ones(3))
+
+
+@pytest.mark.parametrize("x", [V, X, X.astype(np.int16), X > 0.5], ids=["1d", "2d", "i16", "bool"])
+def test_diff_matches_numpy(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        assert_matches_numpy(lambda a: (np.diff(a), np.diff(a, axis=0)), x)
