@@ -16,14 +16,17 @@ def _to_host(value: Any) -> Any:
     return value
 
 
-def run_on_gpu(dispatcher: Any, entry: Any, args: tuple, sizes: dict[str, int]) -> Any:
-    """Run ``entry``'s plan through CuPy; results return to the host when inputs came from it."""
+def run_on_gpu(dispatcher: Any, entry: Any, args: tuple, sizes: dict[str, int],
+               to_host: bool | None = None) -> Any:
+    """Run ``entry``'s plan through CuPy; return its results, copied to the host when
+    ``to_host`` (None: when the inputs came from the host). Inputs are copied to the device,
+    so a failure part-way never changes a host argument."""
     import cupy
 
     from autojit.policy.backends import run_plan
     from autojit.policy.dispatcher import BACKENDS
 
-    from_host = not any(is_cupy_array(a) for a in args)
+    from_host = not any(is_cupy_array(a) for a in args) if to_host is None else to_host
     device_args = tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
     programs = dispatcher.programs(entry, "gpu")
     result = run_plan(entry.plan, programs, BACKENDS["gpu"], device_args, sizes)

@@ -4,16 +4,35 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 _DISPATCHERS: weakref.WeakSet = weakref.WeakSet()
 _LOCK = threading.Lock()
+_LISTENERS: list[Callable[[Any], None]] = []
 
 
 def register(dispatcher: Any) -> None:
     """Remember ``dispatcher`` (weakly: a function that is garbage-collected drops out)."""
     with _LOCK:
         _DISPATCHERS.add(dispatcher)
+        listeners = tuple(_LISTENERS)
+    for listener in listeners:
+        listener(dispatcher)
+
+
+def add_listener(listener: Callable[[Any], None]) -> None:
+    """Call ``listener(dispatcher)`` for every dispatcher registered from now on (the pytest
+    plugin counts a session's functions, including ones garbage-collected before its end)."""
+    with _LOCK:
+        _LISTENERS.append(listener)
+
+
+def remove_listener(listener: Callable[[Any], None]) -> None:
+    """Stop calling ``listener``; a listener that was never added is ignored."""
+    with _LOCK:
+        if listener in _LISTENERS:
+            _LISTENERS.remove(listener)
 
 
 def dispatchers() -> list[Any]:
@@ -24,19 +43,8 @@ def dispatchers() -> list[Any]:
 
 
 def process_stats() -> dict[str, Any]:
-    """Return totals over every decorated function plus each one's own ``stats()``."""
-    functions = {d.__qualname__: d.stats() for d in dispatchers()}
-    totals: dict[str, Any] = {"functions": len(functions), "calls": 0,
-                              "routes": {"cpu": 0, "gpu": 0, "python": 0},
-                              "compiles": 0, "cache_hits": 0, "cache_misses": 0,
-                              "fallbacks": []}
-    for name, stats in functions.items():
-        totals["calls"] += stats["calls"]
-        totals["compiles"] += stats["compiles"]
-        totals["cache_hits"] += stats["cache_hits"]
-        totals["cache_misses"] += stats["cache_misses"]
-        for route, count in stats["routes"].items():
-            totals["routes"][route] += count
-        totals["fallbacks"] += [f"{name}: {reason}" for reason in stats["fallbacks"]]
-    totals["per_function"] = functions
-    return totals
+    """Return totals over every decorated function plus each one's own ``stats()``, the last
+    128 decisions across functions and the router's state (see ``observe.aggregate``)."""
+    from autojit.policy import route
+    from autojit.policy.observe import aggregate
+    return aggregate(dispatchers(), route._ROUTER)

@@ -1,31 +1,103 @@
-"""Per-function counters behind ``f.stats()``; thread-safe."""
+"""Per-function counters behind ``f.stats()``; thread-safe.
+
+Besides calls, compiles and cache counters it keeps the last 128 routing decisions, a
+window of latencies per route (for p50/p99), bytes moved between host and GPU and how much
+of the GPU's input was already there (the residency ratio).
+"""
 
 from __future__ import annotations
 
+import collections
+import itertools
+import math
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+
+from autojit.policy.signature import is_cupy_array
+
+DECISIONS_KEPT = 128
+LATENCIES_KEPT = 2048
+ROUTES = ("cpu", "gpu", "python")
+_SEQUENCE = itertools.count()   # orders decisions across functions (next() is atomic)
+
+
+def percentile(samples: Sequence[float], q: float) -> float | None:
+    """Return the ``q`` quantile (0..1, nearest rank) of ``samples``; None when empty."""
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    rank = max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))
+    return ordered[rank]
+
+
+def _windows() -> dict[str, collections.deque]:
+    return {route: collections.deque(maxlen=LATENCIES_KEPT) for route in ROUTES}
 
 
 @dataclass
 class FunctionStats:
-    """Counts calls, routes, compiles and fallbacks of one decorated function."""
+    """Counts calls, routes, compiles, fallbacks, decisions, latencies and transfers of one
+    decorated function."""
 
     calls: int = 0
-    routes: dict[str, int] = field(default_factory=lambda: {"cpu": 0, "gpu": 0, "python": 0})
+    routes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROUTES, 0))
     compiles: int = 0
     compile_seconds: float = 0.0
     cache_hits: int = 0
     cache_misses: int = 0
+    disk_hits: int = 0      # memory misses answered by the disk cache (no trace, no compile)
+    disk_misses: int = 0    # memory misses the disk cache could not answer either
     fallbacks: list[str] = field(default_factory=list)
     recompiles: list[str] = field(default_factory=list)
     gpu_failures: list[str] = field(default_factory=list)
+    gpu_failure_count: int = 0
+    explorations: int = 0
+    bytes_to_device: int = 0
+    bytes_to_host: int = 0
+    resident_bytes: int = 0
+    gpu_input_bytes: int = 0
+    decisions: collections.deque = field(
+        default_factory=lambda: collections.deque(maxlen=DECISIONS_KEPT))
+    latencies: dict[str, collections.deque] = field(default_factory=_windows)
+    latency_sum: dict[str, float] = field(default_factory=lambda: dict.fromkeys(ROUTES, 0.0))
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count_call(self, route: str) -> None:
         with self.lock:
             self.calls += 1
             self.routes[route] += 1
+
+    def record(self, route: str, decision: Any, n: int, seconds: float) -> None:
+        """Count one compiled call that ran on ``route`` under ``decision``."""
+        with self.lock:
+            self.calls += 1
+            self.routes[route] += 1
+            self.decisions.append((next(_SEQUENCE), n, route, decision))
+            self.latencies[route].append(seconds)
+            self.latency_sum[route] += seconds
+            self.explorations += decision.explore
+
+    def note_decision(self, decision: Any, n: int) -> None:
+        """Keep a decision whose call is counted elsewhere (plain Python runs)."""
+        self.decisions.append((next(_SEQUENCE), n, decision.route, decision))
+
+    def gpu_failed(self, error: BaseException) -> None:
+        """Count a GPU failure (the call reran on the CPU) and keep its message."""
+        self.add("gpu_failures", f"{type(error).__name__}: {error}")
+        with self.lock:
+            self.gpu_failure_count += 1
+
+    def add_transfers(self, to_device: int, to_host: int, resident: int, gpu_inputs: int) -> None:
+        """Count bytes moved each way and the GPU inputs' bytes (all, and already there)."""
+        with self.lock:
+            self.bytes_to_device += to_device
+            self.bytes_to_host += to_host
+            self.resident_bytes += resident
+            self.gpu_input_bytes += gpu_inputs
 
     def add(self, name: str, value: Any) -> None:
         """Append to a list counter or add to a numeric one."""
@@ -37,16 +109,70 @@ class FunctionStats:
             else:
                 setattr(self, name, current + value)
 
-    def snapshot(self) -> dict[str, Any]:
+    def decision_log(self) -> list[tuple[int, dict[str, Any]]]:
+        """Return (sequence, decision as dict) for the kept decisions, oldest first."""
         with self.lock:
-            return {
-                "calls": self.calls,
-                "routes": dict(self.routes),
-                "compiles": self.compiles,
-                "compile_seconds": self.compile_seconds,
-                "cache_hits": self.cache_hits,
-                "cache_misses": self.cache_misses,
-                "fallbacks": list(self.fallbacks),
-                "recompiles": list(self.recompiles),
+            kept = list(self.decisions)
+        return [(seq, {**d.as_dict(), "n": n, "ran_on": route}) for seq, n, route, d in kept]
+
+    def latency_windows(self) -> dict[str, list[float]]:
+        """Return the kept latencies (seconds) per route."""
+        with self.lock:
+            return {route: list(window) for route, window in self.latencies.items()}
+
+    def snapshot(self) -> dict[str, Any]:
+        """Return every counter as plain data (see the module docstring for the keys)."""
+        with self.lock:
+            compiled = self.routes["cpu"] + self.routes["gpu"]
+            data = {
+                "calls": self.calls, "routes": dict(self.routes),
+                "compiles": self.compiles, "compile_seconds": self.compile_seconds,
+                "cache_hits": self.cache_hits, "cache_misses": self.cache_misses,
+                "disk_hits": self.disk_hits, "disk_misses": self.disk_misses,
+                "fallbacks": list(self.fallbacks), "recompiles": list(self.recompiles),
                 "gpu_failures": list(self.gpu_failures),
+                "gpu_failure_count": self.gpu_failure_count,
+                "explorations": self.explorations,
+                "gpu_hit_rate": self.routes["gpu"] / compiled if compiled else None,
+                "residency_ratio": (self.resident_bytes / self.gpu_input_bytes
+                                    if self.gpu_input_bytes else None),
+                "resident_bytes": self.resident_bytes,
+                "gpu_input_bytes": self.gpu_input_bytes,
+                "bytes_moved": {"host_to_device": self.bytes_to_device,
+                                "device_to_host": self.bytes_to_host},
+                "latency_sum_s": dict(self.latency_sum),
             }
+        data["latency"] = latency_summary(self.latency_windows())
+        data["decisions"] = [d for _, d in self.decision_log()]
+        return data
+
+
+def latency_summary(windows: dict[str, list[float]]) -> dict[str, dict[str, float | None]]:
+    """Return p50 and p99 (seconds) per route that has samples."""
+    return {route: {"p50": percentile(s, 0.5), "p99": percentile(s, 0.99), "samples": len(s)}
+            for route, s in windows.items() if s}
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or is_cupy_array(value)
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, tuple):
+        return sum(_nbytes(v) for v in value)
+    return int(value.nbytes) if _is_array(value) else 0
+
+
+def transfer_counts(args: Sequence[Any], result: Any, route: str, decision: Any,
+                    gpu: Any) -> tuple[int, int, int, int]:
+    """Return (bytes to the GPU, bytes to the host, GPU input bytes already there, all GPU
+    input bytes) for a call that ran on ``route`` with arguments ``args``."""
+    arrays = [a for a in args if _is_array(a)]
+    on_gpu = sum(int(a.nbytes) for a in arrays if gpu.holds(a))
+    on_host = sum(int(a.nbytes) for a in arrays) - on_gpu
+    if route == "gpu":
+        back = _nbytes(result) if decision.to_host else 0
+        return on_host, back, on_gpu, on_host + on_gpu
+    fetched = on_gpu if decision.fetch_inputs else 0
+    placed = _nbytes(result) if decision.to_device else 0
+    return placed, fetched, 0, 0
