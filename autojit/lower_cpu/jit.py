@@ -1,32 +1,35 @@
 """One process-wide LLVM JIT: optimise at O3 for the host CPU, compile, call through ctypes.
 
-Every compiled module is added to one MCJIT engine, which owns it for the life of the
-process, so a ``CpuProgram``'s address stays valid. Numba runs its own engine on the same
-in-process LLVM; nothing here changes global LLVM options, so the two coexist.
+Every kernel is compiled to object code (``emit_object``, the bytes the disk cache keeps) and
+linked into one MCJIT engine, which owns it for the life of the process, so a
+``CpuProgram``'s address stays valid. ``CpuProgram`` itself lives in ``program.py``, which
+does not import llvmlite (loading cached code must not pay for LLVM). Numba runs its own
+engine on the same in-process LLVM; nothing here changes global LLVM options, so the two coexist.
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import itertools
 import logging
+import secrets
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
-import numpy as np
 
 from autojit.errors import CompileError
 from autojit.ir.kernel import Kernel
 from autojit.lower_cpu.mathlib import load_math_libraries
+from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.render import render_llvm
 
 log = logging.getLogger("autojit")
 
-_KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+#: Symbols are unique across processes, not only within one: object code cached by one
+#: process may be loaded into the engine of another, which must not see a name twice.
+_PROCESS_TOKEN = secrets.token_hex(6)
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class _Jit:
     engine: llvm.ExecutionEngine
     lock: threading.Lock = field(default_factory=threading.Lock)
     counter: itertools.count = field(default_factory=itertools.count)
+    loaded: dict[str, int] = field(default_factory=dict)   # symbol -> address
 
 
 @functools.cache
@@ -63,45 +67,6 @@ def _listing_machine() -> llvm.TargetMachine:
                                         opt=3, jit=True)
 
 
-@dataclass(frozen=True)
-class CpuProgram:
-    """A compiled kernel: its entry point ``void name(void **data, const int64_t *meta)``.
-
-    ``name`` is the kernel's name, ``symbol`` the unique symbol in the JIT, ``address`` the
-    function pointer. ``asm`` (host assembly) is produced on first access.
-    """
-
-    name: str
-    symbol: str
-    address: int
-    llvm_ir: str
-    llvm_ir_optimized: str
-
-    @functools.cached_property
-    def _function(self) -> ctypes._CFuncPtr:
-        return _KernelFn(self.address)
-
-    @functools.cached_property
-    def asm(self) -> str:
-        """Return the host assembly of the optimised module."""
-        with _jit().lock:
-            module = llvm.parse_assembly(self.llvm_ir_optimized)
-            return _listing_machine().emit_assembly(module)
-
-    def call(self, data: Sequence[int], meta: Sequence[int]) -> None:
-        """Call the kernel with plain ints: buffer then scalar addresses, and ``meta``."""
-        pointers = (ctypes.c_void_p * max(len(data), 1))(*data)
-        sizes = (ctypes.c_int64 * max(len(meta), 1))(*meta)
-        self._function(pointers, sizes)
-
-    def run(self, data: Sequence[int], meta: np.ndarray) -> None:
-        """Call the kernel: ``data`` holds buffer then scalar addresses, ``meta`` the int64
-        sizes and runtime strides (``autojit.ir.abi.pack_meta``). Returns when it is done."""
-        pointers = (ctypes.c_void_p * max(len(data), 1))(*data)
-        meta = np.ascontiguousarray(meta, dtype=np.int64)
-        self._function(ctypes.addressof(pointers), meta.ctypes.data)
-
-
 def _parse(text: str, what: str) -> llvm.ModuleRef:
     try:
         module = llvm.parse_assembly(text)
@@ -125,10 +90,12 @@ def optimize_module(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
 def compile_kernel(kernel: Kernel) -> CpuProgram:
     """Render, optimise and JIT-compile ``kernel``; return the callable ``CpuProgram``.
 
+    The engine links the object code that ``emit_object`` produced, the same bytes the disk
+    cache stores, so a cached kernel runs exactly the code a fresh compile does.
     Raises ``CompileError`` carrying the numbered IR and LLVM's message."""
     jit = _jit()
     with jit.lock:
-        symbol = f"{kernel.name}.{next(jit.counter)}"
+        symbol = f"{kernel.name}.{_PROCESS_TOKEN}.{next(jit.counter)}"
         start = time.perf_counter()
         text = render_llvm(kernel, symbol)
         module = _parse(text, "generated")
@@ -136,10 +103,40 @@ def compile_kernel(kernel: Kernel) -> CpuProgram:
         module.data_layout = str(jit.target_machine.target_data)
         optimize_module(module, jit.target_machine)
         optimized = str(module)
-        jit.engine.add_module(module)
-        jit.engine.finalize_object()
-        address = jit.engine.get_function_address(symbol)
+        object_code = jit.target_machine.emit_object(module)
+        address = _add_object(jit, object_code, symbol)
     if not address:
         raise CompileError(f"JIT produced no code for {symbol}", source=text)
     log.debug("autojit: compiled %s in %.1f ms", symbol, 1e3 * (time.perf_counter() - start))
-    return CpuProgram(kernel.name, symbol, address, text, optimized)
+    return CpuProgram(kernel.name, symbol, address, text, optimized, object_code)
+
+
+def _add_object(jit: _Jit, object_code: bytes, symbol: str) -> int:
+    """Link ``object_code`` into the engine (once per symbol); return ``symbol``'s address.
+    The caller holds ``jit.lock``."""
+    address = jit.loaded.get(symbol)
+    if address is None:
+        jit.engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        jit.engine.finalize_object()
+        address = jit.loaded[symbol] = jit.engine.get_function_address(symbol)
+    return address
+
+
+def load_object(object_code: bytes, symbol: str) -> int:
+    """Link cached ``object_code`` into the JIT; return the address of ``symbol``.
+
+    Raises ``CompileError`` when the object does not define it."""
+    jit = _jit()
+    with jit.lock:
+        address = _add_object(jit, object_code, symbol)
+    if not address:
+        raise CompileError(f"cached object code does not define {symbol}")
+    return address
+
+
+def assembly_of(optimized_ir: str) -> str:
+    """Return the host assembly listing of an optimised module's text."""
+    jit = _jit()
+    with jit.lock:
+        module = llvm.parse_assembly(optimized_ir)
+        return _listing_machine().emit_assembly(module)
