@@ -15,6 +15,7 @@ from typing import Any
 from autojit.errors import (
     AutojitError,
     AutojitWarning,
+    CacheWarning,
     CompileError,
     FallbackWarning,
     TraceError,
@@ -36,12 +37,22 @@ def autoroute(fn: Callable | None = None, **options: Any) -> Any:
     return Dispatcher(fn, options)
 
 
-def stats() -> dict[str, Any]:
-    """Return process-wide counters: totals over every decorated function and each one's."""
-    return process_stats()
+def stats(format: str = "dict") -> Any:
+    """Return process-wide statistics: totals over every decorated function, each one's own
+    ``stats()``, the last 128 routing ``decisions`` and the router's state.
+
+    ``format="dict"`` (default) returns a dict; ``"prometheus"`` the Prometheus text
+    exposition format; ``"text"`` the human summary ``AUTOJIT_STATS=1`` prints at exit.
+    """
+    from autojit.policy.observe import format_prometheus, summary_text
+    formats = {"dict": lambda s: s, "prometheus": format_prometheus, "text": summary_text}
+    if format not in formats:
+        raise ValueError(f"format must be one of {sorted(formats)}, not {format!r}")
+    return formats[format](process_stats())
 
 
 __all__ = [
-    "AutojitError", "AutojitWarning", "CompileError", "Dispatcher", "FallbackWarning",
-    "TraceError", "UnsupportedError", "autoroute", "config", "reload_environment", "stats",
+    "AutojitError", "AutojitWarning", "CacheWarning", "CompileError", "Dispatcher",
+    "FallbackWarning", "TraceError", "UnsupportedError", "autoroute", "config",
+    "reload_environment", "stats",
 ]

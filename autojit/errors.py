@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class AutojitError(Exception):
     """Base of every error autojit raises."""
@@ -38,6 +40,28 @@ class CompileError(AutojitError):
         super().__init__(message + details)
 
 
+class StrictFallbackError(AutojitError):
+    """Strict mode (``AUTOJIT_STRICT=1``, ``config(strict=True)``, ``--autojit-strict``): a call
+    would have run as plain Python. ``function`` is the decorated function's name, ``where``
+    its definition's ``file:line``, ``reason`` why it cannot be compiled (with the user's
+    ``file:line:col`` when the tracer knows it)."""
+
+    def __init__(self, function: str, reason: str, where: str = "") -> None:
+        self.function, self.reason, self.where = function, reason, where
+        defined = f" (defined at {where})" if where else ""
+        super().__init__(
+            f"autojit strict mode: {function}{defined} would run as plain Python: {reason}. "
+            "Make it traceable, or let it fall back: drop --autojit-strict / AUTOJIT_STRICT, "
+            "or decorate it with @autoroute(strict=False)")
+
+    @classmethod
+    def for_function(cls, fn: object, name: str, reason: str) -> StrictFallbackError:
+        """Return the error for ``fn`` (its ``file:line`` taken from its code object)."""
+        code = getattr(fn, "__code__", None)
+        where = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}" if code else ""
+        return cls(name, reason, where)
+
+
 class DeviceUnavailableError(AutojitError):
     """A GPU route was requested but no usable CUDA device exists."""
 
@@ -48,3 +72,8 @@ class AutojitWarning(UserWarning):
 
 class FallbackWarning(AutojitWarning):
     """A function runs as plain Python; the message says why and where."""
+
+
+class CacheWarning(AutojitWarning):
+    """The disk cache ignored a corrupt, truncated or other-format entry (it is recompiled and
+    rewritten), or cannot write its folder (compiled code then stays in memory only)."""

@@ -1,4 +1,5 @@
-"""The ``autojit`` command line: ``inspect`` a function's stages, run the ``demo``.
+"""The ``autojit`` command line: ``inspect`` a function's stages, run the ``demo``, and
+list, clear or summarise the on-disk compile ``cache``.
 
 Exit codes: 0 success, 1 missing file/module/function or a failure while inspecting,
 2 bad usage or argument spec, 3 the function cannot be traced (the reason is printed).
@@ -45,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     if args.command is None:
         parser.print_usage(sys.stderr)
-        print("autojit: error: choose a command: inspect or demo", file=sys.stderr)
+        print("autojit: error: choose a command: inspect, demo or cache", file=sys.stderr)
         return EXIT_USAGE
     try:
         return args.run(args)
@@ -80,7 +81,87 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--size-scale", type=float, default=1.0, metavar="S",
                       help="multiply the workload sizes by S (default 1.0)")
     demo.set_defaults(run=_run_demo)
+
+    cache = sub.add_parser(
+        "cache", help="list (ls), clear or summarise (stats) the on-disk compile cache",
+        description="The compile cache that lets a fresh process skip tracing and "
+                    "compiling: AUTOJIT_CACHE_DIR, bounded by AUTOJIT_CACHE_MAX_MB.")
+    cache.add_argument("action", choices=("ls", "clear", "stats"),
+                       help="ls: one line per compiled version; clear: delete them all; "
+                            "stats: counts and size")
+    cache.add_argument("--cache-dir", metavar="DIR", default=None,
+                       help="the cache folder (default: AUTOJIT_CACHE_DIR, else "
+                            "~/.cache/autojit)")
+    cache.set_defaults(run=_run_cache)
+    return _add_calibrate_parser(sub, parser)
+
+
+def _add_calibrate_parser(sub: argparse._SubParsersAction,
+                          parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add ``autojit calibrate`` (re-measure the router's cost model); return ``parser``."""
+    cal = sub.add_parser(
+        "calibrate", help="measure this machine's CPU (and GPU) for the router's cost model",
+        description="Run the calibration probes (about a second) and store the result in "
+                    "AUTOJIT_CACHE_DIR/calibration, replacing the stored one.")
+    cal.add_argument("--cache-dir", metavar="DIR", default=None,
+                     help="the cache folder (default: AUTOJIT_CACHE_DIR, else ~/.cache/autojit)")
+    cal.set_defaults(run=_run_calibrate)
     return parser
+
+
+def _run_calibrate(args: argparse.Namespace) -> int:
+    """Calibrate every usable device, store and print the parameters; return 0."""
+    from autojit.policy.calibration import recalibrate
+    from autojit.policy.config import current_settings
+    from autojit.policy.route import current_router
+
+    params, source = recalibrate(current_router(), args.cache_dir or current_settings().cache_dir)
+    for name, p in params.items():
+        transfer = "" if p.transfer == float("inf") else f", transfer {p.transfer / 1e9:.3g} GB/s"
+        print(f"{name}: overhead {p.overhead_s * 1e6:.3g} us, launch {p.launch_s * 1e6:.3g} us, "
+              f"bandwidth {p.bandwidth / 1e9:.3g} GB/s, {p.flop_rate / 1e9:.3g} GFLOP/s"
+              f"{transfer}")
+    if "gpu" not in params:
+        print("no usable GPU: only the CPU was calibrated")
+    print(source)
+    return EXIT_OK
+
+
+def _size(count: float) -> str:
+    """Return a byte count for people: ``812 B``, ``14.2 KB``, ``3.1 MB``."""
+    for unit in ("B", "KB", "MB"):
+        if count < 1024 or unit == "MB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count:.1f} GB"
+
+
+def _run_cache(args: argparse.Namespace) -> int:
+    """Print the cache's versions (ls), delete them (clear) or its summary (stats)."""
+    import time
+
+    from autojit.policy import disk_cache
+    from autojit.policy.config import current_settings
+
+    settings = current_settings()
+    folder = args.cache_dir or settings.cache_dir
+    if args.action == "clear":
+        versions, freed = disk_cache.clear_cache(folder)
+        print(f"removed {versions} compiled version(s), {_size(freed)}, from {folder}")
+    elif args.action == "stats":
+        summary = disk_cache.cache_summary(folder, settings.cache_max_mb)
+        files = ", ".join(f"{n} {k}" for k, n in sorted(summary["files"].items())) or "none"
+        print(f"cache dir: {folder}\nversions: {summary['versions']} (files: {files})\n"
+              f"size: {_size(summary['bytes'])} of {_size(summary['max_bytes'])}")
+    else:
+        rows = disk_cache.list_entries(folder)
+        for row in rows:
+            used = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["last_used"]))
+            print(f"{row['key'][:12]} {row['variant']:<12} {','.join(row['kinds']):<14} "
+                  f"{_size(row['bytes']):>9}  {used}  {row['function']}  {row['where']}")
+        if not rows:
+            print(f"(no cached versions in {folder})")
+    return EXIT_OK
 
 
 def _version() -> str:

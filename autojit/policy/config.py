@@ -37,17 +37,38 @@ class Settings:
     force: str | None = None                 # "cpu" | "gpu" | "python"
     disable: bool = False
     fusion_max_ops: int = 128
-    gpu_min_elems: int = 1 << 20
+    gpu_min_elems: int = 1 << 12             # floor: smaller calls never go to the GPU
     gpu_util_thresh: float = 0.8
     backends: tuple[str, ...] = ("gpu", "cpu")
     log: str = ""
     stats_at_exit: bool = False
     cache_dir: str = field(default_factory=_default_cache_dir)
+    cache_max_mb: float = 1024.0             # disk cache bound, LRU-evicted; 0 turns it off
     num_threads: int = field(default_factory=_default_threads)
+    strict: bool = False                     # a fallback to Python raises StrictFallbackError
+    residency: str = "auto"                  # where results live: host | device | auto
+    explore: float = 0.03                    # most calls per size bucket that try the other
+                                             # device to correct the cost model (0: never)
+    cost: tuple[tuple[str, float], ...] = ()  # cost-model overrides, e.g. gpu.launch_s=5e-6
 
 
 def _flag(text: str) -> bool:
     return text.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _residency(text: str) -> str:
+    value = text.strip().lower()
+    if value not in ("host", "device", "auto"):
+        raise ValueError(f"residency must be host, device or auto, not {text!r}")
+    return value
+
+
+def _cost(text: str) -> tuple[tuple[str, float], ...]:
+    """Parse ``"gpu.bandwidth=2e12, cpu.launch_s=1e-6"`` into ((name, value), ...)."""
+    pairs = [item.split("=", 1) for item in text.split(",") if item.strip()]
+    if any(len(pair) != 2 for pair in pairs):
+        raise ValueError(f"AUTOJIT_COST must be device.param=value,..., not {text!r}")
+    return tuple((name.strip(), float(value)) for name, value in pairs)
 
 
 def _force(text: str) -> str | None:
@@ -68,11 +89,17 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
     "AUTOJIT_LOG": ("log", str.lower),
     "AUTOJIT_STATS": ("stats_at_exit", _flag),
     "AUTOJIT_CACHE_DIR": ("cache_dir", str),
+    "AUTOJIT_CACHE_MAX_MB": ("cache_max_mb", float),
     "AUTOJIT_NUM_THREADS": ("num_threads", int),
+    "AUTOJIT_STRICT": ("strict", _flag),
+    "AUTOJIT_RESIDENCY": ("residency", _residency),
+    "AUTOJIT_EXPLORE": ("explore", float),
+    "AUTOJIT_COST": ("cost", _cost),
 }
 
 _FIELDS = {f.name for f in dataclasses.fields(Settings)}
 _environment_settings = Settings()
+_MEMO: dict[tuple, Settings] = {}
 _overrides: contextvars.ContextVar[tuple[tuple[str, Any], ...]] = contextvars.ContextVar(
     "autojit_config", default=())
 
@@ -86,6 +113,7 @@ def reload_environment() -> Settings:
         if text is not None and text != "":
             values[name] = parse(text)
     _environment_settings = Settings(**values)
+    _MEMO.clear()
     if _environment_settings.log == "debug":
         _enable_debug_log()
     return _environment_settings
@@ -107,6 +135,8 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
                         f"known: {', '.join(sorted(_FIELDS))}")
     if "force" in options and options["force"] is not None:
         _force(str(options["force"]))
+    if "residency" in options:
+        _residency(str(options["residency"]))
     return options
 
 
@@ -115,7 +145,18 @@ def current_settings(options: tuple[tuple[str, Any], ...] = ()) -> Settings:
     overrides = _overrides.get()
     if not options and not overrides:
         return _environment_settings
-    return dataclasses.replace(_environment_settings, **dict(options + overrides))
+    key = (options, overrides)
+    try:
+        found = _MEMO.get(key)
+    except TypeError:  # an unhashable option value: build it every time
+        return dataclasses.replace(_environment_settings, **dict(options + overrides))
+    if found is None:
+        # One object per combination: the router caches decisions per Settings identity.
+        if len(_MEMO) > 256:
+            _MEMO.clear()
+        found = _MEMO[key] = dataclasses.replace(_environment_settings,
+                                                 **dict(options + overrides))
+    return found
 
 
 @contextlib.contextmanager

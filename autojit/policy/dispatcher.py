@@ -12,8 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from autojit.errors import AutojitError, BroadcastError, FallbackWarning, TraceError
+from autojit.errors import (
+    AutojitError,
+    BroadcastError,
+    FallbackWarning,
+    StrictFallbackError,
+    TraceError,
+)
 from autojit.fuse.plan import Plan, plan_kernels
+from autojit.policy import disk_cache
 from autojit.policy.backends import (
     Backend,
     CpuBackend,
@@ -21,13 +28,14 @@ from autojit.policy.backends import (
     bind_sizes,
     guards_hold,
     int_arguments_fit,
-    run_plan,
 )
 from autojit.policy.config import Settings, check_options, current_settings
+from autojit.policy.observe import log_decision
 from autojit.policy.registry import register
-from autojit.policy.route import choose_route
+from autojit.policy.route import Router, choose_route, current_router
+from autojit.policy.rules import BucketState, Decision, cpu_rerun
 from autojit.policy.signature import Signature, describe_argument, signature_of
-from autojit.policy.stats import FunctionStats
+from autojit.policy.stats import FunctionStats, transfer_counts
 from autojit.tracer import trace_function
 
 _LOGGER = logging.getLogger("autojit")
@@ -42,6 +50,8 @@ class Entry:
     plan: Plan | None
     reason: str | None = None
     programs: dict[str, list[Any]] = field(default_factory=dict)
+    routing: Any = field(default=None, compare=False, repr=False)   # route.RouteTable
+    disk: Any = field(default=None, compare=False, repr=False)  # disk_cache.DiskSlot or None
 
 
 class Dispatcher:
@@ -73,29 +83,64 @@ class Dispatcher:
         entry, sizes = self._entry_for(args, settings)
         if entry is None or entry.plan is None:
             return self._run_python(args, {})
-        route, reason = choose_route(settings, args)
-        _LOGGER.debug("%s route %s: %s", self.__qualname__, route, reason)
-        if route == "python":
+        router = current_router()
+        decision, state, n = router.choose(entry, sizes, settings)
+        if _LOGGER.isEnabledFor(logging.DEBUG):
+            log_decision(self.__qualname__, decision, n)
+        if decision.route == "python":
+            self._stats.note_decision(decision, n)
             return self._run_python(args, {})
-        return self._run_compiled(entry, route, args, sizes)
+        return self._run_compiled(entry, args, sizes, router, decision, state, n)
 
     def _run_python(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         self._stats.count_call("python")
         return self.fn(*args, **kwargs)
 
-    def _run_compiled(self, entry: Entry, route: str, args: tuple, sizes: dict) -> Any:
-        if route == "gpu":
+    def _run_compiled(self, entry: Entry, args: tuple, sizes: dict, router: Router,
+                      decision: Decision, state: BucketState, n: int) -> Any:
+        """Run on the decided device; a GPU failure reruns on the CPU (contract 2)."""
+        if decision.route == "gpu":
+            done = self._run_gpu(entry, args, sizes, router, decision, state)
+            if done is not None:
+                self._stats.record("gpu", decision, n, done[1])
+                router.observe(state, "gpu", n, done[1])
+                return done[0]
+            decision = cpu_rerun(decision, entry.routing.resident)
+        result, seconds = router.devices["cpu"].run(self, entry, args, sizes, decision)
+        if decision.to_device or decision.fetch_inputs:
+            result = self._place_cpu_result(router, args, result, decision)
+        self._stats.record("cpu", decision, n, seconds)
+        router.observe(state, "cpu", n, seconds)
+        return result
+
+    def _run_gpu(self, entry: Entry, args: tuple, sizes: dict, router: Router,
+                 decision: Decision, state: BucketState) -> tuple[Any, float] | None:
+        """Return (result, seconds) from the GPU, or None when it failed (inputs untouched:
+        the GPU works on copies, so the CPU rerun sees the caller's data unchanged)."""
+        gpu = router.devices["gpu"]
+        try:
+            result, seconds = gpu.run(self, entry, args, sizes, decision)
+        except Exception as exc:  # compile error, launch error, out of memory, ...
+            self._stats.gpu_failed(exc)
+            router.gpu_done(state, exc)
+            _LOGGER.debug("%s GPU failed (%s: %s); rerunning on the CPU",
+                          self.__qualname__, type(exc).__name__, exc)
+            return None
+        router.gpu_done(state, None)
+        self._stats.add_transfers(*transfer_counts(args, result, "gpu", decision, gpu))
+        return result, seconds
+
+    def _place_cpu_result(self, router: Router, args: tuple, result: Any,
+                          decision: Decision) -> Any:
+        """Return a CPU result where the decision wants it (on the GPU for device residency;
+        kept on the host, with a debug line, when the GPU cannot take it)."""
+        gpu = router.devices["gpu"]
+        if decision.to_device:
             try:
-                from autojit.policy.gpu_route import run_on_gpu
-                result = run_on_gpu(self, entry, args, sizes)
-                self._stats.count_call("gpu")
-                return result
-            except Exception as exc:  # contract 2: a GPU failure reruns on the CPU
-                self._stats.add("gpu_failures", f"{type(exc).__name__}: {exc}")
-                _LOGGER.debug("%s GPU failed (%s); rerunning on the CPU", self.__qualname__, exc)
-        programs = self.programs(entry, "cpu")
-        result = run_plan(entry.plan, programs, BACKENDS["cpu"], args, sizes)
-        self._stats.count_call("cpu")
+                result = gpu.to_device(result)
+            except Exception as exc:  # the GPU is failing: the host copy is still correct
+                _LOGGER.debug("%s result stays on the host: %s", self.__qualname__, exc)
+        self._stats.add_transfers(*transfer_counts(args, result, "cpu", decision, gpu))
         return result
 
     # -- cache -------------------------------------------------------------------------------
@@ -109,12 +154,12 @@ class Dispatcher:
         found = self._lookup(signature, args)
         if found is not None:
             self._stats.add("cache_hits", 1)
-            return found
+            return self._recheck_fallback(found, settings)
         with self._lock:
             found = self._lookup(signature, args)   # another thread may have compiled it
             if found is not None:
                 self._stats.add("cache_hits", 1)
-                return found
+                return self._recheck_fallback(found, settings)
             return self._trace(signature, args, settings)
 
     def _lookup(self, signature: Signature, args: tuple) -> tuple[Entry | None, dict] | None:
@@ -134,6 +179,10 @@ class Dispatcher:
                settings: Settings) -> tuple[Entry | None, dict]:
         self._stats.add("cache_misses", 1)
         self._explain_miss(signature)
+        slot = disk_cache.open_slot(self.fn, self.__qualname__, signature, settings)
+        found = self._load_from_disk(slot, signature, args)
+        if found is not None:
+            return found
         started = time.perf_counter()
         try:
             graph = trace_function(self.fn, args, self.__qualname__)
@@ -145,11 +194,29 @@ class Dispatcher:
             entry = Entry(signature, None, str(exc))
             self._note_fallback(str(exc))
         self._stats.add("compile_seconds", time.perf_counter() - started)
+        if slot is not None and entry.plan is not None:
+            entry.disk = disk_cache.store_plan(slot, entry.plan)
         self._cache.setdefault(signature, []).append(entry)
         if entry.plan is None:
             return entry, {}
         sizes = bind_sizes(entry.plan, args)
-        return entry, sizes or {}
+        if sizes is None:
+            return None, {}  # NumPy raises for these arguments (an empty max, say); let it
+        return entry, sizes
+
+    def _load_from_disk(self, slot: disk_cache.DiskSlot | None, signature: Signature,
+                        args: tuple) -> tuple[Entry, dict] | None:
+        """Return (entry, sizes) for a plan the disk cache holds (no trace), or None."""
+        if slot is None:
+            return None
+        found = disk_cache.load_plan(slot, args)
+        self._stats.add("disk_misses" if found is None else "disk_hits", 1)
+        if found is None:
+            return None
+        plan, sizes, slot = found
+        entry = Entry(signature, plan, disk=slot)
+        self._cache.setdefault(signature, []).append(entry)
+        return entry, sizes
 
     def _explain_miss(self, signature: Signature) -> None:
         previous, self._last_signature = self._last_signature, signature
@@ -166,8 +233,19 @@ class Dispatcher:
         self._stats.add("recompiles", why)
         _LOGGER.debug("%s recompiles: %s", self.__qualname__, why)
 
+    def _recheck_fallback(self, found: tuple[Entry | None, dict],
+                          settings: Settings) -> tuple[Entry | None, dict]:
+        """Return ``found``; in strict mode a cached fallback raises as a fresh one does."""
+        entry = found[0]
+        if settings.strict and entry is not None and entry.plan is None:
+            self._note_fallback(entry.reason or "cannot be compiled")
+        return found
+
     def _note_fallback(self, reason: str) -> None:
+        """Record a fallback to Python; warn once, or raise StrictFallbackError in strict mode."""
         self._stats.add("fallbacks", reason)
+        if current_settings(self.options).strict:
+            raise StrictFallbackError.for_function(self.fn, self.__qualname__, reason)
         if not self._warned:
             self._warned = True
             warnings.warn(f"autojit: {self.__qualname__} runs as plain Python: {reason}",
@@ -179,17 +257,23 @@ class Dispatcher:
         if programs is None:
             with self._lock:
                 programs = entry.programs.get(backend)
+                if programs is None and entry.disk is not None:
+                    programs = disk_cache.load_programs(entry.disk, backend)
                 if programs is None:
                     started = time.perf_counter()
                     programs = [BACKENDS[backend].compile(k) for k in entry.plan.kernels]
-                    entry.programs[backend] = programs
                     self._stats.add("compiles", 1)
                     self._stats.add("compile_seconds", time.perf_counter() - started)
+                    if entry.disk is not None:
+                        disk_cache.store_programs(entry.disk, backend, programs)
+                entry.programs[backend] = programs
         return programs
 
     # -- introspection -----------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        """Return counters: calls, routes, compiles, cache hits/misses, fallbacks (reasons)."""
+        """Return counters: calls and routes, compiles and compile time, cache hits/misses,
+        fallbacks and GPU failures (reasons), the last 128 ``decisions`` (route, reason, both
+        estimates), GPU hit rate, residency ratio, bytes moved, latency p50/p99 per route."""
         return self._stats.snapshot()
 
     def inspect(self, *args: Any, **kwargs: Any) -> Any:
@@ -198,17 +282,18 @@ class Dispatcher:
         if kwargs:
             args = self._signature.bind(*args, **kwargs).args
         settings = current_settings(self.options)
-        entry, _ = self._entry_for(args, settings)
+        entry, sizes = self._entry_for(args, settings)
         if entry is None:
             return Inspection(self.__qualname__, None, None, "python",
                               "arguments NumPy rejects or autojit cannot compile")
         if entry.plan is None:
             return Inspection(self.__qualname__, entry, None, "python", entry.reason)
         try:
-            route, reason = choose_route(settings, args)
+            route, reason = choose_route(settings, args, entry, sizes)
         except AutojitError as exc:
             route, reason = "cpu", str(exc)
-        return Inspection(self.__qualname__, entry, self.programs(entry, "cpu"), route, reason)
+        return Inspection(self.__qualname__, entry, self.programs(entry, "cpu"), route, reason,
+                          sizes)
 
     def __repr__(self) -> str:
         return f"<autoroute {self.__qualname__}>"
