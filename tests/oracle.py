@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from autojit import autoroute
-from autojit.policy.backends import bind_sizes, run_plan
 
 #: ULP bound for transcendental functions (documented in README; measured in tests).
 TRANSCENDENTAL_ULPS = 4
@@ -88,10 +87,10 @@ def compare_results(actual: Any, expected: Any, ulps: int | Sequence[int] = 0,
 
 
 def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0,
-                         compiled: bool = True, backend: str = "cpu",
+                         compiled: bool = True,
                          labels: Sequence[str] = (), rtol: float = 0.0,
                          atol: float = 0.0, allowed_fallbacks: Sequence[str] = ()) -> Any:
-    """Run ``fn`` under autojit (``backend``: "cpu" or "cuda-emulated") and under NumPy.
+    """Run ``fn`` under autojit (compiled for the CPU) and under NumPy; compare.
 
     ``compiled=True`` also asserts no call fell back to plain Python, except for reasons
     containing one of ``allowed_fallbacks``. Returns the dispatcher, so callers can inspect
@@ -106,40 +105,10 @@ def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0
                 jitted(*args)
         return jitted
     with np.errstate(all="ignore"):
-        actual = jitted(*args) if backend == "cpu" else run_emulated_cuda(jitted, args)
+        actual = jitted(*args)
     compare_results(actual, expected, ulps, labels, rtol, atol)
     if compiled:
         unexpected = [reason for reason in jitted.stats()["fallbacks"]
                       if not any(allowed in reason for allowed in allowed_fallbacks)]
         assert not unexpected, f"fell back: {unexpected}"
     return jitted
-
-
-class EmulatedCudaBackend:
-    """Runs each kernel's generated CUDA C on the CPU (g++ with an emulation header)."""
-
-    name = "cuda-emulated"
-
-    def compile(self, kernel: Any) -> str:
-        from autojit.lower_gpu import render_cuda
-        return render_cuda(kernel)
-
-    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        return np.empty(shape, dtype)
-
-    def launch(self, kernel: Any, source: str, arrays: Sequence[Any], scalars: Sequence[Any],
-               sizes: dict[str, int], meta: Sequence[int] = ()) -> None:
-        from autojit.lower_gpu import run_emulated
-        run_emulated(kernel, source, arrays, scalars, sizes)
-
-
-def run_emulated_cuda(jitted: Any, args: Sequence[Any]) -> Any:
-    """Return ``jitted(*args)`` computed by the CPU emulation of its CUDA kernels."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a fallback here would test nothing
-        inspection = jitted.inspect(*args)
-    plan = inspection.plan
-    assert plan is not None, f"fell back: {inspection.fallback_reason}"
-    backend = EmulatedCudaBackend()
-    programs = [backend.compile(k) for k in plan.kernels]
-    return run_plan(plan, programs, backend, args, bind_sizes(plan, args))

@@ -76,6 +76,32 @@ class GpuBackend:
         launch(kernel, program, arrays, scalars, sizes)
 
 
+class EmulatedCudaBackend:
+    """Runs each kernel's generated CUDA C on the CPU (g++ with an emulation header): how
+    GPU-less machines check the GPU code path (tests, ``assert_backends_agree``)."""
+
+    name = "cuda-emulated"
+
+    def __init__(self, source: str | None = None, **launch: int) -> None:
+        # ``source``: one translation unit holding every kernel (one g++ run for many);
+        # ``launch``: forced launch shapes for reduction kernels (grid=, block=, ...).
+        self.source, self.launch_options = source, launch
+
+    def compile(self, kernel: Any) -> str:
+        from autojit.lower_gpu import render_cuda
+        return self.source if self.source is not None else render_cuda(kernel)
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return np.empty(shape, dtype)
+
+    def launch(self, kernel: Any, source: str, arrays: Sequence[Any], scalars: Sequence[Any],
+               sizes: dict[str, int], meta: Sequence[int] = ()) -> None:
+        from autojit.lower_gpu import run_emulated
+        from autojit.lower_gpu.reduce_launch import is_reduction
+        options = self.launch_options if is_reduction(kernel) else {}
+        run_emulated(kernel, source, arrays, scalars, sizes, **options)
+
+
 @dataclass(frozen=True)
 class KernelCall:
     """Where one kernel's operands come from, precomputed so a warm call only looks up.

@@ -29,6 +29,7 @@ import numpy as np
 
 from autojit.errors import StrictFallbackError
 from autojit.policy import Dispatcher, config, current_settings
+from autojit.policy.backends import EmulatedCudaBackend
 from autojit.policy.signature import is_cupy_array
 from autojit.testing.tolerance import (
     ERROR_RULES,
@@ -183,24 +184,6 @@ def _run(dispatcher: Dispatcher, name: str, args: Sequence[Any], inspection: Any
     if name == "cuda-emulated":
         return _run_emulated(args, inspection)
     return _run_forced(dispatcher, name, args, inspection)
-
-
-class EmulatedCudaBackend:
-    """Runs each kernel's generated CUDA C on the CPU (g++ with an emulation header)."""
-
-    name = "cuda-emulated"
-
-    def compile(self, kernel: Any) -> str:
-        from autojit.lower_gpu import render_cuda
-        return render_cuda(kernel)
-
-    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        return np.empty(shape, dtype)
-
-    def launch(self, kernel: Any, source: str, arrays: Sequence[Any], scalars: Sequence[Any],
-               sizes: dict[str, int], meta: Sequence[int] = ()) -> None:
-        from autojit.lower_gpu import run_emulated
-        run_emulated(kernel, source, arrays, scalars, sizes)
 
 
 def _compare_calls(report: AgreementReport, reference: Outcome, other: Outcome,

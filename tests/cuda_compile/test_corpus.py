@@ -15,9 +15,9 @@ from corpus import all_cases
 from oracle import call_numpy, compare_results
 
 from autojit.fuse.plan import Plan, plan_kernels
-from autojit.lower_gpu import CudaBinary, compile_cuda, render_cuda, run_emulated
+from autojit.lower_gpu import CudaBinary, compile_cuda, render_cuda
 from autojit.lower_gpu.emulate import build_emulation
-from autojit.policy.backends import bind_sizes, run_plan
+from autojit.policy.backends import EmulatedCudaBackend, bind_sizes, run_plan
 from autojit.policy.signature import signature_of
 from autojit.tracer import trace_function
 
@@ -60,28 +60,12 @@ def test_every_corpus_kernel_compiles_with_nvrtc(arch):
     assert len(names) >= len(CASES)
 
 
-class _Emulated:
-    name = "cuda-emulated"
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def compile(self, kernel):
-        return self.source
-
-    def empty(self, shape, dtype):
-        return np.empty(shape, dtype)
-
-    def launch(self, kernel, source, arrays, scalars, sizes, meta=None):
-        run_emulated(kernel, source, arrays, scalars, sizes)
-
-
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[c.id for c in CASES])
 def test_emulated_cuda_matches_numpy(index):
     case = CASES[index]
     plans, source, _ = corpus()
     plan = plans[index]
-    backend = _Emulated(source)
+    backend = EmulatedCudaBackend(source)
     expected, error = call_numpy(case.fn, case.args)
     assert error is None
     with np.errstate(all="ignore"):

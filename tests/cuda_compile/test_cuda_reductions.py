@@ -48,7 +48,7 @@ from autojit.lower_gpu import (
 )
 from autojit.lower_gpu.emulate import build_emulation, emulated_launch
 from autojit.lower_gpu.reduce_launch import is_reduction, row_extent
-from autojit.policy.backends import bind_sizes, run_plan
+from autojit.policy.backends import EmulatedCudaBackend, bind_sizes, run_plan
 from autojit.tracer import trace_function
 
 ARCHS = ("sm_80", "sm_90")
@@ -79,23 +79,6 @@ def corpus() -> tuple[list[Plan], str, dict[str, CudaBinary]]:
         build_emulation(source)
         binaries = {arch: future.result() for arch, future in futures.items()}
     return plans, source, binaries
-
-
-class _Emulated:
-    name = "cuda-emulated"
-
-    def __init__(self, source: str, forced: dict[str, int]) -> None:
-        self.source, self.forced = source, forced
-
-    def compile(self, kernel: Any) -> str:
-        return self.source
-
-    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        return np.empty(shape, dtype)
-
-    def launch(self, kernel, source, arrays, scalars, sizes, meta=None) -> None:
-        forced = self.forced if is_reduction(kernel) else {}
-        run_emulated(kernel, source, arrays, scalars, sizes, **forced)
 
 
 def _depth(plan: Plan, sizes: dict[str, int], forced: dict[str, int]) -> int:
@@ -143,8 +126,8 @@ def test_emulated_reduction_matches_numpy(index: int) -> None:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)   # nanmax of an all-NaN row
         want = case.fn(*case.args)
-        got = run_plan(plan, [source] * len(plan.kernels), _Emulated(source, case.launch),
-                       case.args, sizes)
+        backend = EmulatedCudaBackend(source, **case.launch)
+        got = run_plan(plan, [source] * len(plan.kernels), backend, case.args, sizes)
     _check(case, got, want, _depth(plan, sizes, case.launch))
 
 
