@@ -288,3 +288,29 @@ def test_no_print_outside_the_command_line() -> None:
         tree = ast.parse(path.read_text())
         if not _is_command_line(path, tree):
             assert not _calls(tree, "print"), f"{path} prints (use logging or a warning)"
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _layer_norm(x):
+    return (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+
+
+_RNG = np.random.default_rng(11)
+COVERAGE_PROGRAMS = [
+    ("softmax", _softmax, (_RNG.random((8, 33), dtype=np.float32),)),
+    ("layer_norm", _layer_norm, (_RNG.random((6, 64)),)),
+    ("mean_of_squares", lambda x, y: np.mean((x - y) ** 2), (_RNG.random(500), _RNG.random(500))),
+    ("relu_dense", lambda x, w, b: np.maximum(x @ w + b, 0),
+     (_RNG.random((16, 8)), _RNG.random((8, 4)), _RNG.random(4))),
+    ("stencil", lambda a: a[1:-1] - 0.5 * (a[:-2] + a[2:]), (_RNG.random(50),)),
+]
+
+
+@pytest.mark.parametrize("name, fn, args", COVERAGE_PROGRAMS, ids=[p[0] for p in COVERAGE_PROGRAMS])
+def test_backends_agree_on_reductions_views_and_products(name, fn, args):
+    report = assert_backends_agree(fn, *args, backends=("python", "cpu", "cuda-emulated"))
+    assert report.ran == ["python", "cpu", "cuda-emulated"]
