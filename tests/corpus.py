@@ -211,6 +211,17 @@ def ternary_cases() -> list[Case]:
     return cases
 
 
+def creation_cases() -> list[Case]:
+    """Arrays made from loop positions (arange, linspace, eye) mixed with an argument."""
+    x = edge_values(np.dtype(np.float64), 30).reshape(5, 6)
+    x = np.where(np.isfinite(x), x, 0.5)
+    ops = {
+        "arange": lambda a: np.arange(6) * a, "arange_float": lambda a: np.arange(0.5, 3.5, 0.5),
+        "linspace": lambda a: np.linspace(-1, 1, 6) + a, "eye": lambda a: np.eye(5, 6, k=-1) - a,
+    }
+    return [Case("creation-float64", _program(ops, list(ops)), (x,), tuple(ops), (0,) * len(ops))]
+
+
 def all_cases() -> list[Case]:
     """Return the whole corpus."""
-    return unary_cases() + binary_cases() + cast_cases() + ternary_cases()
+    return unary_cases() + binary_cases() + cast_cases() + ternary_cases() + creation_cases()

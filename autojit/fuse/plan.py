@@ -80,7 +80,8 @@ class _KernelEmitter:
         rows = group.row_axes or ()
         self.outer_axes = [a for a in range(len(group.shape)) if a not in rows]
         self.perm = self.outer_axes + list(rows)
-        self.collapsed = not rows and self._can_collapse()
+        has_index = any(graph.node(n).op is Op.INDEX for n in group.nodes)
+        self.collapsed = not rows and not has_index and self._can_collapse()
         shape = group.shape
         if self.collapsed:
             loop_sizes = (tuple(d for d in shape if d != 1),)
@@ -169,6 +170,10 @@ class _KernelEmitter:
     def _emit(self, node: Node, where: Placement) -> int:
         if node.op is Op.CONST:
             return self.kb.const(node.attr("value"), node.type.dtype)
+        if node.op is Op.INDEX:   # its group iterates over its own shape: one loop dim
+            full_axis = node.attr("axis") + len(self.group.shape) - len(node.type.shape)
+            self.kb.position(where.level, where.phase)
+            return self.kb.emit(Op.INDEX, (), np.dtype(np.int64), self.perm.index(full_axis))
         if self._is_buffer(node) and node.id not in self.members:
             strides, axes = self.strides(node.type.shape, self._is_contiguous(node), where.form)
             buffer = self.kb.input_buffer(node.type.dtype, strides, node.id, axes)

@@ -87,6 +87,12 @@ def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
             elif node.op is Op.VIEW:
                 values[node.id] = np.asarray(apply_view(values[node.inputs[0]],
                                                         node.attr("step")))
+            elif node.op is Op.INDEX:
+                shape = tuple(sizes[d] if isinstance(d, str) else d for d in node.type.shape)
+                axis = node.attr("axis")
+                along = [-1 if d == axis else 1 for d in range(len(shape))]
+                values[node.id] = np.broadcast_to(
+                    np.arange(shape[axis], dtype=np.int64).reshape(along), shape)
             elif node.op is Op.FILL:
                 shape = tuple(sizes[d] if isinstance(d, str) else d for d in node.type.shape)
                 values[node.id] = np.full(shape, node.attr("value"), dtype=dtype)
@@ -117,6 +123,10 @@ def evaluate_kernel(kernel: Kernel, buffers: Sequence[np.ndarray],
     row_axes = tuple(range(len(full) - kernel.row_dims, len(full)))
     with np.errstate(all="ignore"):
         for ins in kernel.body:
+            if ins.op is Op.INDEX:
+                along = [-1 if d == ins.attr else 1 for d in range(len(full))]
+                values[ins.id] = np.arange(full[ins.attr], dtype=np.int64).reshape(along)
+                continue
             if ins.op is Op.REDUCE:
                 whole = np.broadcast_to(values[ins.args[0]], full)
                 values[ins.id] = reduce_array(ins.attr, whole, row_axes, True).astype(

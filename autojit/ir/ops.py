@@ -46,6 +46,7 @@ class Op(enum.Enum):
     FILL = "fill"            # an array of one value (np.zeros, np.full_like, ...)
     VIEW = "view"            # a view of an argument (slicing, transposes, reshapes)
     MATMUL = "matmul"        # np.matmul semantics, run by BLAS (CPU) or cuBLAS (GPU)
+    INDEX = "index"          # graph: positions along one axis (arange); kernel: a loop index
     REDUCE = "reduce"
     # arithmetic
     ADD = "add"
@@ -170,6 +171,7 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.FILL: OpInfo(OpGroup.LEAF, 0),
     Op.VIEW: OpInfo(OpGroup.MOVEMENT, 1),
     Op.MATMUL: OpInfo(OpGroup.LIBRARY, 2, np.matmul),
+    Op.INDEX: OpInfo(OpGroup.LEAF, 0, primitive_kinds="i"),
     Op.REDUCE: OpInfo(OpGroup.REDUCE, 1),   # renderers handle it structurally, per REDUCE_KINDS
     # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a
     # non-zero divisor that is not -1 against the minimum (decompositions guarantee it).

@@ -102,7 +102,7 @@ def verify_kernel(kernel: Kernel) -> None:
                 raise VerifyError(f"{kernel.name}: store of wrong dtype to buffer {ins.attr}")
         elif ins.op is Op.REDUCE:
             _check_reduce(kernel, ins, dtypes)
-        elif ins.op not in (Op.LOAD, Op.LOAD_SCALAR, Op.CONST, Op.CAST, Op.SELECT):
+        elif ins.op not in (Op.LOAD, Op.LOAD_SCALAR, Op.CONST, Op.CAST, Op.SELECT, Op.INDEX):
             _check_instruction_types(kernel, ins, dtypes)
         _check_position(kernel, ins, positions)
         anywhere = ins.op in (Op.CONST, Op.LOAD_SCALAR)

@@ -155,6 +155,10 @@ def _emit_body(nest: _Nest, offsets: list[ir.Value | None], level: str, phase: i
     ctx = BodyContext(b, nest.math, kernel, pointers, nest.scalars, nest.dtypes)
     position = None
     for ins in chosen:
+        if ins.op is Op.INDEX:   # the loop index of one dimension: arange, linspace, eye
+            nest.values[ins.id] = indices[ins.attr]
+            ctx.dtypes[ins.id] = ins.dtype
+            continue
         if ins.op is Op.REDUCE:
             if ins.attr in ("argmax", "argmin") and position is None:
                 position = _row_position(nest, indices)

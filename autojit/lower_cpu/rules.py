@@ -237,6 +237,13 @@ def rule_kind(ins: Instr, dtypes: dict[int, np.dtype]) -> str:
     return dtypes[ins.args[-1]].kind if ins.args else ins.dtype.kind
 
 
+def _handled_by_the_loop_nest(c: BodyContext, ins: Instr, a: list[ir.Value]) -> ir.Value:
+    raise AssertionError("INDEX is emitted by the loop nest, which knows the loop indices")
+
+
+LLVM_RULES[Op.INDEX, "i"] = _handled_by_the_loop_nest
+
+
 def llvm_rule_gaps() -> list[tuple[Op, str]]:
     """Return every (primitive, kind) the op table requires that has no LLVM rule; a cast
     counts as missing for a source kind lacking a rule to any target kind."""

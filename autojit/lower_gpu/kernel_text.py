@@ -136,6 +136,7 @@ def render_instr(kernel: Kernel, names: Names, ins: Instr, dtypes: dict[int, np.
         Op.LOAD: lambda: f"{names.buffers[ins.attr]}[{offset(kernel, ins.attr, dims)}]",
         Op.STORE: lambda: f"{names.buffers[ins.attr]}[{offset(kernel, ins.attr, dims)}]",
         Op.LOAD_SCALAR: lambda: names.scalars[ins.attr],
+        Op.INDEX: lambda: f"(long long){coord(kernel, ins.attr)}",
     }.get(ins.op, lambda: ins.attr)()
     args = tuple(f"v{a}" for a in ins.args)
     expr = CUDA_RULES[key](Operands(ins.dtype, operand or ins.dtype, args, attr))

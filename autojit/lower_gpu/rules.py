@@ -171,6 +171,7 @@ _ROWS: list[tuple[Op, str, Rule]] = [
     (Op.CONST, "biuf", _const),
     (Op.LOAD, "biuf", lambda o: o.attr),
     (Op.LOAD_SCALAR, "biuf", lambda o: o.attr),
+    (Op.INDEX, "i", lambda o: o.attr),          # the loop coordinate, e.g. ``i1``
     (Op.STORE, "biuf", lambda o: f"{o.attr} = {o.args[0]}"),
     (Op.SELECT, "biuf", lambda o: f"({o.args[0]} ? {o.args[1]} : {o.args[2]})"),
     (Op.CAST, "iuf", _cast_to_number),

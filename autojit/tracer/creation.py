@@ -83,6 +83,66 @@ def full_like(prototype: Any, fill_value: Any, dtype: Any = None, order: Any = "
     return _filled(prototype.type.shape, fill_value, dtype or prototype.dtype)
 
 
+_NUMPY_ARANGE = np.arange   # NumPy's own, captured before any trace patches np.arange
+
+
+def _positions(shape: tuple, axis: int) -> Proxy:
+    """An int64 array of ``shape`` holding each element's position along ``axis``."""
+    type_ = TensorType(np.dtype(np.int64), shape)
+    node = current_trace().add_node(Op.INDEX, (), type_, (("axis", axis),), user_location(3))
+    return Proxy(node, type_, is_scalar=False)
+
+
+def _python_number(value: Any) -> Any:
+    if isinstance(value, Proxy):
+        raise UnsupportedError("arange/linspace/eye with traced bounds are not supported",
+                               user_location(4))
+    return value
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
+           like: Any = None, device: Any = None) -> Proxy:
+    """NumPy's arange: ``out[i] = start + i * delta`` with ``delta = out[1] - out[0]``."""
+    _check(like=like, device=device)
+    start, stop, step = (_python_number(v) for v in (start, stop, step))
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    sample = _NUMPY_ARANGE(start, start + 2 * step, step, dtype=dtype)   # NumPy's dtype, delta
+    length = len(range(0, max(0, int(np.ceil((stop - start) / step)))))
+    if sample.dtype.kind == "f":
+        delta = float(sample[1] - sample[0]) if sample.size > 1 else float(step)
+        index = _positions(_concrete_shape((length,)), 0).astype(sample.dtype)
+        return index * sample.dtype.type(delta) + sample.dtype.type(start)
+    return (_positions(_concrete_shape((length,)), 0) * step + start).astype(sample.dtype)
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: Any = None, axis: int = 0, *,
+             device: Any = None) -> Proxy:
+    """NumPy's linspace: ``i * step + start``, the last value exactly ``stop``."""
+    start, stop = _python_number(start), _python_number(stop)
+    if retstep or axis != 0 or device is not None or np.ndim(start) or np.ndim(stop):
+        raise UnsupportedError("linspace with retstep, axis or array bounds", user_location(3))
+    div = (num - 1) if endpoint else num
+    step = (stop - start) / div if div > 0 else np.nan
+    index = _positions(_concrete_shape((num,)), 0).astype(np.float64)
+    values = index * step + start if step != 0 else index / div * (stop - start) + start
+    if endpoint and num > 1:
+        values = np.where(_positions(_concrete_shape((num,)), 0) == num - 1, float(stop),
+                          values)
+    return values.astype(dtype) if dtype is not None else values
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C", *,
+        device: Any = None, like: Any = None) -> Proxy:
+    """NumPy's eye: ones where ``column - row == k``."""
+    _check(order, device=device, like=like)
+    shape = _concrete_shape((N, N if M is None else M))
+    diagonal = (_positions(shape, 1) - _positions(shape, 0)) == k
+    return np.where(diagonal, 1, 0).astype(dtype)
+
+
 CREATION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     np.zeros_like: _like(0), np.ones_like: _like(1), np.empty_like: _like(0),
     np.full_like: full_like,
@@ -91,6 +151,7 @@ CREATION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
 #: patches them while a trace runs (see ``trace.py``).
 PLAIN_CREATION: dict[str, Callable[..., Proxy]] = {
     "zeros": _new(0), "ones": _new(1), "empty": _new(0), "full": full,
+    "arange": arange, "linspace": linspace, "eye": eye,
 }
 
 

@@ -60,3 +60,23 @@ def test_numpy_creation_outside_traces_is_untouched():
         worker.join()
     assert set(seen) == {np.ndarray}
     assert np.zeros.__module__ == "numpy"
+
+
+RANGES = [
+    ("arange_int", lambda a: np.arange(5) + a[0, :]),
+    ("arange_float_step", lambda a: np.arange(0.0, 1.0, 0.1)),
+    ("arange_negative_step", lambda a: np.arange(1.5, -3, -0.7)),
+    ("arange_stride", lambda a: np.arange(3, 20, 4)),
+    ("arange_float32", lambda a: np.arange(10, dtype=np.float32) * 2),
+    ("arange_empty", lambda a: np.arange(0)),
+    ("linspace", lambda a: np.linspace(0, 1, 7)),
+    ("linspace_open", lambda a: np.linspace(-2.5, 3, 5, endpoint=False)),
+    ("linspace_int", lambda a: np.linspace(0, 10, 11, dtype=np.int64)),
+    ("eye_rectangular", lambda a: np.eye(4, 5) * a),
+    ("eye_offset", lambda a: np.eye(3, k=1, dtype=np.int32)),
+]
+
+
+@pytest.mark.parametrize("name, fn", RANGES, ids=[r[0] for r in RANGES])
+def test_ranges_match_numpy_exactly(name, fn):
+    assert_matches_numpy(fn, X)
