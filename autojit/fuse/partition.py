@@ -57,6 +57,7 @@ class Group:
     row_axes: tuple[int, ...] | None = None
     placement: dict[int, Placement] = field(default_factory=dict)
     library: bool = False            # one MATMUL, computed by BLAS instead of a kernel
+    sealed: bool = False             # holds a WRITE: nothing may join after it
 
     @property
     def outer_shapes(self) -> dict[str, tuple]:
@@ -67,6 +68,16 @@ class Group:
     @property
     def phases(self) -> int:
         return 1 + max((p.phase for p in self.placement.values()), default=0)
+
+
+def memory_param(graph: Graph, node_id: int) -> int | None:
+    """Return the argument whose memory ``node_id`` is (ARG, VIEW or WRITE chains)."""
+    node = graph.node(node_id)
+    if node.op is Op.ARG:
+        return node.attr("index")
+    if node.op in (Op.VIEW, Op.WRITE):
+        return memory_param(graph, node.inputs[0])
+    return None
 
 
 def is_uniform(node: Node) -> bool:
@@ -81,18 +92,18 @@ def inlined_nodes(graph: Graph) -> set[int]:
     scalar: set[int] = set()
     for node in graph.nodes:
         library_input = any(graph.node(u).op is Op.MATMUL for u in users[node.id])
-        if (node.op not in LEAF_OPS and node.op is not Op.REDUCE and is_uniform(node)
+        if (node.op not in LEAF_OPS and node.op not in (Op.REDUCE, Op.WRITE) and is_uniform(node)
                 and node.id not in outputs and not library_input
                 and all(graph.node(i).op in LEAF_OPS or i in scalar for i in node.inputs)):
             scalar.add(node.id)
     inlined = set(scalar)
     for node in reversed(graph.nodes):
-        if node.op in LEAF_OPS or node.op is Op.REDUCE or node.id in outputs | inlined:
+        if node.op in (*LEAF_OPS, Op.REDUCE, Op.WRITE) or node.id in outputs | inlined:
             continue
         readers = [graph.node(u) for u in users[node.id]]
         feeds_broadcasts = all(r.id in inlined or r.type.shape != node.type.shape
-                               for r in readers) and all(r.op not in (Op.REDUCE, Op.MATMUL)
-                                                         for r in readers)
+                               for r in readers) and all(
+                                   r.op not in (Op.REDUCE, Op.MATMUL, Op.WRITE) for r in readers)
         cheap = node.op in CHEAP_OPS and feeds_broadcasts and not is_uniform(node)
         if readers and (cheap or node.op is Op.FILL):   # a FILL is a constant: never stored
             inlined.add(node.id)
@@ -108,14 +119,60 @@ class _Partitioner:
 
     # -- dependencies --------------------------------------------------------------------
     def _sources(self, node_id: int) -> set[int]:
-        """Groups whose values ``node_id`` reads (looking through inlined nodes)."""
-        found: set[int] = set()
-        for i in self.graph.node(node_id).inputs:
+        """Groups whose values ``node_id`` reads (looking through inlined nodes); a WRITE
+        also waits for every group that read the argument before it."""
+        node = self.graph.node(node_id)
+        found: set[int] = {self.owner[a] for a in node.attr("after", ()) if a in self.owner}
+        for a in node.attr("after", ()):
+            if a in self.inlined:
+                found |= self._readers_groups(a)
+        for i in node.inputs:
             if i in self.owner:
                 found.add(self.owner[i])
             elif i in self.inlined:
                 found |= self._sources(i)
         return found
+
+    def _readers_groups(self, node_id: int) -> set[int]:
+        """Groups that recompute the inlined node ``node_id``."""
+        return {g for g, group in enumerate(self.groups) for n in group.nodes
+                if node_id in self.graph.node(n).inputs}
+
+    def _reads_param(self, g: int, param: int) -> bool:
+        """Return True when group ``g`` reads argument ``param``'s memory."""
+        pending = [i for n in self.groups[g].nodes for i in self.graph.node(n).inputs]
+        seen: set[int] = set()
+        while pending:
+            i = pending.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            if memory_param(self.graph, i) == param:
+                return True
+            if i in self.inlined:
+                pending.extend(self.graph.node(i).inputs)
+        return False
+
+    def _add_write(self, node: Node) -> None:
+        """A write joins its value's elementwise kernel when that kernel does not read the
+        argument (else NumPy's evaluate-then-write needs the value stored first)."""
+        region = self.graph.node(node.inputs[0])
+        value, param = node.inputs[1], node.attr("param")
+        g = self.owner.get(value)
+        if g is not None:
+            group = self.groups[g]
+            if (group.row_axes is None and not group.sealed and not group.library
+                    and group.shape == region.type.shape and self._acyclic(node, g)
+                    and not self._reads_param(g, param)):
+                group.nodes.append(node.id)
+                group.placement[node.id] = Placement("row", 0)
+                group.sealed = True
+                self.owner[node.id] = g
+                return
+        group = Group([node.id], region.type.shape, sealed=True)
+        group.placement[node.id] = Placement("row", 0)
+        self.groups.append(group)
+        self.owner[node.id] = len(self.groups) - 1
 
     def _depends_on(self, group: int, target: int) -> bool:
         """Return True when ``group`` reads, directly or not, a value of ``target``."""
@@ -175,7 +232,7 @@ class _Partitioner:
 
     def _try_join(self, node: Node, g: int) -> bool:
         group = self.groups[g]
-        if group.library or node.op is Op.MATMUL:
+        if group.library or group.sealed or node.op is Op.MATMUL:
             return False   # a library call is a step of its own
         if len(group.nodes) >= self.max_ops or not self._acyclic(node, g):
             return False
@@ -200,6 +257,9 @@ class _Partitioner:
         return list(dict.fromkeys(direct + siblings))
 
     def add(self, node: Node) -> None:
+        if node.op is Op.WRITE:
+            self._add_write(node)
+            return
         for g in self._candidates(node):
             if self._try_join(node, g):
                 return

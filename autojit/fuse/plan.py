@@ -61,7 +61,8 @@ def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
     for node_id, group in owner.items():
         if any(g != group for g in reading_groups(node_id)):
             needed.add(node_id)
-    return [n.id for n in graph.nodes if n.id in needed]
+    # a WRITE lives in its argument's memory: never allocated
+    return [n.id for n in graph.nodes if n.id in needed and n.op is not Op.WRITE]
 
 
 class _KernelEmitter:
@@ -80,8 +81,8 @@ class _KernelEmitter:
         rows = group.row_axes or ()
         self.outer_axes = [a for a in range(len(group.shape)) if a not in rows]
         self.perm = self.outer_axes + list(rows)
-        has_index = any(graph.node(n).op is Op.INDEX for n in group.nodes)
-        self.collapsed = not rows and not has_index and self._can_collapse()
+        special = any(graph.node(n).op in (Op.INDEX, Op.WRITE) for n in group.nodes)
+        self.collapsed = not rows and not special and self._can_collapse()
         shape = group.shape
         if self.collapsed:
             loop_sizes = (tuple(d for d in shape if d != 1),)
@@ -93,6 +94,8 @@ class _KernelEmitter:
     def _is_contiguous(self, node: Node) -> bool:
         if node.op is Op.ARG:
             return self.contiguous[node.attr("index")]
+        if node.op is Op.WRITE:   # the argument's memory, after the write
+            return self.contiguous[node.attr("param")]
         return node.op is not Op.VIEW  # values autojit allocates are C-contiguous
 
     def _reads(self) -> list[Node]:
@@ -118,7 +121,7 @@ class _KernelEmitter:
         return (full and self._is_contiguous(node)) or all(d == 1 for d in node.type.shape)
 
     def _is_buffer(self, node: Node) -> bool:
-        if node.id in self.in_memory or node.op is Op.VIEW:
+        if node.id in self.in_memory or node.op in (Op.VIEW, Op.WRITE):
             return True
         return node.op is Op.ARG and self.graph.params[node.attr("index")].kind == "array"
 
@@ -183,6 +186,8 @@ class _KernelEmitter:
             name = (self.graph.params[node.attr("index")].name if node.op is Op.ARG
                     else "size_" + "_".join(node.attr("symbols")))
             return self.kb.load_scalar(self.kb.add_scalar(name, node.type.dtype, node.id))
+        if node.op is Op.WRITE:   # the region is written, never read
+            return self._write(node, self.value(node.inputs[1], where))
         inner = Placement("row", where.phase) if node.op is Op.REDUCE else where
         operands = tuple(self.value(i, inner) for i in node.inputs)
         self.kb.position(where.level, where.phase)
@@ -192,6 +197,16 @@ class _KernelEmitter:
         if node.op is Op.REDUCE:
             return self._reduce(node, operands[0])
         return self.kb.graph_op(node.op, operands, node.type.dtype, dict(node.attrs))
+
+    def _write(self, node: Node, value: int) -> int:
+        """Store ``value`` into the written region of the argument (a view of it)."""
+        region = self.graph.node(node.inputs[0])
+        strides, axes = self.strides(region.type.shape, self._is_contiguous(region))
+        buffer = self.kb.add_buffer(f"out{len(self.kb.buffers)}", region.type.dtype, strides,
+                                    True, region.id, axes)
+        self.kb.position("row", 0)
+        self.kb.store(buffer, value)
+        return value
 
     def _reduce(self, node: Node, operand: int) -> int:
         """Emit a REDUCE in the row loop; float32 sums accumulate in float64 (NumPy sums

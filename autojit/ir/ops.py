@@ -47,6 +47,7 @@ class Op(enum.Enum):
     VIEW = "view"            # a view of an argument (slicing, transposes, reshapes)
     MATMUL = "matmul"        # np.matmul semantics, run by BLAS (CPU) or cuBLAS (GPU)
     INDEX = "index"          # graph: positions along one axis (arange); kernel: a loop index
+    WRITE = "write"          # target[...] = value into an argument; the argument's next version
     REDUCE = "reduce"
     # arithmetic
     ADD = "add"
@@ -172,6 +173,7 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.VIEW: OpInfo(OpGroup.MOVEMENT, 1),
     Op.MATMUL: OpInfo(OpGroup.LIBRARY, 2, np.matmul),
     Op.INDEX: OpInfo(OpGroup.LEAF, 0, primitive_kinds="i"),
+    Op.WRITE: OpInfo(OpGroup.MEMORY, 2),
     Op.REDUCE: OpInfo(OpGroup.REDUCE, 1),   # renderers handle it structurally, per REDUCE_KINDS
     # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a
     # non-zero divisor that is not -1 against the minimum (decompositions guarantee it).

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from autojit.fuse.partition import memory_param
 from autojit.fuse.plan import Plan
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
@@ -150,8 +151,8 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
         node = graph.node(node_id)
         if node_id in slots:
             return slots[node_id]
-        if node.op is Op.ARG:
-            return node.attr("index")
+        if node.op in (Op.ARG, Op.WRITE):   # a write's result is its argument's memory
+            return memory_param(graph, node_id)
         if node.op is Op.VIEW:   # a view of an argument, taken again at every call
             views.append((slot(node.inputs[0]), node.attr("step")))
             slots[node_id] = first_view + len(views) - 1
@@ -223,6 +224,8 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
         backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
+    if not results and not schedule.output_tuple:
+        return None                              # the function only wrote into arguments
     return tuple(results) if schedule.output_tuple else results[0]
 
 
@@ -250,10 +253,14 @@ def _bind_view_sizes(plan: Plan, args: Sequence[Any], sizes: dict[str, int]) -> 
     """Bind the sizes of views of arguments; False when they contradict (NumPy raises)."""
     views: dict[int, Any] = {}
     for node in plan.graph.nodes:
+        if node.op is Op.WRITE and not getattr(args[node.attr("param")].flags, "writeable",
+                                               True):
+            return False   # NumPy raises: assignment destination is read-only
         if node.op is not Op.VIEW:
             continue
         base = plan.graph.node(node.inputs[0])
-        source = views[base.id] if base.op is Op.VIEW else args[base.attr("index")]
+        source = views[base.id] if base.op is Op.VIEW else args[memory_param(plan.graph,
+                                                                             base.id)]
         views[node.id] = apply_view(source, node.attr("step"))
         for axis, dim in enumerate(node.type.shape):
             size = views[node.id].shape[axis]

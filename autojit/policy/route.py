@@ -92,13 +92,16 @@ class RouteTable:
     BucketState per size bucket (``n.bit_length()``)."""
 
     __slots__ = ("router", "cost", "on_device", "resident", "count", "symbol", "buckets",
-                 "bucket")
+                 "bucket", "host_writes")
 
     def __init__(self, router: Router, entry: Any) -> None:
         self.router = router
         self.cost: PlanCost = cost_plan(entry.plan)
         self.on_device = frozenset(i for i, key in enumerate(entry.signature) if key[0] == "g")
         self.resident = bool(self.on_device)
+        # writes into NumPy arguments must land in host memory: such calls stay on the CPU
+        self.host_writes = not self.resident and any(
+            node.op.value == "write" for node in entry.plan.graph.nodes)
         symbols = [symbol for symbol, _ in entry.plan.graph.dims]
         self.count = _element_counter(symbols)
         self.symbol = symbols[0] if len(symbols) == 1 else None   # the common case, inlined

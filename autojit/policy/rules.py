@@ -114,6 +114,12 @@ class Context:
     preview: bool = False       # inspect: take no probe slot
 
 
+def _host_writes(c: Context) -> tuple[str, str] | None:
+    if getattr(c.table, "host_writes", False):
+        return "cpu", "the function writes into NumPy arguments, which live on the host"
+    return None
+
+
 def _forced(c: Context) -> tuple[str, str] | None:
     force = c.settings.force
     if force is None:
@@ -177,13 +183,15 @@ def _model(c: Context) -> tuple[str, str]:
 
 #: The rules in order; each returns (route, reason) or None to pass.
 RULES: tuple[tuple[str, Callable[[Context], tuple[str, str] | None]], ...] = (
-    ("forced", _forced), ("no-gpu", _no_gpu), ("gpu-breaker", _gpu_breaker),
+    ("host-writes", _host_writes), ("forced", _forced), ("no-gpu", _no_gpu),
+    ("gpu-breaker", _gpu_breaker),
     ("resident", _resident), ("floor", _floor), ("memory", _memory),
     ("latency", _latency), ("model", _model),
 )
-_SIZE_FREE = frozenset({"forced", "no-gpu", "gpu-breaker", "resident"})
+_SIZE_FREE = frozenset({"host-writes", "forced", "no-gpu", "gpu-breaker", "resident"})
 #: how many calls a cached decision from each rule serves before it is re-checked
-_REUSE = {"forced": STABLE_CALLS, "no-gpu": STABLE_CALLS, "gpu-breaker": REFRESH_CALLS,
+_REUSE = {"host-writes": STABLE_CALLS, "forced": STABLE_CALLS, "no-gpu": STABLE_CALLS,
+          "gpu-breaker": REFRESH_CALLS,
           "resident": STABLE_CALLS, "floor": STABLE_CALLS, "memory": REFRESH_CALLS,
           "latency": REFRESH_CALLS, "model": REFRESH_CALLS}
 

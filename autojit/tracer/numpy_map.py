@@ -105,6 +105,13 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
     if ufunc is np.matmul and method == "__call__" and not kwargs:
         from autojit.tracer.contractions import matmul
         return matmul(*inputs)
+    out = kwargs.pop("out", None)
+    if out is not None:   # np.add(a, b, out=c): compute, then write into c (same_kind)
+        target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        if not isinstance(target, Proxy):
+            raise _unsupported("out= must be an argument of the function")
+        from autojit.tracer.writes import augmented_into
+        return augmented_into(target, apply_ufunc(ufunc, method, inputs, kwargs))
     op = UFUNC_OPS.get(ufunc)
     if op is None or method != "__call__":
         name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"

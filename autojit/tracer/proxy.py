@@ -29,10 +29,10 @@ def _binary(ufunc: np.ufunc, reflected: bool = False):
     return lambda self, other: ufunc(self, other)
 
 
-def _in_place(name: str):
+def _in_place(ufunc: np.ufunc):
     def method(self: Proxy, other: Any) -> Proxy:
-        raise UnsupportedError(f"in-place update '{name}' is not supported yet",
-                               user_location(2))
+        from autojit.tracer.writes import augmented
+        return augmented(self, ufunc, other)
     return method
 
 
@@ -114,7 +114,8 @@ class Proxy:
         return getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        raise UnsupportedError("item assignment is not supported yet", user_location(2))
+        from autojit.tracer.writes import write
+        write(self, None if index is Ellipsis else index, value)
 
     # -- values that Python needs concretely --------------------------------------------------
     def __bool__(self) -> bool:
@@ -171,8 +172,8 @@ class Proxy:
     def __rmatmul__(self, other: Any) -> Proxy:
         return np.matmul(other, self)
 
-    __iadd__, __isub__ = _in_place("+="), _in_place("-=")
-    __imul__, __itruediv__ = _in_place("*="), _in_place("/=")
-    __ifloordiv__, __imod__ = _in_place("//="), _in_place("%=")
-    __ipow__, __iand__ = _in_place("**="), _in_place("&=")
-    __ior__, __ixor__ = _in_place("|="), _in_place("^=")
+    __iadd__, __isub__ = _in_place(np.add), _in_place(np.subtract)
+    __imul__, __itruediv__ = _in_place(np.multiply), _in_place(np.true_divide)
+    __ifloordiv__, __imod__ = _in_place(np.floor_divide), _in_place(np.remainder)
+    __ipow__, __iand__ = _in_place(np.power), _in_place(np.bitwise_and)
+    __ior__, __ixor__ = _in_place(np.bitwise_or), _in_place(np.bitwise_xor)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from autojit.errors import BroadcastError, TraceError
+from autojit.errors import BroadcastError, TraceError, UnsupportedError
 from autojit.ir.graph import Node, SourceLoc
 from autojit.ir.ops import Op
 from autojit.ir.types import Dim, TensorType
@@ -60,6 +60,8 @@ class TraceState:
     int_guards: set[tuple[int, str]] = field(default_factory=set)
     nonempty: set[str] = field(default_factory=set)
     seen: dict[tuple, int] = field(default_factory=dict)
+    stale: set[int] = field(default_factory=set)        # versions of arguments since written
+    params_kind: list[str] = field(default_factory=list)
     consts: dict[tuple, int] = field(default_factory=dict)
 
     # -- size symbols ---------------------------------------------------------------------
@@ -104,13 +106,35 @@ class TraceState:
             raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} operations (a long Python "
                              "loop unrolled?); running it as plain Python instead of "
                              "compiling for minutes", loc or user_location(2))
+        if self.stale.intersection(inputs):
+            raise UnsupportedError("reading an argument (or a view of it) as it was before a "
+                                   "later write to it is not supported", loc or user_location(2))
         key = (op, inputs, repr(attrs), type_.dtype.str, type_.shape)
-        if op not in (Op.ARG, Op.FILL) and key in self.seen:
+        if op not in (Op.ARG, Op.FILL, Op.WRITE) and key in self.seen:
             return self.seen[key]   # the same pure computation again (x @ w twice): reuse it
         node = Node(len(self.nodes), op, inputs, type_, loc or user_location(2), attrs)
         self.nodes.append(node)
         self.seen[key] = node.id
         return node.id
+
+    def param_nodes(self, param: int) -> set[int]:
+        """Return nodes that are (views of) argument ``param``'s memory, any version."""
+        found: set[int] = set()
+        for node in self.nodes:
+            is_root = node.op is Op.ARG and node.attr("index") == param
+            if is_root or node.op in (Op.VIEW, Op.WRITE) and node.inputs[0] in found:
+                found.add(node.id)
+        return found
+
+    def readers_of_param(self, param: int) -> set[int]:
+        """Return nodes that read argument ``param``'s memory (a write must follow them)."""
+        memory = self.param_nodes(param)
+        return {n.id for n in self.nodes if n.op not in (Op.VIEW,)
+                and any(i in memory for i in n.inputs) and n.id not in memory}
+
+    def retire(self, param: int) -> None:
+        """After a write: the argument's earlier versions and views may no longer be read."""
+        self.stale |= self.param_nodes(param) - {self.nodes[-1].id}
 
     def add_const(self, value: Any, dtype: np.dtype) -> int:
         dtype = np.dtype(dtype)

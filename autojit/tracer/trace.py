@@ -84,6 +84,7 @@ def trace_function(fn: Callable, args: Sequence[Any], name: str | None = None) -
     loc = _function_loc(fn)
     params, proxies = zip(*(_argument_proxy(state, i, n, a, loc)
                             for i, (n, a) in enumerate(zip(names, args)))) if args else ((), ())
+    state.params_kind = [p.kind for p in params]
     token = CURRENT_TRACE.set(state)
     try:
         with creation_patches:
@@ -95,6 +96,8 @@ def trace_function(fn: Callable, args: Sequence[Any], name: str | None = None) -
     finally:
         CURRENT_TRACE.reset(token)
     is_tuple = isinstance(result, tuple)
+    if result is None and state.stale:      # a function that only writes into its arguments
+        return _freeze(state, fn, name, params, [], False)
     outputs = [_output_node(state, r) for r in (result if is_tuple else (result,))]
     return _freeze(state, fn, name, params, outputs, is_tuple)
 

@@ -35,7 +35,7 @@ def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Pr
     """Record ``step`` applied to ``proxy`` (an argument or a view of one)."""
     state = current_trace()
     base = state.nodes[proxy.node]
-    if base.op not in (Op.ARG, Op.VIEW):
+    if base.op not in (Op.ARG, Op.VIEW, Op.WRITE):
         raise UnsupportedError("views of computed values are not supported yet (only of "
                                "arguments)", user_location(3))
     try:

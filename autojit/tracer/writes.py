@@ -1,0 +1,84 @@
+"""Writes: ``a[1:-1] = expr``, ``out[...] = expr``, ``a += expr``, ``np.add(a, b, out=c)``.
+
+NumPy evaluates the right side completely, then writes it into the target. A write into
+an argument is a WRITE node: its inputs are the target (a VIEW of the argument's current
+version, or the argument itself) and the value; the node *is* the argument's next version,
+so later reads see the written values and kernels are ordered after it. The caller's
+array receives the write. A view of the argument taken before the write may not be read
+after it (NumPy would show the new values through it): that is refused, not guessed.
+Updating a value computed inside the function (``y = x + 1; y *= 2``) just rebinds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from autojit.errors import TraceError, UnsupportedError
+from autojit.ir.ops import Op
+from autojit.ir.types import broadcast_dims
+from autojit.tracer.proxy import Proxy
+from autojit.tracer.state import current_trace, user_location
+
+
+def written_param(state: Any, node_id: int) -> int | None:
+    """Return the argument index whose memory ``node_id`` is (or views), else None."""
+    node = state.nodes[node_id]
+    if node.op is Op.ARG:
+        return node.attr("index")
+    if node.op in (Op.VIEW, Op.WRITE):
+        return written_param(state, node.inputs[0])
+    return None
+
+
+def _value_proxy(value: Any, dtype: np.dtype) -> Proxy:
+    if isinstance(value, Proxy):
+        return value if value.dtype == dtype else value.astype(dtype)
+    if isinstance(value, np.ndarray) and value.ndim:
+        raise UnsupportedError("writing an array constant is not supported", user_location(4))
+    from autojit.tracer.creation import _filled
+    return _filled((), np.asarray(value).astype(dtype).item(), dtype)
+
+
+def write(target: Proxy, key: Any, value: Any) -> None:
+    """Record ``target[key] = value`` (``key`` None: the whole array) into an argument."""
+    state = current_trace()
+    param = written_param(state, target.node)
+    if param is None or state.nodes[target.node].op is Op.VIEW:
+        raise UnsupportedError("writing into a value computed inside the function (or into "
+                               "a view) is not supported yet", user_location(3))
+    if state.params_kind[param] != "array":
+        raise UnsupportedError("writing into a scalar argument", user_location(3))
+    from autojit.tracer.views import getitem
+    region = target if key is None else getitem(target, key)
+    source = _value_proxy(value, target.dtype)
+    shape = broadcast_dims([region.type.shape, source.type.shape], state.unify)
+    if tuple(map(state.find, shape)) != tuple(map(state.find, region.type.shape)):
+        raise TraceError(f"could not broadcast input array from shape {source.type.shape} "
+                         f"into shape {region.type.shape}", user_location(3))
+    readers = tuple(sorted(state.readers_of_param(param)))
+    node = state.add_node(Op.WRITE, (region.node, source.node), target.type,
+                          (("after", readers), ("param", param)), user_location(3))
+    state.retire(param)
+    target.node = node              # the caller's variable now names the new version
+    target.type = state.nodes[node].type
+
+
+def augmented(target: Proxy, ufunc: np.ufunc, other: Any) -> Proxy:
+    """``target op= other``: NumPy's ``ufunc(target, other, out=target)`` (same_kind)."""
+    return augmented_into(target, ufunc(target, other))
+
+
+def augmented_into(target: Proxy, result: Proxy) -> Proxy:
+    """Store ``result`` into ``target`` as a ufunc's ``out=`` does; return ``target``."""
+    if not np.can_cast(result.dtype, target.dtype, casting="same_kind"):
+        raise TraceError(f"Cannot cast ufunc output from {result.dtype} to {target.dtype} "
+                         "with casting rule 'same_kind'", user_location(3))
+    state = current_trace()
+    if written_param(state, target.node) is None:
+        cast = result if result.dtype == target.dtype else result.astype(target.dtype)
+        target.node, target.type = cast.node, cast.type     # a local value: rebind it
+        return target
+    write(target, None, result)
+    return target
