@@ -51,6 +51,14 @@ def write(target: Proxy, key: Any, value: Any) -> None:
     if state.params_kind[param] != "array":
         raise UnsupportedError("writing into a scalar argument", user_location(3))
     from autojit.tracer.views import getitem
+    if isinstance(key, Proxy) and key.dtype == np.bool_:
+        same_shape = tuple(map(state.find, key.type.shape)) == tuple(
+            map(state.find, target.type.shape))
+        if not same_shape or np.ndim(value) != 0 or getattr(value, "ndim", 0) != 0:
+            raise UnsupportedError("masked assignment of arrays (or with a mask of another "
+                                   "shape) is not supported yet", user_location(3))
+        # a[mask] = scalar is a[...] = where(mask, scalar, a): no gather or scatter
+        return write(target, None, np.where(key, value, target))
     region = target if key is None else getitem(target, key)
     source = _value_proxy(value, target.dtype)
     shape = broadcast_dims([region.type.shape, source.type.shape], state.unify)

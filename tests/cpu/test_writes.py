@@ -131,3 +131,10 @@ def test_reading_a_view_taken_before_a_write_falls_back_correctly():
     with pytest.warns(FallbackWarning, match="before a later write"):
         result = autoroute(stale)(a)
     np.testing.assert_array_equal(result, [0.0, 0.0])
+
+
+def test_masked_assignment_compiles_as_a_select():
+    def clamp_negative(a):
+        a[a < 0.5] = 0.0
+        return a
+    assert_writes_match_numpy(clamp_negative, RNG.random(12))
