@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from autojit.ir.graph import Graph, Node
 from autojit.ir.ops import Op
 
-LEAF_OPS = (Op.ARG, Op.CONST, Op.SIZE, Op.VIEW)   # VIEW: an argument seen with other strides
+LEAF_OPS = (Op.ARG, Op.CONST, Op.SIZE, Op.VIEW)   # VIEW: stored memory seen with other strides
+
+#: readers that need their input stored in memory (not recomputed inside them)
+NEEDS_MEMORY = frozenset({Op.REDUCE, Op.MATMUL, Op.WRITE, Op.VIEW})
 
 #: ops cheap enough to recompute per broadcast element rather than store and reload.
 CHEAP_OPS = frozenset({
@@ -91,7 +94,7 @@ def inlined_nodes(graph: Graph) -> set[int]:
     outputs, users = set(graph.outputs), graph.users()
     scalar: set[int] = set()
     for node in graph.nodes:
-        library_input = any(graph.node(u).op is Op.MATMUL for u in users[node.id])
+        library_input = any(graph.node(u).op in (Op.MATMUL, Op.VIEW) for u in users[node.id])
         if (node.op not in LEAF_OPS and node.op not in (Op.REDUCE, Op.WRITE) and is_uniform(node)
                 and node.id not in outputs and not library_input
                 and all(graph.node(i).op in LEAF_OPS or i in scalar for i in node.inputs)):
@@ -103,9 +106,10 @@ def inlined_nodes(graph: Graph) -> set[int]:
         readers = [graph.node(u) for u in users[node.id]]
         feeds_broadcasts = all(r.id in inlined or r.type.shape != node.type.shape
                                for r in readers) and all(
-                                   r.op not in (Op.REDUCE, Op.MATMUL, Op.WRITE) for r in readers)
+                                   r.op not in NEEDS_MEMORY for r in readers)
         cheap = node.op in CHEAP_OPS and feeds_broadcasts and not is_uniform(node)
-        if readers and (cheap or node.op is Op.FILL):   # a FILL is a constant: never stored
+        viewed = any(r.op is Op.VIEW for r in readers)
+        if readers and not viewed and (cheap or node.op is Op.FILL):   # FILL: a constant
             inlined.add(node.id)
     return inlined
 
@@ -131,6 +135,8 @@ class _Partitioner:
                 found.add(self.owner[i])
             elif i in self.inlined:
                 found |= self._sources(i)
+            elif self.graph.node(i).op is Op.VIEW:
+                found |= self._sources(i)      # a view waits for the value it views
         return found
 
     def _readers_groups(self, node_id: int) -> set[int]:
@@ -230,10 +236,21 @@ class _Partitioner:
         form = "keep" if node.attr("keepdims") else "drop"
         return Placement("outer", inside.phase if inside else 0, form)
 
+    def _views_into(self, node: Node, g: int) -> bool:
+        """Return True when ``node`` reads a view of a value group ``g`` computes (that
+        value must be complete in memory first)."""
+        for i in node.inputs:
+            source = self.graph.node(i)
+            while source.op is Op.VIEW:
+                source = self.graph.node(source.inputs[0])
+                if self.owner.get(source.id) == g:
+                    return True
+        return False
+
     def _try_join(self, node: Node, g: int) -> bool:
         group = self.groups[g]
-        if group.library or group.sealed or node.op is Op.MATMUL:
-            return False   # a library call is a step of its own
+        if group.library or group.sealed or node.op is Op.MATMUL or self._views_into(node, g):
+            return False   # a library call is a step of its own; a viewed value is stored
         if len(group.nodes) >= self.max_ops or not self._acyclic(node, g):
             return False
         reduce = node.op is Op.REDUCE

@@ -58,6 +58,7 @@ def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
         return readers[node_id]
 
     needed = {o for o in graph.outputs if o in owner}
+    needed |= {n.inputs[0] for n in graph.nodes if n.op is Op.VIEW and n.inputs[0] in owner}
     for node_id, group in owner.items():
         if any(g != group for g in reading_groups(node_id)):
             needed.add(node_id)

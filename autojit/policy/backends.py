@@ -249,6 +249,21 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
     return sizes
 
 
+def _view_source(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, int],
+                 views: dict[int, Any]) -> Any:
+    """What a view is taken of, for binding its sizes: a view, an argument, or a stand-in
+    of the computed value's shape (no memory: only the view's shape is wanted here)."""
+    base = plan.graph.node(node.inputs[0])
+    if base.op is Op.VIEW:
+        return views[base.id]
+    param = memory_param(plan.graph, base.id)
+    if param is not None:
+        return args[param]
+    shape = tuple(sizes[d] if d.__class__ is str else d for d in base.type.shape)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, base.type.dtype), shape,
+                                           (0,) * len(shape))
+
+
 def _bind_view_sizes(plan: Plan, args: Sequence[Any], sizes: dict[str, int]) -> bool:
     """Bind the sizes of views of arguments; False when they contradict (NumPy raises)."""
     views: dict[int, Any] = {}
@@ -258,10 +273,8 @@ def _bind_view_sizes(plan: Plan, args: Sequence[Any], sizes: dict[str, int]) -> 
             return False   # NumPy raises: assignment destination is read-only
         if node.op is not Op.VIEW:
             continue
-        base = plan.graph.node(node.inputs[0])
-        source = views[base.id] if base.op is Op.VIEW else args[memory_param(plan.graph,
-                                                                             base.id)]
-        views[node.id] = apply_view(source, node.attr("step"))
+        views[node.id] = apply_view(_view_source(plan, node, args, sizes, views),
+                                    node.attr("step"))
         for axis, dim in enumerate(node.type.shape):
             size = views[node.id].shape[axis]
             if dim.__class__ is str and sizes.setdefault(dim, size) != size:

@@ -32,12 +32,9 @@ def _example(state: Any, proxy: Proxy) -> np.ndarray:
 
 
 def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Proxy:
-    """Record ``step`` applied to ``proxy`` (an argument or a view of one)."""
+    """Record ``step`` applied to ``proxy`` (an argument, or a computed value, which the
+    plan then stores so the view can read it)."""
     state = current_trace()
-    base = state.nodes[proxy.node]
-    if base.op not in (Op.ARG, Op.VIEW, Op.WRITE):
-        raise UnsupportedError("views of computed values are not supported yet (only of "
-                               "arguments)", user_location(3))
     try:
         example = apply_view(_example(state, proxy), step)
     except (IndexError, ValueError, TypeError) as exc:   # NumPy's own error: fallback raises

@@ -70,3 +70,21 @@ def test_diff_matches_numpy(x):
     with warnings.catch_warnings():
         warnings.simplefilter("error", FallbackWarning)
         assert_matches_numpy(lambda a: (np.diff(a), np.diff(a, axis=0)), x)
+
+
+COMPUTED = [
+    ("centred_transposed", lambda a: (a - a.mean(axis=0)).T, X),
+    ("differences_of_sin", lambda a: np.sin(a)[1:] - np.sin(a)[:-1], V),
+    ("reversed_product", lambda a: (a * 2)[::-1] + a, V),
+    ("reshape_then_stride", lambda a: (a + 1).reshape(-1)[::2], X),
+    ("row_of_a_product", lambda a: (a @ a.T)[0], X),
+    ("diff_of_computed", lambda a: np.diff(np.sin(a)), V),
+    ("element_of_computed", lambda a: (a * 2)[2, 3], X),
+]
+
+
+@pytest.mark.parametrize("name, fn, x", COMPUTED, ids=[c[0] for c in COMPUTED])
+def test_views_of_computed_values(name, fn, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        assert_matches_numpy(fn, x, rtol=1e-12)
