@@ -20,6 +20,26 @@ from autojit import autoroute
 TRANSCENDENTAL_ULPS = 4
 
 
+def _copies(args: Sequence[Any]) -> list[Any]:
+    """Copies of writeable array arguments with the same strides (a strided or reversed view
+    stays one, over a copied base), so each run may write into its own; read-only arrays
+    (broadcast views) cannot be written and are shared."""
+    copied = []
+    for a in args:
+        if not isinstance(a, np.ndarray) or not a.flags.writeable or a.size == 0:
+            copied.append(a)
+            continue
+        base = a.base if isinstance(a.base, np.ndarray) else None
+        if base is None or not base.flags.c_contiguous:
+            copied.append(np.array(a, copy=True, order="K"))
+            continue
+        fresh = np.array(base, copy=True)
+        offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        copied.append(np.ndarray(a.shape, a.dtype, buffer=fresh.reshape(-1).view(np.uint8),
+                                 offset=offset, strides=a.strides))
+    return copied
+
+
 def call_numpy(fn: Callable, args: Sequence[Any]) -> tuple[Any, BaseException | None]:
     """Return (result, None) or (None, exception) of plain NumPy."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -96,17 +116,22 @@ def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0
     containing one of ``allowed_fallbacks``. Returns the dispatcher, so callers can inspect
     kernels and stats.
     """
-    expected, error = call_numpy(fn, args)
+    numpy_args, autojit_args = _copies(args), _copies(args)
+    expected, error = call_numpy(fn, numpy_args)
     jitted = autoroute(fn, force="cpu")
     if error is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with pytest.raises(type(error)):
-                jitted(*args)
+                jitted(*autojit_args)
         return jitted
     with np.errstate(all="ignore"):
-        actual = jitted(*args)
+        actual = jitted(*autojit_args)
     compare_results(actual, expected, ulps, labels, rtol, atol)
+    for index, (want, got) in enumerate(zip(numpy_args, autojit_args)):
+        if isinstance(want, np.ndarray):   # writes into arguments must match too
+            assert_same_value(got, want, label=f"argument {index} after the call", rtol=rtol,
+                              atol=atol)
     if compiled:
         unexpected = [reason for reason in jitted.stats()["fallbacks"]
                       if not any(allowed in reason for allowed in allowed_fallbacks)]

@@ -146,9 +146,16 @@ class TraceState:
         return self.consts[key]
 
     def canonical_nodes(self) -> list[Node]:
-        """Return the nodes with every size symbol replaced by its class representative."""
-        return [replace(n, type=TensorType(n.type.dtype, tuple(self.find(d) for d in n.type.shape)))
-                for n in self.nodes]
+        """Return the nodes with every size symbol (in shapes and in SIZE products)
+        replaced by its class representative."""
+        nodes = []
+        for n in self.nodes:
+            n = replace(n, type=TensorType(n.type.dtype, tuple(self.find(d) for d in n.type.shape)))
+            if n.op is Op.SIZE:
+                symbols = tuple(sorted(str(self.find(s)) for s in n.attr("symbols")))
+                n = replace(n, attrs=(("symbols", symbols),))
+            nodes.append(n)
+        return nodes
 
 
 CURRENT_TRACE: contextvars.ContextVar[TraceState | None] = contextvars.ContextVar(

@@ -61,6 +61,9 @@ def write(target: Proxy, key: Any, value: Any) -> None:
         return write(target, None, np.where(key, value, target))
     region = target if key is None else getitem(target, key)
     source = _value_proxy(value, target.dtype)
+    extra = source.ndim - region.ndim
+    if extra > 0 and all(d == 1 for d in source.type.shape[:extra]):
+        source = getitem(source, (0,) * extra)   # NumPy drops leading size-1 dimensions
     shape = broadcast_dims([region.type.shape, source.type.shape], state.unify)
     if tuple(map(state.find, shape)) != tuple(map(state.find, region.type.shape)):
         raise TraceError(f"could not broadcast input array from shape {source.type.shape} "
@@ -79,12 +82,21 @@ def augmented(target: Proxy, ufunc: np.ufunc, other: Any) -> Proxy:
 
 
 def augmented_into(target: Proxy, result: Proxy) -> Proxy:
-    """Store ``result`` into ``target`` as a ufunc's ``out=`` does; return ``target``."""
+    """Store ``result`` into ``target`` as a ufunc's ``out=`` does; return ``target``.
+
+    NumPy scalars (and Python numbers) are immutable: ``s += 1.5`` just rebinds ``s``."""
+    state = current_trace()
+    param = written_param(state, target.node)
+    immutable = target.is_scalar or target.weak is not None or (
+        param is not None and state.params_kind[param] != "array")
+    if immutable:
+        target.node, target.type = result.node, result.type
+        target.weak, target.is_scalar = result.weak, result.is_scalar
+        return target
     if not np.can_cast(result.dtype, target.dtype, casting="same_kind"):
         raise TraceError(f"Cannot cast ufunc output from {result.dtype} to {target.dtype} "
                          "with casting rule 'same_kind'", user_location(3))
-    state = current_trace()
-    if written_param(state, target.node) is None:
+    if param is None:
         cast = result if result.dtype == target.dtype else result.astype(target.dtype)
         target.node, target.type = cast.node, cast.type     # a local value: rebind it
         return target

@@ -138,3 +138,52 @@ def test_random_programs_with_reductions_match_numpy(program):
         warnings.simplefilter("ignore", RuntimeWarning)
         assert_matches_numpy(with_reduction, *inputs, allowed_fallbacks=("float16",),
                              rtol=1e-5, atol=1e-6)
+
+
+SLICERS = {
+    "tail": lambda a: a[1:] if a.ndim else a, "reverse": lambda a: a[::-1] if a.ndim else a,
+    "every_other": lambda a: a[::2] if a.ndim else a, "transpose": lambda a: a.T,
+    "new_axis": lambda a: a[None],
+}
+WRITES = ["assign", "add_in_place", "assign_tail"]
+
+
+@st.composite
+def writing_programs(draw):
+    inputs, steps, outputs = draw(programs())
+    slicer = draw(st.sampled_from(sorted(SLICERS)))
+    reducer = draw(st.sampled_from(sorted(REDUCERS) + [None]))
+    return inputs, steps, outputs, slicer, reducer, draw(st.sampled_from(WRITES))
+
+
+def _write(kind, target, value):
+    if kind == "assign":
+        target[...] = value
+    elif kind == "add_in_place":
+        target += value
+    elif target.ndim:
+        target[1:] = value
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(writing_programs())
+def test_random_programs_with_views_and_writes_match_numpy(program):
+    """Elementwise steps, a view, an optional reduction, then a write into the first
+    argument: results and the written argument must equal NumPy's (or raise alike)."""
+    inputs, steps, outputs, slicer, reducer, write = program
+    body = build(steps, outputs)
+
+    def with_writes(*xs):
+        results = body(*xs)
+        value = SLICERS[slicer](results[0])
+        if reducer is not None:
+            value = REDUCERS[reducer](value, None)
+        _write(write, xs[0], value)
+        return (*results, value)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_matches_numpy(with_writes, *inputs, allowed_fallbacks=("float16",),
+                             rtol=1e-5, atol=1e-6)
