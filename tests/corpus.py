@@ -222,6 +222,19 @@ def creation_cases() -> list[Case]:
     return [Case("creation-float64", _program(ops, list(ops)), (x,), tuple(ops), (0,) * len(ops))]
 
 
+def view_cases() -> list[Case]:
+    """Views of arguments and of computed values, and a product with a fused epilogue."""
+    x = edge_values(np.dtype(np.float32), 30).reshape(5, 6)
+    x = np.where(np.isfinite(x) & (np.abs(x) < 1e3), x, np.float32(0.5)).astype(np.float32)
+    ops = {
+        "stencil": lambda a: a[1:-1, 1:] - 0.5 * (a[:-2, :-1] + a[2:, :-1]),
+        "transpose": lambda a: a.T * 2, "reversed_computed": lambda a: (a + 1)[::-1, ::2],
+        "dense_relu": lambda a: np.maximum(a @ a.T + 1, 0),
+    }
+    return [Case("views-float32", _program(ops, list(ops)), (x,), tuple(ops), (0,) * len(ops))]
+
+
 def all_cases() -> list[Case]:
     """Return the whole corpus."""
-    return unary_cases() + binary_cases() + cast_cases() + ternary_cases() + creation_cases()
+    return (unary_cases() + binary_cases() + cast_cases() + ternary_cases() + creation_cases()
+            + view_cases())
