@@ -118,10 +118,6 @@ class Kernel:
         axis = dim - (self.rank - ndim)
         return axis if axis >= 0 else None
 
-    def meta_index_of_stride(self, buffer: int, dim: int) -> int:
-        """Return the position in ``meta`` of a runtime stride."""
-        return self.rank + self.runtime_strides().index((buffer, dim))
-
     @property
     def inputs(self) -> tuple[Buffer, ...]:
         return tuple(b for b in self.buffers if not b.is_output)

@@ -27,7 +27,6 @@ _SHORT_NAMES = {
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
     "float16": "f16", "float32": "f32", "float64": "f64",
 }
-_FROM_SHORT = {short: np.dtype(long) for long, short in _SHORT_NAMES.items()}
 
 
 def is_supported(dtype: np.dtype) -> bool:
@@ -38,11 +37,6 @@ def is_supported(dtype: np.dtype) -> bool:
 def short_name(dtype: np.dtype) -> str:
     """Return the printer's name of a dtype: ``f64``, ``i32``, ``bool``."""
     return _SHORT_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)
-
-
-def dtype_from_short(name: str) -> np.dtype:
-    """Inverse of :func:`short_name`; raises KeyError for an unknown name."""
-    return _FROM_SHORT[name]
 
 
 def kind_of(dtype: np.dtype) -> str:

@@ -14,7 +14,7 @@ import numpy as np
 
 from autojit.errors import TraceError, UnsupportedError
 from autojit.ir.ops import UFUNC_OPS, Op
-from autojit.ir.types import TensorType, broadcast_dims, is_supported, short_name
+from autojit.ir.types import TensorType, broadcast_dims, is_supported
 from autojit.tracer.contractions import CONTRACTION_HANDLERS
 from autojit.tracer.creation import CREATION_HANDLERS
 from autojit.tracer.proxy import Proxy
@@ -186,7 +186,3 @@ def apply_function(func: Callable, args: tuple[Any, ...], kwargs: dict[str, Any]
         module = "np" if module.startswith("np._") else module   # private homes of np.sort
         raise _unsupported(f"{module}.{func.__name__} is not supported")
     return handler(*args, **kwargs)
-
-
-def describe_type(type_: TensorType) -> str:
-    return f"{short_name(type_.dtype)}[{','.join(map(str, type_.shape))}]"
