@@ -267,7 +267,11 @@ def _view_source(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, in
 def _bind_view_sizes(plan: Plan, args: Sequence[Any], sizes: dict[str, int]) -> bool:
     """Bind the sizes of views of arguments; False when they contradict (NumPy raises)."""
     views: dict[int, Any] = {}
-    for node in plan.graph.nodes:
+    special = plan.schedule_cache.get("view_nodes")
+    if special is None:   # once per plan: most plans have no views or writes at all
+        special = plan.schedule_cache["view_nodes"] = [
+            n for n in plan.graph.nodes if n.op in (Op.VIEW, Op.WRITE)]
+    for node in special:
         if node.op is Op.WRITE and not getattr(args[node.attr("param")].flags, "writeable",
                                                True):
             return False   # NumPy raises: assignment destination is read-only
