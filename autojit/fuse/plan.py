@@ -9,6 +9,7 @@ import numpy as np
 
 from autojit.fuse.builder import KernelBuilder
 from autojit.fuse.partition import LEAF_OPS, Group, Placement, partition_graph
+from autojit.fuse.split_reduce import split_reductions
 from autojit.ir.graph import Graph, Node
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
@@ -243,6 +244,7 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool],
 
     ``contiguous[i]`` says whether parameter i is a C-contiguous array (from the signature).
     """
+    graph = split_reductions(graph)
     groups = partition_graph(graph, max_ops)
     allocations = _materialised(graph, groups)
     in_memory = set(allocations)

@@ -240,12 +240,14 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
             if args[arg].shape[axis] != size:
                 return None
         sizes[symbol] = size
+    if any(sizes.get(s) == 0 for s in plan.graph.nonempty):
+        return None   # NumPy raises for a reduction of nothing without an identity
     if not _bind_view_sizes(plan, args, sizes):
         return None
     for symbol, value in plan.graph.guards:
         sizes.setdefault(symbol, value)   # sizes the code itself fixed (np.zeros(3))
     if any(sizes[s] == 0 for s in plan.graph.nonempty):
-        return None   # NumPy raises for a reduction of nothing without an identity
+        return None
     return sizes
 
 

@@ -3,6 +3,7 @@ fused programs (mean of squares, softmax, layer norm, image normalisation) and t
 kernel counts as shown by inspect."""
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,6 +11,9 @@ from corpus import DTYPES, edge_values
 from oracle import assert_matches_numpy
 
 from autojit import FallbackWarning, autoroute
+from autojit.fuse.partition import memory_param
+from autojit.fuse.traffic import kernel_traffic
+from autojit.ir.ops import Op
 
 REDUCTIONS = {
     "sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "mean": np.mean,
@@ -147,3 +151,74 @@ def test_inspect_reports_each_kernels_traffic():
     (mse,) = autoroute(lambda a, b: np.mean((a - b) ** 2)).inspect(np.ones(100),
                                                                   np.ones(100)).traffic
     assert (mse.read_bytes, mse.write_bytes) == (1600, 8)
+
+
+def image_normalisation_and_error(img):
+    """The issue's per-image normalisation: the normalised stack and its MSE to the input."""
+    mean = img.mean(axis=(1, 2), keepdims=True)
+    std = img.std(axis=(1, 2), keepdims=True)
+    y = np.maximum((img - mean) / std * 1.0123 - 0.02, 0) ** 1.8
+    return y, np.mean((y - img) ** 2)
+
+
+def _bytes_read_from(ins, param: int) -> int:
+    """Bytes all kernels of a plan load from argument ``param``'s memory (views included)."""
+    total = 0
+    for kernel in ins.plan.kernels:
+        own = {b for b, buf in enumerate(kernel.buffers)
+               if not buf.is_output and memory_param(ins.plan.graph, buf.value) == param}
+        body = tuple(i for i in kernel.body if i.op is not Op.LOAD or i.attr in own)
+        total += kernel_traffic(replace(kernel, body=body), ins.sizes).read_bytes
+    return total
+
+
+def test_per_image_normalisation_reads_its_input_at_most_twice():
+    x = RNG.random((3, 40, 24), dtype=np.float32) * 255
+    f = assert_matches_numpy(image_normalisation_and_error, x, rtol=2e-5, atol=1e-4)
+    ins = f.inspect(x)
+    assert _bytes_read_from(ins, 0) <= 2 * x.nbytes + 3 * 4   # + one shift element per image
+    assert [k.phases for k in ins.plan.kernels] == [2, 1]     # stats pass, normalise pass
+
+
+def test_layer_norm_is_two_passes_over_each_row():
+    x = RNG.random((16, 64), dtype=np.float32)
+    (traffic,) = autoroute(layer_norm).inspect(x).traffic
+    assert traffic.passes == 2
+    assert traffic.read_bytes <= 2 * x.nbytes + 16 * 4
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e4, 1e6])
+def test_float32_variance_in_one_pass_is_as_accurate_as_a_float64_two_pass(offset):
+    """float32 var/std use one shifted pass with float64 sums: compare with the exact
+    (float64) answer on the same float32 data, where large offsets cost NumPy's own
+    float32 two-pass digits, not ours."""
+    x = (RNG.standard_normal((8, 30, 65)) + offset).astype(np.float32)
+    f = autoroute(lambda a: (a.std(axis=(0, 2), ddof=1), a.var(axis=-1), a.var()))
+    exact = (x.astype(np.float64).std(axis=(0, 2), ddof=1), x.astype(np.float64).var(axis=-1),
+             x.astype(np.float64).var())
+    for got, want in zip(f(x), exact):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=3e-7)
+
+
+@pytest.mark.parametrize("empty_first", [False, True])
+def test_one_pass_variance_of_empty_rows_is_numpy_s_nan(empty_first):
+    shapes = [(3, 0), (0, 4), (2, 5)]
+    for shape in shapes[::-1] if not empty_first else shapes:
+        x = np.full(shape, 7.25, np.float32)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FallbackWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            assert_matches_numpy(lambda a: a.var(axis=1), x)   # constant rows: exactly 0
+
+
+def test_a_wide_sum_after_a_row_reduction_rides_along_its_pass():
+    """mean over (B,H,W) of a value computed from per-image statistics: per-image partial
+    sums in the statistics kernel, then a B-element kernel (no (B,H,W) temporary)."""
+    x = RNG.random((4, 6, 5))
+    fn = lambda a: np.sum((a - a.max(axis=(1, 2), keepdims=True)) ** 2)   # noqa: E731
+    f = assert_matches_numpy(fn, x, rtol=1e-12)
+    ins = f.inspect(x)
+    assert len(ins.kernels) == 2
+    assert ins.traffic[0].write_bytes == 4 * 8               # the four per-image partials,
+    assert ins.traffic[1].read_bytes == 4 * 8                # not a (4, 6, 5) temporary
