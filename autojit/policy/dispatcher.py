@@ -35,6 +35,12 @@ from autojit.policy.registry import register
 from autojit.policy.route import Router, choose_route, current_router
 from autojit.policy.rules import BucketState, Decision, cpu_rerun
 from autojit.policy.signature import Signature, describe_argument, signature_of
+from autojit.policy.static_args import (
+    MAX_SPECIALISATIONS,
+    specialise,
+    split_call,
+    static_positions,
+)
 from autojit.policy.stats import FunctionStats, transfer_counts
 from autojit.tracer import trace_function
 
@@ -57,10 +63,14 @@ class Entry:
 class Dispatcher:
     """What ``@autoroute`` returns: call it like the original function."""
 
-    def __init__(self, fn: Callable, options: dict[str, Any]) -> None:
+    def __init__(self, fn: Callable, options: dict[str, Any], registered: bool = True) -> None:
         self.fn = fn
-        self.options = tuple(check_options(dict(options)).items())
+        options = dict(options)
         self._signature = pyinspect.signature(fn)
+        self._static = static_positions(self._signature, options.pop("static_argnames", ()),
+                                        options.pop("static_argnums", ()))
+        self._specialised: dict[tuple, Dispatcher] = {}
+        self.options = tuple(check_options(options).items())
         self._has_varargs = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                                 for p in self._signature.parameters.values())
         self._cache: dict[Signature, list[Entry]] = {}
@@ -69,10 +79,14 @@ class Dispatcher:
         self._stats = FunctionStats()
         self._last_signature: Signature | None = None
         functools.update_wrapper(self, fn)
-        register(self)
+        if registered:
+            register(self)
 
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._static:
+            static, dynamic = split_call(self._signature, self._static, args, kwargs)
+            return self._specialisation(static)(*dynamic)
         settings = current_settings(self.options)
         if settings.disable:
             return self._run_python(args, kwargs)
@@ -142,6 +156,28 @@ class Dispatcher:
                 _LOGGER.debug("%s result stays on the host: %s", self.__qualname__, exc)
         self._stats.add_transfers(*transfer_counts(args, result, "cpu", decision, gpu))
         return result
+
+    def _specialisation(self, static: tuple) -> Callable:
+        """Return the function for these static values: a Dispatcher of its own (sharing
+        this one's stats), or beyond MAX_SPECIALISATIONS the plain Python function."""
+        found = self._specialised.get(static)
+        if found is not None:
+            return found
+        with self._lock:
+            if static not in self._specialised:
+                if len(self._specialised) >= MAX_SPECIALISATIONS:
+                    self._note_fallback(f"more than {MAX_SPECIALISATIONS} distinct values of "
+                                        "the static arguments (one compile each)")
+                    return functools.partial(self._run_python_static, static)
+                fn = specialise(self.fn, self._signature, self._static, static)
+                found = Dispatcher(fn, dict(self.options), registered=False)
+                found._stats = self._stats
+                self._specialised[static] = found
+            return self._specialised[static]
+
+    def _run_python_static(self, static: tuple, *dynamic: Any) -> Any:
+        self._stats.count_call("python")
+        return specialise(self.fn, self._signature, self._static, static)(*dynamic)
 
     # -- cache -------------------------------------------------------------------------------
     def _entry_for(self, args: tuple, settings: Settings) -> tuple[Entry | None, dict]:
@@ -279,6 +315,13 @@ class Dispatcher:
     def inspect(self, *args: Any, **kwargs: Any) -> Any:
         """Return an Inspection of every stage for these arguments (nothing is run)."""
         from autojit.inspect.inspection import Inspection
+        if self._static:
+            static, dynamic = split_call(self._signature, self._static, args, kwargs)
+            target = self._specialisation(static)
+            if isinstance(target, Dispatcher):
+                return target.inspect(*dynamic)
+            return Inspection(self.__qualname__, None, None, "python",
+                              f"more than {MAX_SPECIALISATIONS} static specialisations")
         if kwargs:
             args = self._signature.bind(*args, **kwargs).args
         settings = current_settings(self.options)
