@@ -54,6 +54,21 @@ def test_float_power_shortcuts_match_numpy():
                          ulps=[0, 0, 0, 4, 4])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("exponent", [1.8, -0.3, 2.5, 1e-3, -7.25])
+def test_constant_non_integer_powers_match_numpy_on_every_edge_value(dtype, exponent):
+    """x ** c keeps zeros, infinities, negatives and NaN away from the vector pow (its slow
+    path) and gives C99's answers for them by select: the bits must still be NumPy's."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    special = np.array([0.0, -0.0, 1.0, -1.0, -2.5, np.inf, -np.inf, np.nan, -np.nan, -tiny],
+                       dtype=dtype)
+    ordinary = np.array([0.5, 3.7, tiny, np.finfo(dtype).max, np.finfo(dtype).tiny, 1e-30,
+                         65504.0], dtype=dtype)
+    with np.errstate(all="ignore"):
+        assert_matches_numpy(lambda a: a ** exponent, np.tile(special, 5))       # exact
+        assert_matches_numpy(lambda a: a ** exponent, np.tile(ordinary, 5), ulps=4)
+
+
 def test_nep50_weak_python_scalars():
     f32 = np.linspace(-2, 2, 11, dtype=np.float32)
     assert_matches_numpy(lambda a: (a * 2.5, a + 1, 3 - a, a / 7), f32)
