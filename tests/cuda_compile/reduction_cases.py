@@ -75,6 +75,19 @@ def image_norm(img):
             / img.std(axis=(1, 2), keepdims=True))
 
 
+def normalise_stack(img):
+    """The coverage issue's per-image normalisation with its error: float32 std in one
+    shifted pass, and the (B,H,W) mean riding along as per-image partial sums."""
+    mean = img.mean(axis=(1, 2), keepdims=True)
+    std = img.std(axis=(1, 2), keepdims=True)
+    y = np.maximum((img - mean) / std * 1.0123 - 0.02, 0) ** 1.8
+    return y, np.mean((y - img) ** 2)
+
+
+def layer_norm_var(x):
+    return (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+
+
 def center(x):
     return x - x.mean()
 
@@ -173,6 +186,9 @@ def _shape_cases() -> list[Case]:
         Case("softmax_short_rows", softmax, (normal((200, 5)),), 4.0),
         Case("layer_norm", layer_norm, (rows_129,), 32 * absmax(rows_129)),
         Case("image_norm", image_norm, (img,), 32 * absmax(img)),
+        Case("normalise_stack_f32", normalise_stack, (img.astype(np.float32) + 3,), 64.0),
+        Case("layer_norm_one_pass_var_f32", layer_norm_var, (rows_129.astype(np.float32),),
+             32 * absmax(rows_129)),
         Case("center_whole_array", center, (x2,), 2 * absmax(x2)),
         Case("mse", mse, (x2, normal((60, 70))), 16 * absmax(x2) ** 2),
         Case("spread_two_reductions", spread, (x2,)),
