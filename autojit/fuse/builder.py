@@ -12,7 +12,7 @@ from autojit.ir.evaluate import PRIMITIVE_REFS
 from autojit.ir.kernel import Buffer, Instr, Kernel, ScalarParam
 from autojit.ir.ops import OP_TABLE, Op
 
-_NOT_FOLDABLE = (Op.LOAD, Op.LOAD_SCALAR, Op.STORE, Op.CONST, Op.REDUCE)
+_NOT_FOLDABLE = (Op.LOAD, Op.LOAD_SCALAR, Op.STORE, Op.CONST, Op.REDUCE, Op.SCAN)
 _ANYWHERE = (Op.CONST, Op.LOAD_SCALAR)   # position-free: shared by every level and phase
 
 
@@ -117,6 +117,10 @@ class KernelBuilder:
         """Accumulate ``value`` over the row with reduction ``kind``; return the result id."""
         result = np.dtype(np.int64) if kind in ("argmax", "argmin") else np.dtype(dtype)
         return self.emit(Op.REDUCE, (value,), result, kind)
+
+    def scan(self, kind: str, value: int, dtype: np.dtype) -> int:
+        """Return the running ``kind`` of ``value`` along the row (a SCAN; see kernel.py)."""
+        return self.emit(Op.SCAN, (value,), np.dtype(dtype), kind)
 
     def load(self, buffer: int) -> int:
         return self.emit(Op.LOAD, (), self.buffers[buffer].dtype, buffer)

@@ -13,6 +13,9 @@ each row. Rules, applied greedily in topological order:
 * a reduction joins the group of its input (turning an elementwise group over F into a
   reduction group), or a group over the same F and R: producers fuse into reductions and
   sibling reductions of one input share its pass;
+* a scan (``np.cumsum``) joins like a reduction but runs at row level, so its consumers
+  over F follow it in the same pass; a scan reading a scan of the group is refused (it
+  starts a kernel of its own: the first scan is stored);
 * *uniform* nodes (every dimension 1) and cheap nodes of a smaller shape that only feed
   broadcasts are recomputed inside each reader instead of being stored;
 * a value read by another kernel, or returned, is stored ("materialised"); at most
@@ -28,6 +31,9 @@ from autojit.ir.graph import Graph, Node
 from autojit.ir.ops import Op
 
 LEAF_OPS = (Op.ARG, Op.CONST, Op.SIZE, Op.VIEW)   # VIEW: stored memory seen with other strides
+
+#: ops that are never recomputed inside a reader: they run along rows, or write memory
+ROW_OPS = (Op.REDUCE, Op.SCAN, Op.WRITE)
 
 #: readers that need their input stored in memory (not recomputed inside them)
 NEEDS_MEMORY = frozenset({Op.REDUCE, Op.MATMUL, Op.WRITE, Op.VIEW})
@@ -95,13 +101,13 @@ def inlined_nodes(graph: Graph) -> set[int]:
     scalar: set[int] = set()
     for node in graph.nodes:
         library_input = any(graph.node(u).op in (Op.MATMUL, Op.VIEW) for u in users[node.id])
-        if (node.op not in LEAF_OPS and node.op not in (Op.REDUCE, Op.WRITE) and is_uniform(node)
+        if (node.op not in LEAF_OPS and node.op not in ROW_OPS and is_uniform(node)
                 and node.id not in outputs and not library_input
                 and all(graph.node(i).op in LEAF_OPS or i in scalar for i in node.inputs)):
             scalar.add(node.id)
     inlined = set(scalar)
     for node in reversed(graph.nodes):
-        if node.op in (*LEAF_OPS, Op.REDUCE, Op.WRITE) or node.id in outputs | inlined:
+        if node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs | inlined:
             continue
         readers = [graph.node(u) for u in users[node.id]]
         feeds_broadcasts = all(r.id in inlined or r.type.shape != node.type.shape
@@ -236,6 +242,29 @@ class _Partitioner:
         form = "keep" if node.attr("keepdims") else "drop"
         return Placement("outer", inside.phase if inside else 0, form)
 
+    def _place_scan(self, node: Node, g: int) -> Placement | None:
+        """A scan runs at row level over the group's row axes (which it sets on an
+        elementwise group), in the phase its operand is ready. Its operand must not come
+        from a scan of the group: renderers scan a row's chunks in parallel, which needs
+        each scan's operand before any scan's prefix (``autojit.ir.kernel``)."""
+        group = self.groups[g]
+        if group.shape != node.type.shape or group.row_axes not in (None, node.attr("axes")):
+            return None
+        if self._after_scan(node, g):
+            return None
+        return self._place_elementwise(node, g)
+
+    def _after_scan(self, node: Node, g: int) -> bool:
+        """Return True when ``node`` reads, through row values of group ``g`` (and nodes
+        recomputed in it), the result of one of the group's scans."""
+        for i in node.inputs:
+            place = self.groups[g].placement.get(i) if self.owner.get(i) == g else None
+            through = (place.level == "row") if place is not None else i in self.inlined
+            source = self.graph.node(i)
+            if through and (source.op is Op.SCAN or self._after_scan(source, g)):
+                return True
+        return False
+
     def _views_into(self, node: Node, g: int) -> bool:
         """Return True when ``node`` reads a view of a value group ``g`` computes (that
         value must be complete in memory first)."""
@@ -253,11 +282,11 @@ class _Partitioner:
             return False   # a library call is a step of its own; a viewed value is stored
         if len(group.nodes) >= self.max_ops or not self._acyclic(node, g):
             return False
-        reduce = node.op is Op.REDUCE
-        place = (self._place_reduce if reduce else self._place_elementwise)(node, g)
+        placers = {Op.REDUCE: self._place_reduce, Op.SCAN: self._place_scan}
+        place = placers.get(node.op, self._place_elementwise)(node, g)
         if place is None:
             return False
-        if reduce and group.row_axes is None:
+        if node.op in placers and group.row_axes is None:
             group.row_axes = node.attr("axes")
         group.nodes.append(node.id)
         group.placement[node.id] = place
@@ -288,6 +317,9 @@ class _Partitioner:
             group = Group([], source.type.shape, node.attr("axes"))
             form = "keep" if node.attr("keepdims") else "drop"
             group.placement[node.id] = Placement("outer", 0, form)
+        elif node.op is Op.SCAN:
+            group = Group([], node.type.shape, node.attr("axes"))
+            group.placement[node.id] = Placement("row", 0)
         else:
             group = Group([], node.type.shape)
             group.placement[node.id] = Placement("row", 0)

@@ -198,6 +198,8 @@ class _KernelEmitter:
             return self.kb.cast(operands[0], node.type.dtype)
         if node.op is Op.REDUCE:
             return self._reduce(node, operands[0])
+        if node.op is Op.SCAN:   # at row level (a later phase reading it scans again)
+            return self.kb.scan(node.attr("kind"), operands[0], node.type.dtype)
         return self.kb.graph_op(node.op, operands, node.type.dtype, dict(node.attrs))
 
     def _write(self, node: Node, value: int) -> int:

@@ -14,7 +14,7 @@ import numpy as np
 
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, Op
+from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op
 from autojit.ir.views import apply_view
 
 
@@ -46,7 +46,14 @@ def graph_sizes(graph: Graph, args: Sequence[Any]) -> dict[str, int]:
     for node in graph.nodes:
         if node.op is Op.VIEW:
             base = graph.node(node.inputs[0])
-            source = views[base.id] if base.op is Op.VIEW else args[base.attr("index")]
+            if base.op is Op.VIEW:
+                source = views[base.id]
+            elif base.op is Op.ARG:
+                source = args[base.attr("index")]
+            else:   # a computed value: a stand-in of its shape (only sizes are wanted)
+                shape = tuple(sizes[d] if isinstance(d, str) else d for d in base.type.shape)
+                source = np.lib.stride_tricks.as_strided(np.zeros(1, base.type.dtype), shape,
+                                                         (0,) * len(shape))
             views[node.id] = apply_view(source, node.attr("step"))
             for axis, dim in enumerate(node.type.shape):
                 if isinstance(dim, str):
@@ -68,6 +75,21 @@ def reduce_array(kind: str, value: np.ndarray, axes: tuple[int, ...],
     if keepdims:
         result = np.expand_dims(result, tuple(axes))
     return np.asarray(result, dtype=np.int64)
+
+
+def scan_array(kind: str, value: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """Return NumPy's ``accumulate`` of scan ``kind`` along ``axes`` taken as one axis in
+    C order (several axes: the row of a flattened ``np.cumsum(x)``)."""
+    ufunc = SCAN_KINDS[kind].ufunc
+    value = np.asarray(value)
+    if len(axes) == 1:
+        return ufunc.accumulate(value, axis=axes[0], dtype=value.dtype)
+    kept = [a for a in range(value.ndim) if a not in axes]
+    moved = np.moveaxis(value, list(axes), list(range(len(kept), value.ndim)))
+    row = int(np.prod([value.shape[a] for a in axes], dtype=np.int64))
+    flat = moved.reshape([value.shape[a] for a in kept] + [row])
+    scanned = ufunc.accumulate(flat, axis=-1, dtype=value.dtype).reshape(moved.shape)
+    return np.moveaxis(scanned, list(range(len(kept), value.ndim)), list(axes))
 
 
 def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
@@ -106,6 +128,9 @@ def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
             elif node.op is Op.REDUCE:
                 values[node.id] = reduce_array(node.attr("kind"), values[node.inputs[0]],
                                                node.attr("axes"), node.attr("keepdims"))
+            elif node.op is Op.SCAN:
+                values[node.id] = scan_array(node.attr("kind"), values[node.inputs[0]],
+                                             node.attr("axes"))
             elif node.op is Op.CAST:
                 values[node.id] = np.asarray(values[node.inputs[0]]).astype(dtype)
             else:
@@ -138,6 +163,11 @@ def evaluate_kernel(kernel: Kernel, buffers: Sequence[np.ndarray],
                 whole = np.broadcast_to(values[ins.args[0]], full)
                 values[ins.id] = reduce_array(ins.attr, whole, row_axes, True).astype(
                     ins.dtype, copy=False)
+                continue
+            if ins.op is Op.SCAN:
+                whole = np.broadcast_to(values[ins.args[0]], full)
+                values[ins.id] = scan_array(ins.attr, whole, row_axes).astype(ins.dtype,
+                                                                             copy=False)
                 continue
             if ins.op is Op.LOAD and ins.level == "outer":
                 array = np.asarray(buffers[ins.attr])   # constant along the row dimensions

@@ -28,6 +28,13 @@ A REDUCE instruction's id names its accumulator: read from the "outer" level of 
 or later, or from the "row" level of later phases (softmax: max in phase 0, sum of
 exponentials in phase 1, the normalised row written in phase 2). An elementwise kernel is
 the special case ``row_dims == 0, phases == 1`` with every instruction at level "row".
+
+Scans. A SCAN instruction (level "row") is a running REDUCE: its value in row iteration r
+combines its operand over row positions 0..r in C order (``np.cumsum``), restarted for
+every outer index and phase. It is an ordinary row value of its phase (stores and
+consumers read it in the same iteration; a later phase reading it runs its own SCAN). A
+SCAN's operand never depends on another SCAN of its phase: renderers may then compute a
+row's scans in parallel, as chunk totals and an exclusive scan of them (``render_scan``).
 """
 
 from __future__ import annotations
@@ -91,6 +98,11 @@ class Kernel:
     nodes: tuple[int, ...] = ()     # graph nodes fused into this kernel
     row_dims: int = 0
     phases: int = 1
+
+    @property
+    def has_scan(self) -> bool:
+        """True when a SCAN carries state along the row (its iterations are ordered)."""
+        return any(ins.op is Op.SCAN for ins in self.body)
 
     @property
     def outer_rank(self) -> int:

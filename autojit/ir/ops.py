@@ -31,6 +31,7 @@ class OpGroup(enum.Enum):
     COMPARE = "compare"      # elementwise, result bool
     CAST = "cast"
     REDUCE = "reduce"        # graph: reduce over axes; kernel: accumulate over the row
+    SCAN = "scan"            # graph: running reduction along axes; kernel: along the row
     MOVEMENT = "movement"    # views: the same memory seen with other strides
     LIBRARY = "library"      # computed by a library routine (BLAS / cuBLAS), not a kernel
 
@@ -49,6 +50,7 @@ class Op(enum.Enum):
     INDEX = "index"          # graph: positions along one axis (arange); kernel: a loop index
     WRITE = "write"          # target[...] = value into an argument; the argument's next version
     REDUCE = "reduce"
+    SCAN = "scan"            # cumsum / cumprod: the running value at each row position
     # arithmetic
     ADD = "add"
     SUB = "sub"
@@ -175,6 +177,7 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.INDEX: OpInfo(OpGroup.LEAF, 0, primitive_kinds="i"),
     Op.WRITE: OpInfo(OpGroup.MEMORY, 2),
     Op.REDUCE: OpInfo(OpGroup.REDUCE, 1),   # renderers handle it structurally, per REDUCE_KINDS
+    Op.SCAN: OpInfo(OpGroup.SCAN, 1),       # likewise, per SCAN_KINDS
     # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a
     # non-zero divisor that is not -1 against the minimum (decompositions guarantee it).
     Op.ADD: _b(np.add, _NUMERIC),
@@ -286,6 +289,27 @@ REDUCE_KINDS: dict[str, ReduceKind] = {
 }
 """Reductions a kernel performs (``Instr.attr`` of a REDUCE). argmax/argmin return the
 int64 position of the first extreme (first NaN for floats) in C order over the row."""
+
+
+@dataclass(frozen=True)
+class ScanKind:
+    """One running combination along a row: NumPy's ufunc (its ``accumulate`` is the
+    reference), the dtype kinds it takes, and its start value (an exact identity: float
+    sums start at -0.0, so ``cumsum([-0.0])`` keeps its sign as NumPy's does)."""
+
+    ufunc: np.ufunc
+    kinds: str
+    start: Callable[[np.dtype], Any]
+
+
+SCAN_KINDS: dict[str, ScanKind] = {
+    "add": ScanKind(np.add, _NUMERIC, lambda d: -0.0 if d.kind == "f" else 0),
+    "mul": ScanKind(np.multiply, _NUMERIC, lambda d: 1),
+    "or": ScanKind(np.logical_or, "b", lambda d: False),    # cumsum(..., dtype=bool)
+    "and": ScanKind(np.logical_and, "b", lambda d: True),   # cumprod(..., dtype=bool)
+}
+"""Scans a kernel performs (``Instr.attr`` of a SCAN): element r of a row is the start
+value combined, in row order, with elements 0..r — NumPy's sequential ``ufunc.accumulate``."""
 
 PRIMITIVES: tuple[Op, ...] = tuple(op for op, info in OP_TABLE.items() if info.is_primitive)
 

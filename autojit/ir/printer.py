@@ -41,12 +41,14 @@ def _node_operands(node: Node, graph: Graph) -> str:
     if node.op is Op.REDUCE:
         keep = " keepdims" if node.attr("keepdims") else ""
         return f"{operands} axes={node.attr('axes')}{keep}"
+    if node.op is Op.SCAN:
+        return f"{operands} axes={node.attr('axes')}"
     return operands
 
 
 def _node_name(node: Node) -> str:
-    if node.op is Op.REDUCE:
-        return f"reduce.{node.attr('kind')}"
+    if node.op in (Op.REDUCE, Op.SCAN):
+        return f"{node.op.value}.{node.attr('kind')}"
     return f"cast<{short_name(node.type.dtype)}>" if node.op is Op.CAST else node.op.value
 
 
@@ -93,7 +95,7 @@ def format_kernel(kernel: Kernel) -> str:
         else:
             operands = " ".join(f"%{a}" for a in ins.args)
         name = f"cast<{short_name(ins.dtype)}>" if ins.op is Op.CAST else ins.op.value
-        if ins.op is Op.REDUCE:
-            name = f"reduce.{ins.attr}"
+        if ins.op in (Op.REDUCE, Op.SCAN):
+            name = f"{ins.op.value}.{ins.attr}"
         lines.append(f"  %{ins.id} = {name} {operands} : {short_name(ins.dtype)}{where}")
     return "\n".join(lines) + "\n"

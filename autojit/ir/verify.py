@@ -7,7 +7,7 @@ import numpy as np
 from autojit.errors import AutojitError
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, Op, OpGroup
+from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op, OpGroup
 
 _SAME_DTYPE_GROUPS = (OpGroup.UNARY, OpGroup.BINARY, OpGroup.COMPARE)
 
@@ -63,6 +63,18 @@ def _check_reduce(kernel: Kernel, ins, dtypes: dict[int, np.dtype]) -> None:
         raise VerifyError(f"{kernel.name} %{ins.id}: reduce.{ins.attr} of {source}")
 
 
+def _check_scan(kernel: Kernel, ins, dtypes: dict[int, np.dtype], scanned: set[int]) -> None:
+    """A scan runs along the row of a row kernel, on a value no scan of its phase feeds."""
+    kind = SCAN_KINDS.get(ins.attr)
+    if kind is None or ins.level != "row" or kernel.row_dims == 0:
+        raise VerifyError(f"{kernel.name} %{ins.id}: bad scan {ins.attr} at {ins.level}")
+    if ins.args[0] in scanned:
+        raise VerifyError(f"{kernel.name} %{ins.id}: scan of a scan of the same phase")
+    source = dtypes[ins.args[0]]
+    if source.kind not in kind.kinds or ins.dtype != source:
+        raise VerifyError(f"{kernel.name} %{ins.id}: scan.{ins.attr} of {source}")
+
+
 def _check_position(kernel: Kernel, ins, positions: dict[int, tuple[str, int, bool]]) -> None:
     """A row value is visible only in its own phase's row loop; an outer value (or a
     reduction result) from the outer level of its phase on. Constants are visible anywhere."""
@@ -84,6 +96,7 @@ def verify_kernel(kernel: Kernel) -> None:
     dtypes: dict[int, np.dtype] = {}
     positions: dict[int, tuple[str, int, bool]] = {}
     stored: list[int] = []
+    scanned: set[int] = set()      # row values computed from a scan of their phase
     for ins in kernel.body:
         for a in ins.args:
             if a not in dtypes:
@@ -102,9 +115,14 @@ def verify_kernel(kernel: Kernel) -> None:
                 raise VerifyError(f"{kernel.name}: store of wrong dtype to buffer {ins.attr}")
         elif ins.op is Op.REDUCE:
             _check_reduce(kernel, ins, dtypes)
+        elif ins.op is Op.SCAN:
+            _check_scan(kernel, ins, dtypes, scanned)
         elif ins.op not in (Op.LOAD, Op.LOAD_SCALAR, Op.CONST, Op.CAST, Op.SELECT, Op.INDEX):
             _check_instruction_types(kernel, ins, dtypes)
         _check_position(kernel, ins, positions)
+        if ins.level == "row" and ins.op is not Op.REDUCE and (
+                ins.op is Op.SCAN or any(a in scanned for a in ins.args)):
+            scanned.add(ins.id)
         anywhere = ins.op in (Op.CONST, Op.LOAD_SCALAR)
         positions[ins.id] = ("any" if anywhere else ins.level, ins.phase, ins.op is Op.REDUCE)
         dtypes[ins.id] = np.dtype(ins.dtype)

@@ -59,10 +59,13 @@ from autojit.lower_cpu.rules import (
     memory_type,
     rule_kind,
 )
+from autojit.lower_cpu.scan import ScanAccumulator
 
 __all__ = ["llvm_rule_gaps", "render_llvm"]
 
 PTR = ir.PointerType()
+#: instructions that carry a value along the row loop, reset at each phase's start
+_ACCUMULATORS = {Op.REDUCE: Accumulator, Op.SCAN: ScanAccumulator}
 VOID = ir.VoidType()
 
 
@@ -83,7 +86,7 @@ class _Nest:
     scalars: list[ir.Value]
     values: dict[int, ir.Value] = field(default_factory=dict)
     dtypes: dict[int, np.dtype] = field(default_factory=dict)
-    accumulators: dict[int, Accumulator] = field(default_factory=dict)
+    accumulators: dict[int, Accumulator | ScanAccumulator] = field(default_factory=dict)
 
     def stride(self, buffer: int, dim: int) -> int | ir.Value:
         """Return a stride: an ``int`` known now, or the argument carrying it at run time."""
@@ -159,6 +162,10 @@ def _emit_body(nest: _Nest, offsets: list[ir.Value | None], level: str, phase: i
             nest.values[ins.id] = indices[ins.attr]
             ctx.dtypes[ins.id] = ins.dtype
             continue
+        if ins.op is Op.SCAN:   # a running value, read in this same iteration
+            nest.values[ins.id] = nest.accumulators[ins.id].update(b, nest.values[ins.args[0]])
+            ctx.dtypes[ins.id] = ins.dtype
+            continue
         if ins.op is Op.REDUCE:
             if ins.attr in ("argmax", "argmin") and position is None:
                 position = _row_position(nest, indices)
@@ -207,7 +214,7 @@ def _emit_nest(nest: _Nest, depth: int, offsets: list[ir.Value | None],
 
 
 def _prepare(nest: _Nest) -> None:
-    """Give constants and scalars their values, and every REDUCE its accumulator, up
+    """Give constants and scalars their values, and every REDUCE/SCAN its accumulator, up
     front: both are used at several levels, and allocas belong in the entry block."""
     ctx = BodyContext(nest.builder, nest.math, nest.kernel, [], nest.scalars, nest.dtypes)
     for ins in nest.kernel.body:
@@ -216,9 +223,9 @@ def _prepare(nest: _Nest) -> None:
             nest.dtypes[ins.id] = ins.dtype
     sources = {ins.id: ins.dtype for ins in nest.kernel.body}
     for ins in nest.kernel.body:
-        if ins.op is Op.REDUCE:
-            nest.accumulators[ins.id] = Accumulator.allocate(nest.builder, ins,
-                                                             sources[ins.args[0]])
+        if ins.op in _ACCUMULATORS:
+            nest.accumulators[ins.id] = _ACCUMULATORS[ins.op].allocate(
+                nest.builder, ins, sources[ins.args[0]])
 
 
 def _emit_loops_function(module: ir.Module, kernel: Kernel, math: MathCalls,

@@ -22,7 +22,12 @@ from autojit.errors import DeviceUnavailableError
 from autojit.ir.abi import loop_extent, pack_meta
 from autojit.ir.kernel import Kernel
 from autojit.lower_gpu.compile import CudaBinary
-from autojit.lower_gpu.reduce_launch import ReduceLaunch, choose_reduce_launch, is_reduction
+from autojit.lower_gpu.reduce_launch import (
+    ReduceLaunch,
+    choose_reduce_launch,
+    is_reduction,
+    launch_splits,
+)
 
 logger = logging.getLogger("autojit")
 
@@ -102,16 +107,19 @@ def reduction_launch(kernel: Kernel, sizes: dict[str, int], sm_count: int) -> Re
     return choose_reduce_launch(kernel, loop_extent(kernel, sizes), BLOCK, resident)
 
 
-def _launch_reduction(cupy: Any, function: Any, args: tuple, plan: ReduceLaunch) -> None:
-    """Launch with the reduction parameters (scratch, team, splits) after ``args``.
+def _launch_reduction(cupy: Any, kernel: Kernel, function: Any, args: tuple,
+                      plan: ReduceLaunch) -> None:
+    """Launch with the reduction parameters (scratch, team, splits) after ``args`` (a split
+    scan: twice, in stream order; see ``launch_splits``).
 
     Scratch is allocated per launch from CuPy's stream-ordered pool and zeroed on the same
     stream (its row counters must start at 0); without splits the pointer is NULL.
     """
     scratch = (cupy.zeros(plan.scratch_words, dtype=np.uint64) if plan.scratch_words
                else np.uint64(0))
-    function((plan.grid,), (plan.block,),
-             (*args, scratch, np.int64(plan.team), np.int64(plan.splits)))
+    for splits in launch_splits(kernel, plan):
+        function((plan.grid,), (plan.block,),
+                 (*args, scratch, np.int64(plan.team), np.int64(splits)))
 
 
 def launch(kernel: Kernel, binary: CudaBinary, arrays: Sequence[Any],
@@ -128,7 +136,7 @@ def launch(kernel: Kernel, binary: CudaBinary, arrays: Sequence[Any],
     cupy = _require_gpu()
     sm_count = _device_properties(cupy.cuda.runtime.getDevice())[1]
     if reduction:
-        _launch_reduction(cupy, _kernel_function(kernel, binary),
+        _launch_reduction(cupy, kernel, _kernel_function(kernel, binary),
                           launch_args(kernel, arrays, scalars, sizes),
                           reduction_launch(kernel, sizes, sm_count))
         return

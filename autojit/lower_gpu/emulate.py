@@ -33,6 +33,7 @@ from autojit.lower_gpu.reduce_launch import (
     ReduceLaunch,
     choose_reduce_launch,
     is_reduction,
+    launch_splits,
     make_reduce_launch,
 )
 
@@ -153,12 +154,13 @@ def _run_reduction(library: ctypes.CDLL, kernel: Kernel, data: ctypes.Array,
     entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                       ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong]
     scratch = np.zeros(max(launch.scratch_words, 1), np.uint64)
-    entry(ctypes.cast(data, ctypes.c_void_p), meta.ctypes.data, launch.grid, launch.block,
-          scratch.ctypes.data, launch.team, launch.splits)
     library.aj_emulate_error.restype = ctypes.c_char_p
-    error = library.aj_emulate_error()
-    if error:
-        raise EmulationError(f"kernel {kernel.name} with {launch}: {error.decode()}")
+    for splits in launch_splits(kernel, launch):
+        entry(ctypes.cast(data, ctypes.c_void_p), meta.ctypes.data, launch.grid, launch.block,
+              scratch.ctypes.data, launch.team, splits)
+        error = library.aj_emulate_error()
+        if error:
+            raise EmulationError(f"kernel {kernel.name} with {launch}: {error.decode()}")
 
 
 def run_emulated(kernel: Kernel, source: str, arrays: Sequence[np.ndarray],

@@ -10,7 +10,8 @@ A reduction kernel (see ``render_reduce``) takes three parameters after the usua
 * ``splits``: blocks that share one row (> 1 only for single-phase kernels with
   ``team == block``: a whole-array ``np.sum`` must not run on one block). Each block
   writes its partial result to ``aj_scratch``; the last one to arrive at the row's counter
-  (also in ``aj_scratch``, zeroed by the launcher) combines them in split order;
+  (also in ``aj_scratch``, zeroed by the launcher) combines them in split order. A split
+  scan (``np.cumsum`` of a long vector) is launched twice instead (``launch_splits``);
 * ``grid``: enough blocks for every row (times ``splits``), capped; blocks stride over rows.
 
 One function chooses all of it from the sizes, for the real launcher (``device.launch``)
@@ -53,13 +54,26 @@ def is_reduction(kernel: Kernel) -> bool:
 
 def can_split(kernel: Kernel) -> bool:
     """Return True when several blocks may share a row: one phase, so no block needs the
-    row's result before the last block has combined it."""
-    return kernel.phases == 1
+    row's result before the last block has combined it. A scan kernel splits only without
+    reductions: it runs twice (``launch_splits``), chunk totals first."""
+    reduces = any(ins.op is Op.REDUCE for ins in kernel.body)
+    return kernel.phases == 1 and not (kernel.has_scan and reduces)
+
+
+def launch_splits(kernel: Kernel, launch: ReduceLaunch) -> tuple[int, ...]:
+    """Return the ``aj_splits`` argument of each launch of ``kernel``: one launch, except a
+    split scan: ``-splits`` (each block stores its chunk's totals in scratch), then
+    ``splits`` (each block starts from the totals of the chunks before its own)."""
+    if kernel.has_scan and launch.splits > 1:
+        return (-launch.splits, launch.splits)
+    return (launch.splits,)
 
 
 def partial_words(kernel: Kernel) -> int:
-    """Return the 64-bit words one block's partial results take (argmax/argmin: two)."""
-    return sum(2 if ins.attr in ARG_KINDS else 1 for ins in kernel.body if ins.op is Op.REDUCE)
+    """Return the 64-bit words one block's partial results take (argmax/argmin: two; a
+    scan's chunk total: one)."""
+    return sum(2 if ins.attr in ARG_KINDS else 1 for ins in kernel.body
+               if ins.op in (Op.REDUCE, Op.SCAN))
 
 
 def row_extent(kernel: Kernel, extent: Sequence[int]) -> tuple[int, int]:

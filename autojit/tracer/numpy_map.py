@@ -19,6 +19,7 @@ from autojit.tracer.contractions import CONTRACTION_HANDLERS
 from autojit.tracer.creation import CREATION_HANDLERS
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.reductions import REDUCTION_HANDLERS
+from autojit.tracer.scans import SCAN_HANDLERS, accumulate
 from autojit.tracer.state import TraceState, current_trace, user_location
 from autojit.tracer.views import VIEW_HANDLERS
 
@@ -105,6 +106,8 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
     if ufunc is np.matmul and method == "__call__" and not kwargs:
         from autojit.tracer.contractions import matmul
         return matmul(*inputs)
+    if method == "accumulate":   # np.add.accumulate: a scan (out= included: refused there)
+        return accumulate(ufunc, *inputs, **kwargs)
     out = kwargs.pop("out", None)
     if out is not None:   # np.add(a, b, out=c): compute, then write into c (same_kind)
         target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
@@ -172,6 +175,7 @@ FUNCTION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     np.where: _where,
     np.clip: _clip,
     **REDUCTION_HANDLERS,
+    **SCAN_HANDLERS,
     **CREATION_HANDLERS,
     **VIEW_HANDLERS,
     **CONTRACTION_HANDLERS,

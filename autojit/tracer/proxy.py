@@ -102,9 +102,12 @@ class Proxy:
 
     def __getattr__(self, name: str) -> Any:
         from autojit.tracer.reductions import REDUCTION_METHODS
+        from autojit.tracer.scans import SCAN_METHODS
         from autojit.tracer.views import VIEW_METHODS
         if name in REDUCTION_METHODS:
             return functools.partial(REDUCTION_METHODS[name], self)
+        if name in SCAN_METHODS:
+            return functools.partial(SCAN_METHODS[name], self)
         if name in VIEW_METHODS:
             return functools.partial(VIEW_METHODS[name], self)
         raise UnsupportedError(f"ndarray.{name} is not supported yet", user_location(2))

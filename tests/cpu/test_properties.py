@@ -187,3 +187,38 @@ def test_random_programs_with_views_and_writes_match_numpy(program):
         warnings.simplefilter("ignore", RuntimeWarning)
         assert_matches_numpy(with_writes, *inputs, allowed_fallbacks=("float16",),
                              rtol=1e-5, atol=1e-6)
+
+
+SCANNERS = {
+    "cumsum": lambda a, axis: np.cumsum(a, axis=axis),
+    "cumprod": lambda a, axis: np.cumprod(a, axis=axis),
+    "cumsum_scaled": lambda a, axis: np.cumsum(a * 3, axis=axis) / 2,
+    "cumsum_bool": lambda a, axis: np.cumsum(a > 0, axis=axis),
+    "cumsum_to_f32": lambda a, axis: np.cumsum(a, axis=axis, dtype=np.float32),
+}
+
+
+@st.composite
+def scan_programs(draw):
+    inputs, steps, outputs = draw(programs())
+    rank = max(np.ndim(x) for x in inputs)
+    axis = draw(st.sampled_from([None] + list(range(-rank, rank)))) if rank else None
+    return inputs, steps, outputs, draw(st.sampled_from(sorted(SCANNERS))), axis
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(scan_programs())
+def test_random_programs_with_scans_match_numpy_exactly(program):
+    """CPU scans are sequential like NumPy's, so even float results must be identical."""
+    inputs, steps, outputs, scanner, axis = program
+    body = build(steps, outputs)
+
+    def with_scan(*xs):
+        results = body(*xs)
+        return (*results, SCANNERS[scanner](results[0], axis))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_matches_numpy(with_scan, *inputs, allowed_fallbacks=("float16",))

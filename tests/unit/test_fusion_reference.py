@@ -44,6 +44,14 @@ PROGRAMS = [
     ("views_and_product", lambda x: np.maximum(x[::-1] @ x.T + 1, 0), (RNG.random((3, 3)),)),
     ("smooth_in_place", smooth, (RNG.random(12),)),
     ("arange_linspace", lambda x: x + np.arange(6) * np.linspace(0, 1, 6), (RNG.random(6),)),
+    ("cumsum_fused", lambda x: np.cumsum(x * 2 - 1, axis=1) / 6, (RNG.random((4, 6)),)),
+    ("cumsum_after_row_max",
+     lambda x: np.cumsum(x - x.max(1, keepdims=True), 1) / x.sum(1)[:, None],
+     (RNG.random((3, 7)),)),
+    ("cumprod_columns_of_a_view", lambda x: np.cumprod(x[::-1].T + 0.5, axis=0),
+     (RNG.random((5, 4)),)),
+    ("cumsum_flattened_then_scan_again", lambda x: np.cumsum(np.cumsum(x), 0),
+     (RNG.random((3, 4)),)),
 ]
 
 

@@ -55,3 +55,9 @@ def test_primitives_are_listed():
 def test_llvm_renderer_has_an_accumulator_for_every_reduction_and_kind():
     from autojit.lower_cpu.reduce import llvm_reduce_gaps
     assert llvm_reduce_gaps() == []
+
+
+def test_both_renderers_combine_every_scan_and_kind():
+    from autojit.lower_cpu.scan import llvm_scan_gaps
+    from autojit.lower_gpu.render_scan import cuda_scan_gaps
+    assert llvm_scan_gaps() == [] and cuda_scan_gaps() == []
