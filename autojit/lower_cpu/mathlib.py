@@ -12,20 +12,28 @@ variants of each scalar call (glibc's vector ABI mangling, ``_ZGV<isa>N<lanes><a
 
 The vector symbols must be declared and kept alive (``llvm.compiler.used``), and libmvec
 must be loaded into the process so the JIT can resolve them. Without libmvec, or for a
-function it lacks, the plain scalar libm call remains: slower, never wrong.
+function it lacks, autojit's own function (``own_math.py``) or the plain scalar libm call
+remains: slower, never wrong, and within the measured ULP bounds (``ulp_bounds.py``,
+docs/ulp.md). :func:`scalar_math_only` compiles that way on purpose (tests,
+``benchmarks/ulp.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes.util
 import functools
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
 from llvmlite.ir.instructions import CallInstrAttributes
+
+from autojit.lower_cpu.own_math import own_function
 
 log = logging.getLogger("autojit")
 
@@ -37,6 +45,9 @@ _ISAS: tuple[tuple[str, str, int], ...] = (
 )
 _LIBRARIES = ("libmvec.so.1", "libm.so.6")
 _VARIANT_ATTR = "vector-function-abi-variant"
+#: True inside scalar_math_only(): compile as if libmvec were absent
+_SCALAR_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("autojit_scalar_math",
+                                                                    default=False)
 
 
 class _StringCallAttributes(CallInstrAttributes):
@@ -80,10 +91,29 @@ def scalar_name(math_name: str, dtype: np.dtype) -> str:
     return math_name + ("f" if np.dtype(dtype).itemsize == 4 else "")
 
 
-@functools.cache
+@contextlib.contextmanager
+def scalar_math_only() -> Iterator[None]:
+    """Within the block, compile as on a machine without libmvec: autojit's own function
+    where ``own_math.py`` has one, else a plain scalar libm call.
+
+    For checking that path (results, ULP bounds) where libmvec is present; code compiled
+    inside stays scalar, so keep it out of shared caches (``cache_max_mb=0``)."""
+    token = _SCALAR_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _SCALAR_ONLY.reset(token)
+
+
 def vector_variants(math_name: str, itemsize: int, arity: int) -> tuple[tuple[int, str], ...]:
     """Return (lanes, symbol) for each libmvec variant of a scalar function present in the
-    process, one per lane count: ``((2, '_ZGVbN2v_sin'), (4, '_ZGVdN4v_sin'))`` on AVX2."""
+    process, one per lane count: ``((2, '_ZGVbN2v_sin'), (4, '_ZGVdN4v_sin'))`` on AVX2;
+    ``()`` without libmvec, for a function it lacks, or inside :func:`scalar_math_only`."""
+    return () if _SCALAR_ONLY.get() else _vector_variants(math_name, itemsize, arity)
+
+
+@functools.cache
+def _vector_variants(math_name: str, itemsize: int, arity: int) -> tuple[tuple[int, str], ...]:
     if not load_math_libraries():
         return ()
     name = scalar_name(math_name, np.dtype(f"f{itemsize}"))
@@ -137,6 +167,13 @@ class MathCalls:
     def call(self, builder: ir.IRBuilder, math_name: str, args: list[ir.Value]) -> ir.Value:
         """Emit ``call double @sin(double %x) "vector-function-abi-variant"="…"``; return it."""
         ty, arity = args[0].type, len(args)
+        itemsize = 4 if isinstance(ty, ir.FloatType) else 8
+        # where libmvec has no vector variant (or is absent), an own function inlined into
+        # the loop keeps it vectorised (own_math.py); where it has one, libmvec is faster
+        own = (own_function(self.module, math_name, ty)
+               if not vector_variants(math_name, itemsize, arity) else None)
+        if own is not None:
+            return builder.call(own, args)
         fn = self._scalar(math_name, ty, arity)
         self._declare_vectors(math_name, ty, arity)
         inst = builder.call(fn, args)

@@ -1,0 +1,106 @@
+"""The documented ULP bounds (docs/ulp.md, autojit/lower_cpu/ulp_bounds.py) hold: a CI-sized
+subset of the samples benchmarks/ulp.py measured (every edge value, every 50th random value
+of the first chunk), with libmvec and without it, stays within each function's bound."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+from autojit.ir.ops import OP_TABLE, Op
+from autojit.lower_cpu import mathlib
+from autojit.lower_cpu.ulp_bounds import MATH_NAMES, OP_NAMES, ULP_BOUNDS, ulp_bound
+from autojit.testing.tolerance import TRANSCENDENTAL_ULPS, transcendental_ulps
+from autojit.testing.ulp import CHUNK, FUNCTIONS, MathFunction, measure
+
+DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "ulp.md"
+DTYPES = (np.dtype("float32"), np.dtype("float64"))
+#: every 50th random sample of chunk 0 (~21,000 values) plus all edge values (or pairs)
+STRIDE = 50
+_EXACT_MATH = {Op.FABS, Op.COPYSIGN, Op.FLOOR, Op.CEIL, Op.TRUNC, Op.RINT}
+CASES = [pytest.param(f, d, id=f"{f.name}-{d.name}") for f in FUNCTIONS for d in DTYPES]
+
+
+def _doc_rows() -> dict[tuple[str, str], list[str]]:
+    """Return the cells of each row of the ULP table in docs/ulp.md, by (function, dtype)."""
+    rows = {}
+    for line in DOC.read_text().splitlines():
+        match = re.match(r"\| `(\w+)` \| (float\d+) \|", line)
+        if match:
+            rows[match.group(1), match.group(2)] = [c.strip() for c in line.strip("|").split("|")]
+    return rows
+
+
+def test_every_math_op_is_measured() -> None:
+    inexact = {op for op, info in OP_TABLE.items() if info.math_name} - _EXACT_MATH
+    assert inexact <= set(OP_NAMES), f"no measured bound for {inexact - set(OP_NAMES)}"
+    assert {f.name for f in FUNCTIONS} == set(OP_NAMES.values()) == set(MATH_NAMES)
+    assert set(ULP_BOUNDS) == {(f.name, d.name) for f in FUNCTIONS for d in DTYPES}
+    assert all(OP_TABLE[op].math_name == MATH_NAMES[name] for op, name in OP_NAMES.items()
+               if OP_TABLE[op].math_name)
+
+
+def test_doc_table_is_the_code_table() -> None:
+    rows = _doc_rows()
+    assert set(rows) == set(ULP_BOUNDS), "docs/ulp.md and ULP_BOUNDS list different functions"
+    for key, entry in ULP_BOUNDS.items():
+        cells = rows[key]
+        measured = (float(cells[3]), float(cells[5]), float(cells[6]))
+        assert measured == (entry.libmvec, entry.without_libmvec, entry.bound), (
+            f"{key}: docs/ulp.md says libmvec/without/bound {measured}, ULP_BOUNDS {entry}")
+        assert int(cells[7].replace(",", "")) >= 10_000_000, f"{key}: fewer than 1e7 samples"
+
+
+def test_tolerances_use_the_measured_bound() -> None:
+    for op, name in OP_NAMES.items():
+        for dtype in DTYPES:
+            bound = ULP_BOUNDS[name, dtype.name].bound
+            assert ulp_bound(op, dtype) == bound
+            assert transcendental_ulps(op, dtype) == max(TRANSCENDENTAL_ULPS, bound)
+    assert ulp_bound(Op.ADD, DTYPES[0]) is None and ulp_bound("sin", "float16") is None
+
+
+@pytest.mark.parametrize(("fn", "dtype"), CASES)
+def test_within_bound_with_libmvec(fn: MathFunction, dtype: np.dtype) -> None:
+    stats = measure(fn, dtype, CHUNK, stride=STRIDE)
+    entry = ULP_BOUNDS[fn.name, dtype.name]
+    assert stats.max_ulps <= entry.bound, (
+        f"{fn.name} {dtype}: {stats.max_ulps:g} ULP > documented {entry.bound:g}; worst "
+        f"(inputs, autojit, NumPy) = {stats.worst}")
+    assert stats.special_mismatches == 0, f"{fn.name} {dtype}: {stats.special_example}"
+    expected = mathlib.vector_variants(MATH_NAMES[fn.name], dtype.itemsize, fn.arity)
+    if fn.name != "sqrt" and expected:
+        assert set(stats.variants) & {symbol for _, symbol in expected}, stats.variants
+
+
+@pytest.mark.parametrize(("fn", "dtype"), CASES)
+def test_within_bound_without_libmvec(fn: MathFunction, dtype: np.dtype) -> None:
+    """As on a machine without libmvec (own function or scalar libm): within the bound."""
+    with mathlib.scalar_math_only():
+        assert mathlib.vector_variants("sin", 8, 1) == ()
+        stats = measure(fn, dtype, CHUNK, stride=STRIDE)
+    assert not stats.variants, f"vector calls without libmvec: {stats.variants}"
+    if fn.name != "sqrt":
+        assert stats.scalar_calls or stats.own, "neither a libm call nor an own function"
+    entry = ULP_BOUNDS[fn.name, dtype.name]
+    assert stats.max_ulps <= entry.without_libmvec, (
+        f"{fn.name} {dtype} (without libmvec): {stats.max_ulps:g} ULP > documented "
+        f"{entry.without_libmvec:g}; worst (inputs, autojit, NumPy) = {stats.worst}")
+    assert stats.special_mismatches == 0, f"{fn.name} {dtype}: {stats.special_example}"
+
+
+def test_missing_libmvec_leaves_scalar_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """libmvec that cannot be loaded: no variants, no attribute, and compiled code still runs."""
+    monkeypatch.setattr(mathlib, "load_math_libraries", lambda: False)
+    mathlib._vector_variants.cache_clear()
+    try:
+        assert mathlib.vector_variants("sin", 8, 1) == ()
+        assert mathlib.variant_attribute("sin", 8, 1) == ""
+        stats = measure(FUNCTIONS[0], DTYPES[1], CHUNK, stride=STRIDE * 10)
+        assert not stats.variants and stats.scalar_calls == ("sin",)
+        assert stats.max_ulps <= ULP_BOUNDS["sin", "float64"].without_libmvec
+    finally:
+        mathlib._vector_variants.cache_clear()
