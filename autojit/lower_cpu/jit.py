@@ -87,6 +87,12 @@ def optimize_module(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
     pass_builder.getModulePassManager().run(module, pass_builder)
 
 
+#: where CPU compile time goes, summed over the process (benchmarks/cold_start.py reads it):
+#: rendering and parsing the IR, LLVM's O3 pipeline, machine code and linking
+COMPILE_PHASES = ("render", "optimise", "codegen")
+COMPILE_SECONDS: dict[str, float] = dict.fromkeys(COMPILE_PHASES, 0.0)
+
+
 def compile_kernel(kernel: Kernel) -> CpuProgram:
     """Render, optimise and JIT-compile ``kernel``; return the callable ``CpuProgram``.
 
@@ -96,19 +102,43 @@ def compile_kernel(kernel: Kernel) -> CpuProgram:
     jit = _jit()
     with jit.lock:
         symbol = f"{kernel.name}.{_PROCESS_TOKEN}.{next(jit.counter)}"
-        start = time.perf_counter()
+        marks = [time.perf_counter()]
         text = render_llvm(kernel, symbol)
         module = _parse(text, "generated")
         module.triple = jit.target_machine.triple
         module.data_layout = str(jit.target_machine.target_data)
+        marks.append(time.perf_counter())
         optimize_module(module, jit.target_machine)
         optimized = str(module)
+        marks.append(time.perf_counter())
         object_code = jit.target_machine.emit_object(module)
         address = _add_object(jit, object_code, symbol)
+        marks.append(time.perf_counter())
     if not address:
         raise CompileError(f"JIT produced no code for {symbol}", source=text)
-    log.debug("autojit: compiled %s in %.1f ms", symbol, 1e3 * (time.perf_counter() - start))
+    for phase, begin, end in zip(COMPILE_PHASES, marks, marks[1:]):
+        COMPILE_SECONDS[phase] += end - begin
+    log.debug("autojit: compiled %s in %.1f ms", symbol, 1e3 * (marks[-1] - marks[0]))
     return CpuProgram(kernel.name, symbol, address, text, optimized, object_code)
+
+
+def compile_entries(text: str, symbols: tuple[str, ...]) -> tuple[int, ...]:
+    """Optimise and JIT-compile the module ``text``; return the address of each of
+    ``symbols`` (extra entry points such as a kernel's thread partials, ``partials.py``).
+    Raises ``CompileError`` when LLVM rejects the text or a symbol is missing."""
+    jit = _jit()
+    with jit.lock:
+        module = _parse(text, "generated")
+        module.triple = jit.target_machine.triple
+        module.data_layout = str(jit.target_machine.target_data)
+        optimize_module(module, jit.target_machine)
+        object_code = jit.target_machine.emit_object(module)
+        jit.engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        jit.engine.finalize_object()
+        addresses = tuple(jit.engine.get_function_address(s) for s in symbols)
+    if not all(addresses):
+        raise CompileError(f"JIT produced no code for one of {symbols}", source=text)
+    return addresses
 
 
 def _add_object(jit: _Jit, object_code: bytes, symbol: str) -> int:
@@ -140,3 +170,44 @@ def assembly_of(optimized_ir: str) -> str:
     with jit.lock:
         module = llvm.parse_assembly(optimized_ir)
         return _listing_machine().emit_assembly(module)
+
+
+#: LLVM's remark switches for ``optimisation_remarks``, and the values that turn them off
+#: again (a regex no pass name matches), so Numba's compiles in this process stay quiet.
+_REMARK_OPTIONS = {
+    "-pass-remarks": "loop-vectorize|slp-vectorizer",
+    "-pass-remarks-missed": "loop-vectorize|inline",
+    "-pass-remarks-analysis": "loop-vectorize",
+}
+
+
+def optimisation_remarks(ir_text: str) -> list[str]:
+    """Return LLVM's optimisation remarks for optimising ``ir_text`` at O3, one per line:
+    ``vectorized loop (vectorization width: 4, interleaved count: 4)``, ``loop not
+    vectorized: ...``, ``'f' not inlined into 'g' because ...``.
+
+    llvmlite has no remark API; LLVM prints remarks on file descriptor 2 once switched on
+    with ``set_option``, so the module is re-optimised with fd 2 redirected to a file."""
+    import os
+    import tempfile
+
+    jit = _jit()
+    with jit.lock, tempfile.TemporaryFile() as captured:
+        module = llvm.parse_assembly(ir_text)
+        module.triple = jit.target_machine.triple
+        module.data_layout = str(jit.target_machine.target_data)
+        saved = os.dup(2)
+        try:
+            for option, value in _REMARK_OPTIONS.items():
+                llvm.set_option("", f"{option}={value}")
+            os.dup2(captured.fileno(), 2)
+            optimize_module(module, _listing_machine())
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            for option in _REMARK_OPTIONS:
+                llvm.set_option("", f"{option}=^$")
+        captured.seek(0)
+        text = captured.read().decode(errors="replace")
+    prefix = "remark: <unknown>:0:0: "
+    return [line.removeprefix(prefix) for line in text.splitlines() if line.startswith("remark")]

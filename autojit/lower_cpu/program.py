@@ -13,6 +13,7 @@ import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,8 @@ class CpuProgram:
     ``name`` is the kernel's name, ``symbol`` the unique symbol in the JIT, ``address`` the
     function pointer. ``object_code`` is the relocatable ELF object the JIT loaded (what the
     disk cache stores; empty when unknown). ``asm`` (host assembly) is produced on first
-    access, or comes from the disk cache.
+    access, or comes from the disk cache. A call may be split across threads by
+    ``threads.call_kernel``, which needs the Kernel too.
     """
 
     name: str
@@ -37,6 +39,8 @@ class CpuProgram:
     llvm_ir: str
     llvm_ir_optimized: str
     object_code: bytes = field(default=b"", repr=False, compare=False)
+    #: what ``threads.py`` derives once per program: its split plan, the partials entries
+    threading: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @functools.cached_property
     def _function(self) -> ctypes._CFuncPtr:

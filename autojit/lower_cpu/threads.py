@@ -1,0 +1,343 @@
+"""Split one kernel call across the thread pool, or run it on the calling thread.
+
+Two ways to split, both without touching the kernel's own code:
+
+* **outer split** (elementwise kernels; reductions with enough outer rows): chunk one
+  outer loop dimension ``d``. Each chunk's buffer pointers are advanced by
+  ``begin · stride[d] · itemsize`` and its ``meta`` carries the chunk length as size ``d``;
+  the kernel then walks exactly that sub-box. Results are bit-identical to one thread
+  (each element, and each row, is computed by the same code; see ``_chunks``).
+* **partials** (full reductions; too few outer rows to share evenly): chunk the
+  first row dimension the same way and, phase by phase, call the ``part`` entry, which
+  stores each chunk's raw accumulators; ``finish`` then combines them in chunk order, runs
+  the outer-level instructions and carries what later phases read (``partials.py``).
+  A row is cut into 16 chunks (more only beyond 16 threads) whatever the thread count,
+  so a result is identical run to run and for every thread count from 2 to 16; it
+  differs from one thread's by rounding only (a different summation tree).
+
+A dimension is not split when a loop index of it is used (``arange``: the chunk would
+restart at 0) or an output does not advance along it (stride 0: every chunk would write
+the same element). Calls whose estimated work (loop iterations × per-iteration op cost)
+is below ``min_work`` stay on the calling thread: waking a worker costs 15-100 µs.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import functools
+import logging
+import math
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autojit.ir.kernel import Instr, Kernel
+from autojit.ir.ops import OP_TABLE, Op
+from autojit.lower_cpu.pool import Task, pool
+from autojit.lower_cpu.program import CpuProgram
+
+log = logging.getLogger("autojit")
+
+_FuncPtr = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+
+#: per-iteration cost of one instruction, in units of a simple arithmetic op (an add)
+_COSTS = {Op.CONST: 0, Op.LOAD_SCALAR: 0, Op.INDEX: 0, Op.DIV: 4, Op.SQRT: 4, Op.REM: 8,
+          Op.FLOOR_DIVIDE: 8, Op.REMAINDER: 8, Op.FMOD: 8}
+_TRANSCENDENTAL_COST = 12
+#: how many calls were split each way ("outer", "partials"), for tests and reports
+SPLITS: collections.Counter[str] = collections.Counter()
+#: chunks per thread of an outer split from 8 × ``min_work``: spare chunks for the threads
+#: the OS runs while another waits (each chunk costs a few µs to hand out)
+_CHUNKS_PER_THREAD = 4
+#: chunks of a row shared through partials (fixed: see ``_partial_chunk_count``)
+_PARTIAL_CHUNKS = 16
+#: chunk edges along the innermost loop are multiples of this (vector width × unroll)
+_ALIGN = 64
+#: outer rows per thread below which a splittable reduction prefers partials (balance)
+_ROWS_PER_THREAD = 4
+
+
+def _instr_cost(op: Op) -> int:
+    if op in _COSTS:
+        return _COSTS[op]
+    info = OP_TABLE.get(op)
+    return _TRANSCENDENTAL_COST if info is not None and info.math_name else 1
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """What may be split in one kernel, computed once per program.
+
+    ``strides[b][d]`` is buffer ``b``'s element stride along loop ``d``: an int, or
+    ``-1 - i`` for the runtime stride at ``meta[i]``. ``guarded[d]`` lists the ``meta``
+    slots of runtime strides along ``d`` of the outputs that splitting ``d`` must see
+    advance (a 0 there forbids the split for that call).
+    """
+
+    rank: int
+    outer_rank: int
+    cost: int
+    outer_dims: tuple[int, ...]
+    partials: bool
+    strides: tuple[tuple[int, ...], ...]
+    itemsizes: tuple[int, ...]
+    guarded: tuple[tuple[int, ...], ...]
+    reduces: tuple[int, ...] = ()    # accumulators per phase
+    carried: int = 0                 # values carried between phases (``partials.carried``)
+
+
+def partials_ok(kernel: Kernel) -> bool:
+    """Return True when the first row dimension may be split into chunks with partials
+    (``partials.py``): no loop index of that dimension; values of 8 bytes at most; and
+    each instruction reads only its own phase's row values, accumulators, outer-level
+    results, constants and scalars (so phases can run as separate passes)."""
+    if kernel.row_dims == 0:
+        return False
+    by_id = {ins.id: ins for ins in kernel.body}
+    free = (Op.REDUCE, Op.CONST, Op.LOAD_SCALAR)
+    for ins in kernel.body:
+        if (ins.op is Op.INDEX and ins.attr == kernel.outer_rank) or ins.dtype.itemsize > 8:
+            return False
+        for a in ins.args:
+            source = by_id[a]
+            if source.level == "row" and source.op not in free and (
+                    ins.level == "outer" or source.phase != ins.phase):
+                return False
+    return True
+
+
+def plan_split(kernel: Kernel) -> SplitPlan:
+    """Return the kernel's SplitPlan (see the class and module docstrings)."""
+    from_meta = {bd: kernel.rank + i for i, bd in enumerate(kernel.runtime_strides())}
+    strides = tuple(tuple(s if s is not None else -1 - from_meta[(b, d)]
+                          for d, s in enumerate(buf.strides))
+                    for b, buf in enumerate(kernel.buffers))
+    indexed = {ins.attr for ins in kernel.body if ins.op is Op.INDEX}
+    outputs = [b for b, buf in enumerate(kernel.buffers) if buf.is_output]
+    # the chunks of a row dimension write only what the row level stores
+    row_stored = sorted({ins.attr for ins in kernel.body
+                         if ins.op is Op.STORE and ins.level == "row"})
+    writers = [outputs if d < kernel.outer_rank else row_stored for d in range(kernel.rank)]
+    guarded = tuple(tuple(-1 - strides[b][d] for b in writers[d] if strides[b][d] < 0)
+                    for d in range(kernel.rank))
+
+    def safe(d: int) -> bool:
+        return d not in indexed and all(strides[b][d] != 0 for b in writers[d])
+
+    outer = tuple(d for d in range(kernel.outer_rank) if safe(d))
+    # a scan restarts at every outer index (outer splits are safe) but runs in order
+    # along its row, which partials would cut
+    scans = any(ins.op.value == "scan" for ins in kernel.body)
+    partials = (not scans and kernel.row_dims > 0 and safe(kernel.outer_rank)
+                and partials_ok(kernel))
+    cost = sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == "row")
+    reduces = tuple(sum(ins.op is Op.REDUCE and ins.phase == p for ins in kernel.body)
+                    for p in range(kernel.phases))
+    return SplitPlan(kernel.rank, kernel.outer_rank, max(cost, 1), outer, partials, strides,
+                     tuple(np.dtype(b.dtype).itemsize for b in kernel.buffers), guarded,
+                     reduces, len(carried(kernel)))
+
+
+def carried(kernel: Kernel) -> tuple[Instr, ...]:
+    """Return the values a later phase reads from an earlier one (reductions and
+    outer-level results), in body order: the slots of the partials' carry block."""
+    by_id = {ins.id: ins for ins in kernel.body}
+    used = {a for ins in kernel.body for a in ins.args if by_id[a].phase < ins.phase}
+    return tuple(ins for ins in kernel.body if ins.id in used
+                 and ins.op not in (Op.CONST, Op.LOAD_SCALAR, Op.STORE)
+                 and (ins.op is Op.REDUCE or ins.level == "outer"))
+
+
+def _split_plan(kernel: Kernel, program: CpuProgram) -> SplitPlan:
+    found = program.threading.get("plan")
+    if found is None:
+        found = program.threading["plan"] = plan_split(kernel)
+    return found
+
+
+def _chunks(plan: SplitPlan, size: int, dim: int, count: int) -> list[tuple[int, int]]:
+    """Return up to ``count`` near-equal (begin, end) ranges covering ``range(size)``
+    along loop ``dim``. Along the innermost loop, chunk edges fall on multiples of
+    ``_ALIGN`` elements: the vectorised loop then meets the same elements in its scalar
+    remainder as on one thread (libmvec and scalar libm may differ by an ulp)."""
+    count = min(size, count)
+    align = _ALIGN if dim == plan.rank - 1 else 1
+    edges = sorted({size * i // count // align * align for i in range(count)} | {size})
+    return list(zip(edges[:-1], edges[1:], strict=True))
+
+
+def _partial_chunk_count(threads: int) -> int:
+    """Return how many chunks partials cut a row into: ``_PARTIAL_CHUNKS`` for up to that
+    many threads, so a partial result (its summation tree) is the same for every thread
+    count from 2 to ``_PARTIAL_CHUNKS``, and from run to run."""
+    return max(_PARTIAL_CHUNKS, threads)
+
+
+@dataclass
+class _Chunks:
+    """Every chunk's ``data`` and ``meta`` rows, built with a few NumPy operations (a
+    ctypes array per chunk cost ~8 µs each): chunk ``c`` reads row ``c`` of both."""
+
+    pointers: np.ndarray        # int64 [chunks, data slots]
+    metas: np.ndarray           # int64 [chunks, meta slots]
+    begins: np.ndarray          # int64 [chunks]
+
+    def add_columns(self, pointers: np.ndarray | None = None,
+                    metas: np.ndarray | None = None) -> _Chunks:
+        """Return the tables with one more column each, as the partials entries take."""
+        more = [self.pointers] + ([] if pointers is None else [pointers[:, None]])
+        extra = [self.metas] + ([] if metas is None else [metas[:, None]])
+        return _Chunks(np.ascontiguousarray(np.hstack(more)),
+                       np.ascontiguousarray(np.hstack(extra)), self.begins)
+
+    def tasks(self, function: ctypes._CFuncPtr) -> list[Task]:
+        """Return one call of ``function`` per chunk (the tables must outlive them)."""
+        p, m = self.pointers.ctypes.data, self.metas.ctypes.data
+        ps, ms = self.pointers.strides[0], self.metas.strides[0]
+        return [functools.partial(function, p + c * ps, m + c * ms)
+                for c in range(len(self.begins))]
+
+
+def _chunk_tables(plan: SplitPlan, data: Sequence[Any], meta: Sequence[int], dim: int,
+                  chunks: list[tuple[int, int]]) -> _Chunks:
+    """Return the chunks' (data, meta) rows: each buffer's pointer advanced to the
+    chunk's start along loop ``dim``, whose size becomes the chunk's length. ``data``
+    holds addresses as ints or ``ctypes.c_void_p`` (what NumPy's ``ctypes`` gives)."""
+    base = [p if p.__class__ is int else (p.value or 0) for p in data]
+    step = [0] * len(data)
+    for b, (strides, itemsize) in enumerate(zip(plan.strides, plan.itemsizes, strict=True)):
+        stride = strides[dim]
+        step[b] = (meta[-1 - stride] if stride < 0 else stride) * itemsize
+    pointers = [[a + begin * s for a, s in zip(base, step, strict=True)]
+                for begin, _ in chunks]
+    metas = []
+    for begin, end in chunks:
+        row = list(meta)
+        row[dim] = end - begin
+        metas.append(row)
+    return _Chunks(np.array(pointers, np.int64), np.array(metas, np.int64),
+                   np.array([begin for begin, _ in chunks], np.int64))
+
+
+def _call_now(function: ctypes._CFuncPtr, data: Sequence[Any], meta: Sequence[int]) -> None:
+    pointers = (ctypes.c_void_p * max(len(data), 1))(*data)
+    sizes = (ctypes.c_int64 * max(len(meta), 1))(*meta)
+    function(pointers, sizes)
+
+
+def _dim_ok(plan: SplitPlan, meta: Sequence[int], dim: int) -> bool:
+    return meta[dim] > 1 and all(meta[i] != 0 for i in plan.guarded[dim])
+
+
+def _pick_outer(plan: SplitPlan, meta: Sequence[int], threads: int) -> int | None:
+    """Return the outer dimension to split: the first long enough to balance the threads,
+    else the longest; None when none may be split for this call."""
+    usable = [d for d in plan.outer_dims if _dim_ok(plan, meta, d)]
+    if not usable:
+        return None
+    long_enough = [d for d in usable if meta[d] >= _ROWS_PER_THREAD * threads]
+    return long_enough[0] if long_enough else max(usable, key=lambda d: meta[d])
+
+
+def _run_outer(program: CpuProgram, plan: SplitPlan, data: Sequence[Any],
+               meta: Sequence[int], dim: int, threads: int, per_thread: int) -> None:
+    chunks = _chunks(plan, meta[dim], dim, per_thread * threads)
+    tables = _chunk_tables(plan, data, meta, dim, chunks)
+    pool().run(tables.tasks(program._function), threads)
+
+
+_COMPILE_LOCK = threading.Lock()
+
+
+def _partial_entries(kernel: Kernel, program: CpuProgram) -> tuple[ctypes._CFuncPtr, ...]:
+    """Return the entries part0, finish0, part1, ... compiled on first use."""
+    found = program.threading.get("partials")
+    if found is None:
+        with _COMPILE_LOCK:
+            found = program.threading.get("partials")
+            if found is None:
+                found = program.threading["partials"] = _compile_partials(kernel, program)
+    return found
+
+
+def _compile_partials(kernel: Kernel, program: CpuProgram) -> tuple[ctypes._CFuncPtr, ...]:
+    """Return the partials' entries; ``()`` (one thread, then) when they do not compile:
+    threads are an optimisation, never a reason for a call to fail."""
+    from autojit.lower_cpu.jit import compile_entries
+    from autojit.lower_cpu.partials import partial_symbols, render_partials
+    started = time.perf_counter()
+    try:
+        text = render_partials(kernel, program.symbol)
+        found = compile_entries(text, partial_symbols(program.symbol, kernel.phases))
+    except Exception as exc:  # noqa: BLE001 — logged; the call runs on one thread
+        log.warning("autojit: no thread partials for %s (%s: %s)", kernel.name,
+                    type(exc).__name__, exc)
+        return ()
+    log.debug("autojit: compiled thread partials of %s in %.1f ms", program.symbol,
+              1e3 * (time.perf_counter() - started))
+    return tuple(_FuncPtr(address) for address in found)
+
+
+def _run_partials(kernel: Kernel, program: CpuProgram, plan: SplitPlan,
+                  data: Sequence[Any], meta: Sequence[int], threads: int) -> bool:
+    """Run the kernel phase by phase: chunks of the row on the pool, then the finish.
+    Returns False (nothing run) when the partials entries could not be compiled."""
+    entries = _partial_entries(kernel, program)
+    if not entries:
+        return False
+    dim = plan.outer_rank
+    outer_count = math.prod(meta[:dim])
+    chunks = _chunks(plan, meta[dim], dim, _partial_chunk_count(threads))
+    later = math.prod(meta[dim + 1:plan.rank])   # row positions per step along ``dim``
+    carry = np.empty(max(8 * plan.carried * outer_count, 8), np.uint8)
+    tables = _chunk_tables(plan, data, meta, dim, chunks)
+    carries = np.full(len(chunks), carry.ctypes.data, np.int64)
+    for phase in range(kernel.phases):
+        block_bytes = 16 * max(plan.reduces[phase], 1) * outer_count
+        partials = np.empty(len(chunks) * block_bytes, np.uint8)
+        base = partials.ctypes.data
+        blocks = base + block_bytes * np.arange(len(chunks), dtype=np.int64)
+        # part<phase> reads data..., its block, the carry; meta..., its start position
+        phase_tables = tables.add_columns(blocks, tables.begins * later).add_columns(carries)
+        pool().run(phase_tables.tasks(entries[2 * phase]), threads)
+        _call_now(entries[2 * phase + 1], [*data, base, carry.ctypes.data],
+                  [*meta, len(chunks)])
+    return True
+
+
+def call_kernel(kernel: Kernel, program: CpuProgram, data: Sequence[Any],
+                meta: Sequence[int], threads: int, min_work: int) -> None:
+    """Run one kernel call: on ``threads`` threads when its work reaches ``min_work`` and
+    it can be split (module docstring), else on the calling thread. Returns when done."""
+    if threads > 1:
+        plan = _split_plan(kernel, program)
+        work = plan.cost * math.prod(meta[:plan.rank])
+        # spare chunks (for threads the OS delays) only where they cost little
+        per_thread = _CHUNKS_PER_THREAD if work >= 8 * min_work else 1
+        if (work >= max(min_work, 1)
+                and _run_split(kernel, program, plan, data, meta, threads, per_thread)):
+            return
+    program.call(data, meta)
+
+
+def _run_split(kernel: Kernel, program: CpuProgram, plan: SplitPlan, data: Sequence[Any],
+               meta: Sequence[int], threads: int, per_thread: int) -> bool:
+    """Split the call if one of the two ways applies; return False when neither does."""
+    dim = _pick_outer(plan, meta, threads)
+    # an outer split is exact (each row reduced as on one thread): prefer it when balanced
+    balanced = dim is not None and (meta[dim] >= _ROWS_PER_THREAD * threads
+                                    or meta[dim] % threads == 0)
+    if (plan.partials and not balanced and _dim_ok(plan, meta, plan.outer_rank)
+            and _run_partials(kernel, program, plan, data, meta, threads)):
+        SPLITS["partials"] += 1
+        return True
+    if dim is None:
+        return False
+    _run_outer(program, plan, data, meta, dim, threads, per_thread)
+    SPLITS["outer"] += 1
+    return True
