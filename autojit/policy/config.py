@@ -44,7 +44,13 @@ class Settings:
     stats_at_exit: bool = False
     cache_dir: str = field(default_factory=_default_cache_dir)
     cache_max_mb: float = 1024.0             # disk cache bound, LRU-evicted; 0 turns it off
-    num_threads: int = field(default_factory=_default_threads)
+    num_threads: int = field(default_factory=_default_threads)   # 1: every call on the caller
+    thread_min_work: int = 1 << 22           # split a kernel call across threads from this much
+                                             # work (iterations × op cost, ~0.5 ms on one core:
+                                             # measured break-even 3-4M on a 2-vCPU VM; see
+                                             # benchmarks/bench_threads.py); 0 splits every call
+    output_pool_mb: float = 512.0            # idle pages of dropped big results kept for
+                                             # reuse (output_pool.py); 0 turns it off
     strict: bool = False                     # a fallback to Python raises StrictFallbackError
     residency: str = "auto"                  # where results live: host | device | auto
     explore: float = 0.03                    # most calls per size bucket that try the other
@@ -91,6 +97,8 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
     "AUTOJIT_CACHE_DIR": ("cache_dir", str),
     "AUTOJIT_CACHE_MAX_MB": ("cache_max_mb", float),
     "AUTOJIT_NUM_THREADS": ("num_threads", int),
+    "AUTOJIT_THREAD_MIN_WORK": ("thread_min_work", int),
+    "AUTOJIT_OUTPUT_POOL_MB": ("output_pool_mb", float),
     "AUTOJIT_STRICT": ("strict", _flag),
     "AUTOJIT_RESIDENCY": ("residency", _residency),
     "AUTOJIT_EXPLORE": ("explore", float),
