@@ -26,7 +26,7 @@ import numpy as np
 
 from autojit.errors import AutojitError
 
-__all__ = ["ArgSpecError", "DEFAULT_SIZE", "DTYPES", "parse_args_spec"]
+__all__ = ["ArgSpecError", "DEFAULT_SIZE", "DTYPES", "parse_args_spec", "spec_size_names"]
 
 #: Value of a symbolic size that the spec does not bind.
 DEFAULT_SIZE = 16
@@ -77,6 +77,22 @@ def parse_args_spec(spec: str, seed: int = 0) -> list[object]:
     sizes, arg_entries = _collect_bindings(spec, entries)
     rng = np.random.default_rng(seed)
     return [_make_argument(spec, entry, sizes, rng) for entry in arg_entries]
+
+
+def spec_size_names(spec: str) -> list[tuple[str | None, ...] | None]:
+    """Return, per argument, the name of each symbolic size (None for a number), or None
+    for a scalar: ``"f32[B,3], i64"`` gives ``[("B", None), None]``. The report prints
+    sizes with these names."""
+    entries = _collect_bindings(spec, _split_entries(spec))[1]
+    result: list[tuple[str | None, ...] | None] = []
+    for entry in entries:
+        match = _ENTRY.match(entry.text)
+        if match is None or match["dims"] is None:
+            result.append(None)
+            continue
+        dims = [d.strip() for d in match["dims"].split(",")] if match["dims"].strip() else []
+        result.append(tuple(d if _NAME.match(d) else None for d in dims))
+    return result
 
 
 def _split_entries(spec: str) -> list[_Entry]:

@@ -17,14 +17,18 @@ import difflib
 import importlib
 import importlib.util
 import inspect as pyinspect
+import json
+import re
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 #: Stage names in pipeline order; ``all`` expands to every one of them.
-STAGES: tuple[str, ...] = ("graph", "fused", "llvm", "llvm-opt", "asm", "cuda", "route")
+STAGES: tuple[str, ...] = ("graph", "fused", "llvm", "llvm-opt", "asm", "cuda", "ptx",
+                           "report", "route")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_UNTRACEABLE = 0, 1, 2, 3
 
@@ -75,6 +79,15 @@ def _build_parser() -> argparse.ArgumentParser:
     ins.add_argument("--force", choices=("cpu", "gpu", "python"),
                      help="route to report, overriding the router")
     ins.add_argument("--seed", type=int, default=0, help="seed for the argument contents")
+    ins.add_argument("-m", dest="verbosity", action="count", default=0,
+                     help="escape/allocation report (Go's -gcflags=-m); -m -m adds reasons "
+                          "and flow chains; alone it selects the report stage")
+    ins.add_argument("--json", action="store_true", help="print the stages as one JSON object")
+    ins.add_argument("--gpu-arch", default="sm_90", metavar="sm_XX",
+                     help="GPU architecture for the ptx stage and register counts (sm_90)")
+    ins.add_argument("--measure", action="store_true",
+                     help="also run the function with plain NumPy under tracemalloc and "
+                          "report its measured peak memory")
     ins.set_defaults(run=_run_inspect)
 
     demo = sub.add_parser("demo", help="time autojit against NumPy on built-in workloads")
@@ -186,22 +199,52 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def _run_inspect(args: argparse.Namespace) -> int:
     """Inspect TARGET on the spec's arguments and print the chosen stages; return 0."""
-    from autojit.inspect.argspec import ArgSpecError, parse_args_spec
+    from autojit.inspect.argspec import ArgSpecError, parse_args_spec, spec_size_names
 
-    stages = _resolve_stages(args.stage)
+    stages = (["report"] if args.verbosity and not args.stage
+              else _resolve_stages(args.stage))
+    if not re.fullmatch(r"sm_\d{2,3}[a-z]?", args.gpu_arch):
+        raise CliError(f"--gpu-arch {args.gpu_arch!r} is not sm_XX (e.g. sm_90)", EXIT_USAGE)
     try:
         call_args = parse_args_spec(args.spec, seed=args.seed)
+        size_names = spec_size_names(args.spec)
     except ArgSpecError as err:
         raise CliError(str(err), EXIT_USAGE) from None
     func, name = _load_target(args.target)
     _check_arity(func, name, call_args, args.spec)
-    inspection = _inspect(_ensure_routed(func), name, call_args, args.force)
+    routed = _ensure_routed(func)
+    inspection = _inspect(routed, name, call_args, args.force)
     reason = getattr(inspection, "fallback_reason", None)
     if reason and inspection.route == "python" and args.force != "python":
         raise CliError(f"cannot trace {name}: {reason}", EXIT_UNTRACEABLE)
-    text = inspection.format(stages)
+    _configure(inspection, args, size_names)
+    if args.measure:
+        inspection.measure_numpy(routed, *call_args)
+    if args.json:
+        print(json.dumps(inspection.to_json(stages), indent=2, default=str))
+        return EXIT_OK
+    # -m alone prints the bare report, as Go's -gcflags=-m does
+    bare = args.verbosity and not args.stage
+    text = inspection.report() if bare else inspection.format(stages)
     print(text if text.endswith("\n") else text + "\n", end="")
     return EXIT_OK
+
+
+def _configure(inspection: Any, args: argparse.Namespace,
+               size_names: list[tuple[str | None, ...] | None]) -> None:
+    """Pass the report's options to ``inspection``: verbosity, GPU architecture, and the
+    spec's size names (``f32[B,H,W]``) for the graph's size symbols."""
+    inspection.verbosity = max(args.verbosity, 1)
+    inspection.gpu_arch = args.gpu_arch
+    graph = getattr(inspection, "graph", None)
+    if graph is None:
+        return
+    for symbol, sources in graph.dims:
+        for arg, axis in sources:
+            names = size_names[arg] if arg < len(size_names) else None
+            if names and axis < len(names) and names[axis]:
+                inspection.size_names[symbol] = names[axis]
+                break
 
 
 def _resolve_stages(chosen: list[str] | None) -> list[str]:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from autojit.fuse.buffers import BufferPlan, plan_buffers, value_bytes
 from autojit.fuse.plan import Plan
 from autojit.fuse.traffic import Traffic, kernel_traffic
+from autojit.inspect.llvm_facts import LlvmFacts, collect_llvm_facts
+from autojit.inspect.report import Fact, ReportInputs, format_report, report_facts
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
 from autojit.ir.printer import format_graph, format_kernel
 
-STAGES = ("graph", "fused", "traffic", "llvm", "llvm-opt", "asm", "cuda", "route")
+STAGES = ("graph", "fused", "traffic", "llvm", "llvm-opt", "asm", "cuda", "ptx", "report",
+          "route")
 
 
 class Inspection:
@@ -19,13 +24,24 @@ class Inspection:
 
     Attributes: ``graph`` (None on fallback), ``kernels``, ``llvm_ir``,
     ``llvm_ir_optimized``, ``asm``, ``cuda_source`` (the translation unit NVRTC compiles),
-    ``route`` and ``route_reason`` for these arguments, ``fallback_reason``.
+    ``ptx``, ``route`` and ``route_reason`` for these arguments, ``fallback_reason``;
+    ``buffer_plan`` and ``report()`` (the escape/allocation report), ``llvm_facts``,
+    ``gpu_resources``, ``fusion_graph()``; in Jupyter it renders as HTML.
     """
+
+    #: verbosity of the ``report`` stage in ``format`` (1: ``-m``, 2: ``-m -m``)
+    verbosity = 1
+    #: GPU architecture for the ``ptx`` stage and the register report
+    gpu_arch = "sm_90"
+    #: include ptxas register counts in the report (an NVRTC compile per kernel)
+    gpu_report = True
 
     def __init__(self, function: str, entry: Any, cpu_programs: Sequence[Any] | None,
                  route: str, route_reason: str | None,
                  sizes: dict[str, int] | None = None) -> None:
         self.function = function
+        self.size_names: dict[str, str] = {}     # n0 -> B, from the CLI's --args spec
+        self.numpy_measured: int | None = None   # NumPy's peak, from ``measure_numpy``
         self.sizes = sizes or {}
         self.plan: Plan | None = entry.plan if entry is not None else None
         self.signature = entry.signature if entry is not None else None
@@ -93,19 +109,128 @@ class Inspection:
         return "\n".join(render_cuda(k) for k in self.kernels)
 
     @property
+    def ptx(self) -> str:
+        """The PTX NVRTC writes for each kernel (``gpu_arch``); empty without NVRTC."""
+        from autojit.lower_gpu import render_cuda
+        from autojit.lower_gpu.compile import compile_cuda, nvrtc_version
+
+        if not self.kernels or nvrtc_version() is None:
+            return ""
+        return "\n".join(compile_cuda(render_cuda(k), k.name, self.gpu_arch).ptx
+                         for k in self.kernels)
+
+    @property
+    def buffer_plan(self) -> BufferPlan | None:
+        """Where each value lives: fused, heap, escapes, reused (``autojit.fuse.buffers``)."""
+        return plan_buffers(self.plan) if self.plan else None
+
+    @functools.cached_property
+    def llvm_facts(self) -> list[LlvmFacts]:
+        """Per kernel: LLVM's remarks, calls and allocas left, counts before/after O3."""
+        return collect_llvm_facts(self._programs)
+
+    @functools.cached_property
+    def gpu_resources(self) -> dict[str, Any]:
+        """Per kernel: ptxas registers and spills for ``gpu_arch``; empty without NVRTC."""
+        from autojit.lower_gpu import render_cuda
+        from autojit.lower_gpu.compile import kernel_resources, nvrtc_version
+
+        if not self.gpu_report or not self.kernels or nvrtc_version() is None:
+            return {}
+        found = {}
+        for kernel in self.kernels:
+            for res in kernel_resources(render_cuda(kernel), kernel.name, self.gpu_arch):
+                found[res.name] = res
+        return found
+
+    def report_facts(self, toolchain: bool = True) -> list[Fact]:
+        """The escape/allocation report as facts (``Fact.as_dict`` for JSON).
+        ``toolchain=False`` leaves out what LLVM and ptxas say (it varies by version)."""
+        if not self.plan:
+            return []
+        inputs = ReportInputs(self.sizes, self.size_names, self.numpy_measured,
+                              self.gpu_arch)
+        if toolchain:
+            inputs.llvm, inputs.gpu = self.llvm_facts, self.gpu_resources
+        return report_facts(plan_buffers(self.plan), inputs)
+
+    def report(self, verbosity: int | None = None, toolchain: bool = True) -> str:
+        """The ``-m`` (1) or ``-m -m`` (2) report text: ``file:line:col: message`` lines."""
+        if not self.plan:
+            return f"{self.function}: not compiled: {self.fallback_reason}\n"
+        return format_report(self.report_facts(toolchain), verbosity or self.verbosity)
+
+    def measure_numpy(self, function: Any, *args: Any) -> int:
+        """Run the plain Python ``function`` (an ``@autoroute`` one is unwrapped) on ``args``
+        under tracemalloc; remember and return the peak bytes it allocated."""
+        import tracemalloc
+
+        plain = getattr(function, "__wrapped__", function)
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            plain(*args)
+            self.numpy_measured = tracemalloc.get_traced_memory()[1] - base
+        finally:
+            tracemalloc.stop()
+        return self.numpy_measured
+
+    def to_json(self, stages: Sequence[str] = STAGES, verbosity: int | None = None) -> dict:
+        """Return the chosen stages as a JSON-ready dict; ``report`` is a list of facts."""
+        result: dict[str, Any] = {"function": self.function, "route": self.route,
+                                  "route_reason": self.route_reason,
+                                  "fallback_reason": self.fallback_reason,
+                                  "sizes": dict(self.sizes)}
+        chosen: dict[str, Any] = {}
+        for stage in stages:
+            if stage == "report":
+                level = verbosity or self.verbosity
+                chosen["report"] = [f.as_dict() for f in self.report_facts() if f.level <= level]
+                result["buffers"] = self._buffers_json()
+            else:
+                chosen[stage] = self._getters()[stage]()
+        return {**result, "stages": chosen}
+
+    def fusion_graph(self) -> Any:
+        """The fusion graph as a picture (Graphviz SVG, else a text diagram) that renders
+        in notebooks; ``str()`` of it is the SVG or the text."""
+        from autojit.inspect.html import FusionGraph
+        return FusionGraph(self)
+
+    def _buffers_json(self) -> list[dict[str, Any]]:
+        """The buffer plan as data: one entry per value, bytes for the inspected sizes."""
+        plan = self.buffer_plan
+        if plan is None:
+            return []
+        return [{"node": f.node, "decision": f.decision, "writer": f.writer,
+                 "readers": list(f.readers), "kernels": list(f.kernels), "escape": f.escape,
+                 "allocated": f.allocated, "reuses": f.reuses, "in_place": f.in_place,
+                 "type": str(plan.graph.node(f.node).type),
+                 "bytes": value_bytes(plan.graph.node(f.node), self.sizes)}
+                for f in plan.fates]
+
+    def _repr_html_(self) -> str:
+        from autojit.inspect.html import render_html
+        return render_html(self)
+
+    @property
     def route_text(self) -> str:
         text = f"route: {self.route} ({self.route_reason})"
         if self.fallback_reason:
             text = f"route: python (fallback: {self.fallback_reason})"
         return text + "\n"
 
+    def _getters(self) -> dict[str, Callable[[], str]]:
+        return {"graph": lambda: self.graph_text, "fused": lambda: self.kernels_text,
+                "traffic": lambda: self.traffic_text,
+                "llvm": lambda: self.llvm_ir, "llvm-opt": lambda: self.llvm_ir_optimized,
+                "asm": lambda: self.asm, "cuda": lambda: self.cuda_source,
+                "ptx": lambda: self.ptx, "report": lambda: self.report(),
+                "route": lambda: self.route_text}
+
     def format(self, stages: Sequence[str] = STAGES) -> str:
         """Return the text of the chosen stages, each under a ``=== stage ===`` heading."""
-        getters = {"graph": lambda: self.graph_text, "fused": lambda: self.kernels_text,
-                   "traffic": lambda: self.traffic_text,
-                   "llvm": lambda: self.llvm_ir, "llvm-opt": lambda: self.llvm_ir_optimized,
-                   "asm": lambda: self.asm, "cuda": lambda: self.cuda_source,
-                   "route": lambda: self.route_text}
+        getters = self._getters()
         unknown = [s for s in stages if s not in getters]
         if unknown:
             raise ValueError(f"unknown stage(s) {unknown}; choose from {', '.join(STAGES)}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,13 +65,14 @@ def _read(nvrtc: Any, prog: Any, size_fn: str, get_fn: str) -> bytes:
     return buffer
 
 
-def _run_nvrtc(source: str, name: str, arch: str) -> CudaBinary:
+def _run_nvrtc(source: str, name: str, arch: str, extra: tuple[str, ...] = ()) -> CudaBinary:
     from cuda.bindings import nvrtc
 
     (prog,) = _check(nvrtc, nvrtc.nvrtcCreateProgram(
         source.encode(), f"{name}.cu".encode(), 0, [], []), "create program", source)
     try:
-        options = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in NVRTC_OPTIONS]
+        options = [f"--gpu-architecture={arch}".encode()] + [
+            o.encode() for o in (*NVRTC_OPTIONS, *extra)]
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(options), options)
         log = _read(nvrtc, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog")
         log_text = log.rstrip(b"\0").decode(errors="replace")
@@ -98,3 +100,28 @@ def compile_cuda(source: str, name: str, arch: str = "sm_90") -> CudaBinary:
     logger.debug("NVRTC compiled %s for %s: %d bytes of cubin", name, arch, len(binary.cubin))
     _CACHE[key] = binary
     return binary
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ptxas reports for one entry function: registers, spills, stack."""
+
+    name: str
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    stack: int
+
+
+_PTXAS_ENTRY = re.compile(r"Function properties for (\S+)\s*\n.*?(\d+) bytes stack frame, "
+                          r"(\d+) bytes spill stores, (\d+) bytes spill loads"
+                          r"(?:\s*\n.*?Used (\d+) registers)?")
+
+
+def kernel_resources(source: str, name: str, arch: str = "sm_90") -> list[KernelResources]:
+    """Return ptxas's register and spill counts for each ``__global__`` function of
+    ``source`` (NVRTC with ``--ptxas-options=-v``; no GPU needed). Helper device functions
+    that ptxas reports without a register count are left out."""
+    log = _run_nvrtc(source, name, arch, ("--ptxas-options=-v",)).log
+    return [KernelResources(m[1], int(m[5]), int(m[3]), int(m[4]), int(m[2]))
+            for m in _PTXAS_ENTRY.finditer(log) if m[5] is not None]

@@ -13,11 +13,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from autojit.fuse.buffers import plan_buffers
 from autojit.fuse.partition import memory_param
 from autojit.fuse.plan import Plan
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
 from autojit.ir.views import apply_view
+from autojit.lower_cpu.program import CpuProgram
+from autojit.lower_cpu.threads import call_kernel
+from autojit.policy.config import current_settings
+from autojit.policy.output_pool import OUTPUT_POOL
 
 
 class Backend(Protocol):
@@ -43,13 +48,18 @@ class CpuBackend:
         return compile_kernel(kernel)
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        return np.empty(shape, dtype)
+        return OUTPUT_POOL.empty(shape, dtype)    # big results on recycled pages
 
     def launch(self, kernel: Kernel, program: Any, arrays: Sequence[Any],
                scalars: Sequence[Any], sizes: dict[str, int], meta: list[int]) -> None:
         holders = [np.array(v, dtype=p.dtype) for p, v in zip(kernel.scalars, scalars)]
         data = [_address(a) for a in arrays] + [_address(h) for h in holders]
-        program.call(data, meta)
+        settings = current_settings()
+        if settings.num_threads > 1 and isinstance(program, CpuProgram):
+            call_kernel(kernel, program, data, meta, settings.num_threads,
+                        settings.thread_min_work)   # splits big calls across threads
+        else:
+            program.call(data, meta)
 
 
 class GpuBackend:
@@ -129,6 +139,12 @@ class Schedule:
     views: tuple[tuple[int, tuple[str, Any]], ...] = ()   # (base slot, step), in slot order
     libraries: tuple[tuple[str, tuple[int, ...], int], ...] = ()   # (name, inputs, output)
     order: tuple[tuple[str, int], ...] = ()
+    # the buffer plan (autojit.fuse.buffers): allocations made before any step; per step,
+    # (allocation, allocation whose buffer it takes or -1, clear the donor's slot) made
+    # before it, and the allocations released after it
+    upfront: tuple[int, ...] = ()
+    allocate: tuple[tuple[tuple[int, int, bool], ...], ...] = ()
+    release: tuple[tuple[int, ...], ...] = ()
 
 
 def _scalar_source(node: Any) -> int | tuple[str, ...]:
@@ -177,9 +193,49 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
                         for n in plan.allocations)
     constants += [np.empty(0)] * (len(constant_nodes) - len(constants))   # unused slots
     schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs,
-                        graph.output_tuple, tuple(views), libraries, plan.steps)
+                        graph.output_tuple, tuple(views), libraries, plan.steps,
+                        *_lifetimes(plan))
     plan.schedule_cache[argument_count] = schedule
     return schedule
+
+
+def _lifetimes(plan: Plan) -> tuple[tuple[int, ...],
+                                     tuple[tuple[tuple[int, int, bool], ...], ...],
+                                     tuple[tuple[int, ...], ...]]:
+    """Return the Schedule's ``upfront``, ``allocate`` and ``release`` from the buffer plan."""
+    buffers = plan_buffers(plan).allocations
+    # a donor to a later step keeps its slot until the taker takes it over
+    later = {a.reuses for a in buffers if a.reuses is not None and not a.in_place}
+    steps = range(len(plan.steps))
+    upfront = tuple(i for i, a in enumerate(buffers) if a.first < 0)
+    allocate = tuple(tuple((i, -1 if a.reuses is None else a.reuses, not a.in_place)
+                           for i, a in enumerate(buffers) if a.first == s) for s in steps)
+    release = tuple(tuple(i for i, a in enumerate(buffers) if a.last == s and i not in later)
+                    for s in steps)
+    return upfront, allocate, release
+
+
+def _take_over(buffer: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    """Return ``buffer``'s memory as an array of ``shape`` and ``dtype`` (it fits: the
+    buffer plan only pairs byte counts that are the same product of sizes)."""
+    if buffer.shape == shape and buffer.dtype == dtype:
+        return buffer
+    nbytes = math.prod(shape) * dtype.itemsize
+    return buffer.reshape(-1).view("uint8")[:nbytes].view(dtype).reshape(shape)
+
+
+def _allocate(backend: Backend, schedule: Schedule, values: list[Any], first: int,
+              index: int, donor: int, clear: bool, sizes: dict[str, int]) -> None:
+    """Put allocation ``index`` in its slot: fresh memory, or the buffer of ``donor`` (whose
+    slot is cleared when it is dead already; an in-place step still reads it)."""
+    shape, dtype = schedule.allocations[index]
+    concrete = tuple(sizes[d] if d.__class__ is str else d for d in shape)
+    if donor < 0:
+        values[first + index] = backend.empty(concrete, dtype)
+        return
+    values[first + index] = _take_over(values[first + donor], concrete, dtype)
+    if clear:
+        values[first + donor] = None
 
 
 def _meta(call: KernelCall, arrays: Sequence[Any], sizes: dict[str, int]) -> list[int]:
@@ -200,28 +256,38 @@ def _run_library(backend: Backend, name: str, inputs: list[Any], out: Any) -> No
         function(*inputs, out=out)
 
 
+def _launch(backend: Backend, kernel: Kernel, program: Any, call: KernelCall,
+            values: list[Any], args: Sequence[Any], sizes: dict[str, int]) -> None:
+    """Launch one kernel on its slots (a function, so its operand list dies with it)."""
+    arrays = [values[i] for i in call.buffers]
+    scalars = [args[s] if s.__class__ is int else math.prod(sizes[n] for n in s)
+               for s in call.scalars]
+    backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
+
+
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequence[Any],
              sizes: dict[str, int]) -> Any:
     """Run every kernel of ``plan``; return the function's result as NumPy would."""
     schedule = build_schedule(plan, len(args))
-    values = list(args)
-    for shape, dtype in schedule.allocations:
-        values.append(backend.empty(tuple(sizes[d] if d.__class__ is str else d
-                                          for d in shape), dtype))
+    first = len(args)
+    values = [*args, *[None] * len(schedule.allocations)]
+    for index in schedule.upfront:
+        _allocate(backend, schedule, values, first, index, -1, False, sizes)
     values.extend(schedule.constants)
     for base, step in schedule.views:
         view = apply_view(values[base], step)
         values.append(np.asarray(view) if isinstance(view, np.generic) else view)
-    for kind, index in schedule.order:
+    for position, (kind, index) in enumerate(schedule.order):
+        for allocation, donor, clear in schedule.allocate[position]:
+            _allocate(backend, schedule, values, first, allocation, donor, clear, sizes)
         if kind == "library":
             name, inputs, output = schedule.libraries[index]
             _run_library(backend, name, [values[i] for i in inputs], values[output])
-            continue
-        call, kernel, program = schedule.calls[index], plan.kernels[index], programs[index]
-        arrays = [values[i] for i in call.buffers]
-        scalars = [args[s] if s.__class__ is int else math.prod(sizes[n] for n in s)
-                   for s in call.scalars]
-        backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
+        else:
+            _launch(backend, plan.kernels[index], programs[index], schedule.calls[index],
+                    values, args, sizes)
+        for allocation in schedule.release[position]:   # dead: give the memory back now
+            values[first + allocation] = None
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
     if not results and not schedule.output_tuple:

@@ -50,6 +50,8 @@ STAGE_MARKERS = {
     "llvm-opt": "define",
     "asm": "ret",
     "cuda": "__global__",
+    "ptx": ".entry",
+    "report": "fused into",
     "route": "cpu",
 }
 
