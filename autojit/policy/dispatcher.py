@@ -30,6 +30,7 @@ from autojit.policy.backends import (
     int_arguments_fit,
 )
 from autojit.policy.config import Settings, check_options, current_settings
+from autojit.policy.fastpath import MISS, FastPath
 from autojit.policy.observe import log_decision
 from autojit.policy.registry import register
 from autojit.policy.route import Router, choose_route, current_router
@@ -78,12 +79,19 @@ class Dispatcher:
         self._warned = False
         self._stats = FunctionStats()
         self._last_signature: Signature | None = None
+        self._fastpath = FastPath()   # repeat calls served natively (policy/fastpath.py)
+        self._fast: Any = None        # its native table, once a signature is armed
         functools.update_wrapper(self, fn)
         if registered:
             register(self)
 
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._fast
+        if fast is not None and not kwargs:
+            result = fast(args)
+            if result is not MISS:
+                return result
         if self._static:
             static, dynamic = split_call(self._signature, self._static, args, kwargs)
             return self._specialisation(static)(*dynamic)
@@ -104,7 +112,10 @@ class Dispatcher:
         if decision.route == "python":
             self._stats.note_decision(decision, n)
             return self._run_python(args, {})
-        return self._run_compiled(entry, args, sizes, router, decision, state, n)
+        result = self._run_compiled(entry, args, sizes, router, decision, state, n)
+        if decision.route == "cpu" and not (decision.to_device or decision.fetch_inputs):
+            self._fastpath.after_cpu_call(self, entry, settings, n)
+        return result
 
     def _run_python(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         self._stats.count_call("python")
@@ -205,9 +216,10 @@ class Dispatcher:
             if entry.plan is None:
                 return entry, {}
             sizes = bind_sizes(entry.plan, args)
-            if sizes is None or not int_arguments_fit(entry.plan, args):
+            graph = entry.plan.graph   # most plans have neither kind of guard: skip the calls
+            if sizes is None or graph.int_guards and not int_arguments_fit(entry.plan, args):
                 return None, {}  # NumPy raises for these arguments; let it
-            if guards_hold(entry.plan, sizes, args):
+            if not graph.guards or guards_hold(entry.plan, sizes, args):
                 return entry, sizes
         return None
 

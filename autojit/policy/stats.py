@@ -65,6 +65,11 @@ class FunctionStats:
     latencies: dict[str, collections.deque] = field(default_factory=_windows)
     latency_sum: dict[str, float] = field(default_factory=lambda: dict.fromkeys(ROUTES, 0.0))
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # what the native fast path (policy/fastpath.py) counts: [0] calls, [1] latencies
+    # recorded, [2] their sum in ns, [3:] a ring of the latest latencies in ns
+    fast: np.ndarray = field(default_factory=lambda: np.zeros(3 + LATENCIES_KEPT, np.int64),
+                             repr=False)
+    fast_folded: int = 0    # fast latencies already moved into ``latencies["cpu"]``
 
     def count_call(self, route: str) -> None:
         with self.lock:
@@ -109,38 +114,54 @@ class FunctionStats:
             else:
                 setattr(self, name, current + value)
 
+    def _fold_fast(self) -> None:
+        """Move the fast path's new latencies into the CPU window (caller holds the lock)."""
+        recorded = int(self.fast[1])
+        start = max(self.fast_folded, recorded - LATENCIES_KEPT)
+        if start < recorded:
+            ring = self.fast[3:]
+            self.latencies["cpu"].extend(
+                (ring[np.arange(start, recorded) % len(ring)] * 1e-9).tolist())
+        self.fast_folded = recorded
+
     def decision_log(self) -> list[tuple[int, dict[str, Any]]]:
-        """Return (sequence, decision as dict) for the kept decisions, oldest first."""
+        """Return (sequence, decision as dict) for the kept decisions, oldest first (and
+        fold the fast path's latencies, so ``latencies`` is current after this call)."""
         with self.lock:
+            self._fold_fast()
             kept = list(self.decisions)
         return [(seq, {**d.as_dict(), "n": n, "ran_on": route}) for seq, n, route, d in kept]
 
     def latency_windows(self) -> dict[str, list[float]]:
         """Return the kept latencies (seconds) per route."""
         with self.lock:
+            self._fold_fast()
             return {route: list(window) for route, window in self.latencies.items()}
 
     def snapshot(self) -> dict[str, Any]:
         """Return every counter as plain data (see the module docstring for the keys)."""
+        fast = int(self.fast[0])
         with self.lock:
-            compiled = self.routes["cpu"] + self.routes["gpu"]
+            routes = {**self.routes, "cpu": self.routes["cpu"] + fast}
+            compiled = routes["cpu"] + routes["gpu"]
             data = {
-                "calls": self.calls, "routes": dict(self.routes),
+                "calls": self.calls + fast, "routes": routes, "fast_calls": fast,
                 "compiles": self.compiles, "compile_seconds": self.compile_seconds,
-                "cache_hits": self.cache_hits, "cache_misses": self.cache_misses,
+                "cache_hits": self.cache_hits + fast, "cache_misses": self.cache_misses,
                 "disk_hits": self.disk_hits, "disk_misses": self.disk_misses,
                 "fallbacks": list(self.fallbacks), "recompiles": list(self.recompiles),
                 "gpu_failures": list(self.gpu_failures),
                 "gpu_failure_count": self.gpu_failure_count,
                 "explorations": self.explorations,
-                "gpu_hit_rate": self.routes["gpu"] / compiled if compiled else None,
+                "gpu_hit_rate": routes["gpu"] / compiled if compiled else None,
                 "residency_ratio": (self.resident_bytes / self.gpu_input_bytes
                                     if self.gpu_input_bytes else None),
                 "resident_bytes": self.resident_bytes,
                 "gpu_input_bytes": self.gpu_input_bytes,
                 "bytes_moved": {"host_to_device": self.bytes_to_device,
                                 "device_to_host": self.bytes_to_host},
-                "latency_sum_s": dict(self.latency_sum),
+                "latency_sum_s": {**self.latency_sum,
+                                  "cpu": self.latency_sum["cpu"] + int(self.fast[2]) * 1e-9},
             }
         data["latency"] = latency_summary(self.latency_windows())
         data["decisions"] = [d for _, d in self.decision_log()]

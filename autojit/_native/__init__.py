@@ -1,0 +1,1 @@
+"""Optional native helpers, built at install time; autojit works without them (slower)."""

@@ -1,0 +1,643 @@
+/*
+ * autojit._native.fastcall: the native warm-call entry of a decorated function.
+ *
+ * A Table serves repeat calls whose signature was armed by the Python dispatcher
+ * (autojit/policy/fastpath.py) without any Python-level machinery: it checks that the
+ * configuration, router and log level are those it was armed under, matches the call's
+ * arguments against each armed Spec (exact type, dtype, ndim, layout, the size equalities
+ * of the plan), allocates the outputs, packs the kernel's (data, meta) arguments
+ * (autojit/ir/kernel.py) and calls the compiled kernel. Anything unexpected returns
+ * MISS and the dispatcher's full path runs, so a wrong answer is never possible from here:
+ * only a slower one.
+ *
+ * The Table counts in the int64 array ``counter``: [0] calls served, [1] latencies
+ * recorded, [2] their sum in ns, [3:] a ring of the latest ones in ns (stats.py folds
+ * them into f.stats()).
+ *
+ * A Spec is described by a flat tuple of ints built in fastpath.py (see encode_spec there);
+ * the layout is parsed once, here, into fixed-size C arrays.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
+#include <math.h>
+#include <float.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_ARGS 32
+#define MAX_SYMS 32
+#define MAX_SRC 16
+#define MAX_ALLOC 8
+#define MAX_ND 32
+#define MAX_BUFS 32
+#define MAX_SCAL 16
+#define MAX_LOOP 8
+#define MAX_STRIDES 64
+#define MAX_OUT 8
+#define MAX_SPECS 8
+#define MAX_CALLS 4
+
+enum { ARG_ARRAY = 1, ARG_PYFLOAT = 2, ARG_PYINT = 3, ARG_PYBOOL = 4, ARG_NPSCALAR = 5 };
+enum { BUF_ARG = 0, BUF_ALLOC = 1, BUF_CONST = 2 };
+
+typedef void (*kernel_fn)(void **data, const int64_t *meta);
+
+typedef struct {
+    int kind, type_num, ndim, c_contig;
+    uint64_t ones;            /* bit d set: axis d has size 1 */
+    int has_range;
+    long long lo, hi;         /* Python int range (int guards) */
+    PyTypeObject *scalar_type;
+} ArgSpec;
+
+typedef struct {
+    int nsrc;
+    int src_arg[MAX_SRC], src_axis[MAX_SRC];
+    int has_guard, nonempty;
+    long long guard;
+} SymSpec;
+
+typedef struct {
+    int type_num, ndim;
+    int dims[MAX_ND];         /* >= 0: symbol index; < 0: literal -d-1 */
+} AllocSpec;
+
+typedef struct {
+    int type_num, from_sizes, arg, count;
+    int syms[MAX_SYMS];
+} ScalSpec;
+
+typedef struct {
+    int count;
+    int syms[MAX_SYMS];
+} LoopSpec;
+
+typedef struct {              /* one kernel launch: where its operands come from */
+    int nbuf, nscal, nloop, nstride;
+    int buf_kind[MAX_BUFS], buf_index[MAX_BUFS];
+    ScalSpec scal[MAX_SCAL];
+    LoopSpec loops[MAX_LOOP];
+    int stride_buf[MAX_STRIDES], stride_axis[MAX_STRIDES];
+    kernel_fn kernel;
+} CallSpec;
+
+typedef struct {
+    int nargs, nsym, single, nalloc, nconst, ncalls, nout, out_tuple;
+    ArgSpec args[MAX_ARGS];
+    SymSpec syms[MAX_SYMS];
+    AllocSpec allocs[MAX_ALLOC];
+    CallSpec calls[MAX_CALLS];
+    int out_alloc[MAX_OUT], out_scalar[MAX_OUT];
+    PyArrayObject *consts[MAX_BUFS];   /* borrowed: the Table's keep list holds them */
+} Spec;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *overrides, *env, *router, *counter, *keep;
+    long long n_limit, work_limit;
+    int64_t *count;           /* counter: calls, latencies, ns sum, then the ring */
+    long long ring;
+    unsigned long tick, sample_mask;
+    int nspecs;
+    Spec *specs[MAX_SPECS];
+} Table;
+
+static PyObject *MISS;
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+#if defined(CLOCK_MONOTONIC)
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#else
+    timespec_get(&ts, TIME_UTC);
+#endif
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static PyObject *g_ctxvar, *g_config_dict, *g_route_dict, *g_logger_cache;
+static PyObject *s_env, *s_router, *s_debug;
+
+/* ---- parsing ------------------------------------------------------------------------ */
+
+typedef struct { PyObject *code; Py_ssize_t at, n; int failed; } Reader;
+
+static long long next_int(Reader *r) {
+    if (r->failed) return 0;
+    if (r->at >= r->n) { r->failed = 1; return 0; }
+    long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(r->code, r->at++));
+    if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); r->failed = 1; }
+    return v;
+}
+
+static int next_count(Reader *r, int limit) {
+    long long v = next_int(r);
+    if (v < 0 || v > limit) r->failed = 1;
+    return r->failed ? 0 : (int)v;
+}
+
+static int is_int_type(int t) {
+    return t == NPY_BYTE || t == NPY_UBYTE || t == NPY_SHORT || t == NPY_USHORT ||
+           t == NPY_INT || t == NPY_UINT || t == NPY_LONG || t == NPY_ULONG ||
+           t == NPY_LONGLONG || t == NPY_ULONGLONG;
+}
+
+static int is_float_type(int t) { return t == NPY_FLOAT || t == NPY_DOUBLE; }
+
+static int parse_args(Reader *r, Spec *s) {
+    for (int i = 0; i < s->nargs; i++) {
+        ArgSpec *a = &s->args[i];
+        a->kind = (int)next_int(r);
+        long long p1 = next_int(r), p2 = next_int(r), p3 = next_int(r), p4 = next_int(r);
+        if (a->kind == ARG_ARRAY) {
+            a->type_num = (int)p1; a->ndim = (int)p2; a->ones = (uint64_t)p3;
+            a->c_contig = (int)p4;
+            if (a->ndim < 0 || a->ndim > MAX_ND) return -1;
+        } else if (a->kind == ARG_PYINT) {
+            a->has_range = (int)p1; a->lo = p2; a->hi = p3;
+        } else if (a->kind == ARG_NPSCALAR) {
+            PyArray_Descr *d = PyArray_DescrFromType((int)p1);
+            if (d == NULL) { PyErr_Clear(); return -1; }
+            a->type_num = (int)p1; a->scalar_type = d->typeobj;
+            Py_DECREF(d);
+        } else if (a->kind != ARG_PYFLOAT && a->kind != ARG_PYBOOL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_syms(Reader *r, Spec *s) {
+    for (int i = 0; i < s->nsym; i++) {
+        SymSpec *y = &s->syms[i];
+        y->nsrc = next_count(r, MAX_SRC);
+        for (int k = 0; k < y->nsrc; k++) {
+            y->src_arg[k] = next_count(r, s->nargs - 1);
+            y->src_axis[k] = next_count(r, MAX_ND - 1);
+            if (!r->failed && (s->args[y->src_arg[k]].kind != ARG_ARRAY ||
+                               y->src_axis[k] >= s->args[y->src_arg[k]].ndim)) return -1;
+        }
+        y->has_guard = (int)next_int(r);
+        y->guard = next_int(r);
+        y->nonempty = (int)next_int(r);
+        if (y->nsrc == 0 && !y->has_guard) return -1;
+    }
+    return 0;
+}
+
+static int parse_call(Reader *r, const Spec *s, CallSpec *c) {
+    c->nbuf = next_count(r, MAX_BUFS);
+    c->nscal = next_count(r, MAX_SCAL);
+    c->nloop = next_count(r, MAX_LOOP);
+    c->nstride = next_count(r, MAX_STRIDES);
+    for (int i = 0; i < c->nbuf; i++) {
+        c->buf_kind[i] = (int)next_int(r);
+        c->buf_index[i] = (int)next_int(r);
+        int limit = c->buf_kind[i] == BUF_ARG ? s->nargs : c->buf_kind[i] == BUF_ALLOC ?
+                    s->nalloc : c->buf_kind[i] == BUF_CONST ? s->nconst : -1;
+        if (c->buf_index[i] < 0 || c->buf_index[i] >= limit) return -1;
+        if (c->buf_kind[i] == BUF_ARG && s->args[c->buf_index[i]].kind != ARG_ARRAY) return -1;
+    }
+    for (int i = 0; i < c->nscal; i++) {
+        ScalSpec *p = &c->scal[i];
+        p->type_num = (int)next_int(r);
+        p->from_sizes = (int)next_int(r);
+        if (!is_int_type(p->type_num) && !is_float_type(p->type_num) &&
+            p->type_num != NPY_BOOL) return -1;
+        if (p->from_sizes) {
+            p->count = next_count(r, MAX_SYMS);
+            for (int k = 0; k < p->count; k++) p->syms[k] = next_count(r, s->nsym - 1);
+        } else {
+            p->arg = next_count(r, s->nargs - 1);
+            if (r->failed) return -1;
+            const ArgSpec *a = &s->args[p->arg];
+            if (a->kind == ARG_ARRAY) return -1;
+            if (a->kind == ARG_NPSCALAR && a->type_num != p->type_num) return -1;
+            if (a->kind == ARG_PYFLOAT && !is_float_type(p->type_num)) return -1;
+            if (a->kind == ARG_PYINT && p->type_num == NPY_BOOL) return -1;
+        }
+    }
+    for (int i = 0; i < c->nloop; i++) {
+        c->loops[i].count = next_count(r, MAX_SYMS);
+        for (int k = 0; k < c->loops[i].count; k++)
+            c->loops[i].syms[k] = next_count(r, s->nsym - 1);
+    }
+    for (int i = 0; i < c->nstride; i++) {
+        c->stride_buf[i] = next_count(r, c->nbuf - 1);
+        c->stride_axis[i] = (int)next_int(r);
+        if (c->stride_axis[i] >= MAX_ND) return -1;
+    }
+    return r->failed ? -1 : 0;
+}
+
+static int parse_rest(Reader *r, Spec *s) {
+    for (int i = 0; i < s->nalloc; i++) {
+        AllocSpec *a = &s->allocs[i];
+        a->type_num = (int)next_int(r);
+        a->ndim = next_count(r, MAX_ND);
+        for (int d = 0; d < a->ndim; d++) {
+            a->dims[d] = (int)next_int(r);
+            if (a->dims[d] >= s->nsym) return -1;
+        }
+    }
+    for (int i = 0; i < s->ncalls; i++)
+        if (parse_call(r, s, &s->calls[i])) return -1;
+    for (int i = 0; i < s->nout; i++) {
+        s->out_alloc[i] = next_count(r, s->nalloc - 1);
+        s->out_scalar[i] = (int)next_int(r);
+    }
+    return 0;
+}
+
+/* Parse (code, constants, addresses) into a new Spec, or set ValueError. */
+static Spec *parse_spec(PyObject *item, PyObject *keep) {
+    PyObject *code, *consts, *addresses;
+    if (!PyArg_ParseTuple(item, "O!O!O!", &PyTuple_Type, &code, &PyTuple_Type, &consts,
+                          &PyTuple_Type, &addresses))
+        return NULL;
+    Spec *s = PyMem_Calloc(1, sizeof(Spec));
+    if (s == NULL) { PyErr_NoMemory(); return NULL; }
+    Reader r = {code, 0, PyTuple_GET_SIZE(code), 0};
+    s->nargs = next_count(&r, MAX_ARGS);
+    s->nsym = next_count(&r, MAX_SYMS);
+    s->single = (int)next_int(&r);
+    s->nalloc = next_count(&r, MAX_ALLOC);
+    s->nconst = next_count(&r, MAX_BUFS);
+    s->ncalls = next_count(&r, MAX_CALLS);
+    s->nout = next_count(&r, MAX_OUT);
+    s->out_tuple = (int)next_int(&r);
+    int bad = r.failed || s->single >= s->nsym || s->nconst != PyTuple_GET_SIZE(consts) ||
+              s->ncalls != PyTuple_GET_SIZE(addresses) || s->nout == 0 ||
+              (!s->out_tuple && s->nout != 1);
+    for (int i = 0; !bad && i < s->ncalls; i++) {
+        unsigned long long address = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(addresses, i));
+        if (address == 0 || PyErr_Occurred()) { PyErr_Clear(); bad = 1; break; }
+        s->calls[i].kernel = (kernel_fn)(uintptr_t)address;
+    }
+    bad = bad || parse_args(&r, s) || r.failed || parse_syms(&r, s) || r.failed ||
+          parse_rest(&r, s) || r.failed || r.at != r.n;
+    for (int i = 0; !bad && i < s->nconst; i++) {
+        PyObject *c = PyTuple_GET_ITEM(consts, i);
+        if (!PyArray_CheckExact(c)) { bad = 1; break; }
+        s->consts[i] = (PyArrayObject *)c;
+        if (PyList_Append(keep, c) < 0) { PyMem_Free(s); return NULL; }
+    }
+    if (bad) {
+        PyMem_Free(s);
+        PyErr_SetString(PyExc_ValueError, "malformed fast-path spec");
+        return NULL;
+    }
+    return s;
+}
+
+/* ---- calling ------------------------------------------------------------------------ */
+
+/* Store integer v as type t at out; -1 when NumPy would not convert it exactly. */
+static int store_int(int t, long long v, void *out) {
+    switch (t) {
+    case NPY_BOOL: *(npy_bool *)out = (npy_bool)(v != 0); return 0;
+    case NPY_BYTE: if (v < -128 || v > 127) return -1; *(int8_t *)out = (int8_t)v; return 0;
+    case NPY_UBYTE: if (v < 0 || v > 255) return -1; *(uint8_t *)out = (uint8_t)v; return 0;
+    case NPY_SHORT: if (v < -32768 || v > 32767) return -1;
+        *(int16_t *)out = (int16_t)v; return 0;
+    case NPY_USHORT: if (v < 0 || v > 65535) return -1; *(uint16_t *)out = (uint16_t)v; return 0;
+    case NPY_INT: if (v < INT32_MIN || v > INT32_MAX) return -1;
+        *(int32_t *)out = (int32_t)v; return 0;
+    case NPY_UINT: if (v < 0 || v > (long long)UINT32_MAX) return -1;
+        *(uint32_t *)out = (uint32_t)v; return 0;
+    case NPY_LONG: case NPY_LONGLONG: *(int64_t *)out = (int64_t)v; return 0;
+    case NPY_ULONG: case NPY_ULONGLONG: if (v < 0) return -1;
+        *(uint64_t *)out = (uint64_t)v; return 0;
+    case NPY_FLOAT: if (v > (1LL << 24) || v < -(1LL << 24)) return -1;
+        *(float *)out = (float)v; return 0;
+    case NPY_DOUBLE: if (v > (1LL << 53) || v < -(1LL << 53)) return -1;
+        *(double *)out = (double)v; return 0;
+    }
+    return -1;
+}
+
+/* Store the kernel scalar c for this call at out; -1: MISS. */
+static int store_scalar(const Spec *s, const ScalSpec *c, PyObject *args,
+                        const long long *sizes, void *out) {
+    if (c->from_sizes) {
+        long long v = 1;
+        for (int k = 0; k < c->count; k++) v *= sizes[c->syms[k]];
+        return store_int(c->type_num, v, out);
+    }
+    PyObject *o = PyTuple_GET_ITEM(args, c->arg);
+    const ArgSpec *a = &s->args[c->arg];
+    if (a->kind == ARG_PYFLOAT) {
+        double d = PyFloat_AS_DOUBLE(o);
+        if (c->type_num == NPY_DOUBLE) { *(double *)out = d; return 0; }
+        float f = (float)d;
+        if (isinf(f) && !isinf(d)) return -1;   /* NumPy warns on this overflow */
+        *(float *)out = f;
+        return 0;
+    }
+    if (a->kind == ARG_PYBOOL) return store_int(c->type_num, o == Py_True, out);
+    if (a->kind == ARG_PYINT) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred())) { PyErr_Clear(); return -1; }
+        return store_int(c->type_num, v, out);
+    }
+    PyArray_ScalarAsCtype(o, out);   /* a NumPy scalar of the parameter's own dtype */
+    return 0;
+}
+
+/* Return 0 when argument o matches a; -1: MISS. */
+static int match_arg(const ArgSpec *a, PyObject *o) {
+    switch (a->kind) {
+    case ARG_PYFLOAT: return PyFloat_CheckExact(o) ? 0 : -1;
+    case ARG_PYBOOL: return PyBool_Check(o) ? 0 : -1;
+    case ARG_NPSCALAR: return Py_TYPE(o) == a->scalar_type ? 0 : -1;
+    case ARG_PYINT: {
+        if (!PyLong_CheckExact(o)) return -1;
+        if (!a->has_range) return 0;
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred())) { PyErr_Clear(); return -1; }
+        return (v < a->lo || v > a->hi) ? -1 : 0;
+    }
+    case ARG_ARRAY: {
+        if (!PyArray_CheckExact(o)) return -1;
+        PyArrayObject *x = (PyArrayObject *)o;
+        PyArray_Descr *d = PyArray_DESCR(x);
+        if (d->type_num != a->type_num || !PyArray_ISNBO(d->byteorder) ||
+            PyArray_NDIM(x) != a->ndim || !PyArray_ISALIGNED(x) ||
+            (PyArray_IS_C_CONTIGUOUS(x) ? 1 : 0) != a->c_contig)
+            return -1;
+        npy_intp *shape = PyArray_DIMS(x), *strides = PyArray_STRIDES(x);
+        npy_intp item = PyArray_ITEMSIZE(x);
+        for (int k = 0; k < a->ndim; k++) {
+            if (((shape[k] == 1) ? 1u : 0u) != ((a->ones >> k) & 1u)) return -1;
+            if (strides[k] % item != 0) return -1;   /* the signature rejects these */
+        }
+        return 0;
+    }
+    }
+    return -1;
+}
+
+/* Bind every size symbol; return n (the router's element count) or -1: MISS. */
+static long long bind(const Spec *s, PyObject *args, long long *sizes) {
+    long long product = 1;
+    for (int i = 0; i < s->nsym; i++) {
+        const SymSpec *y = &s->syms[i];
+        long long v;
+        if (y->nsrc) {
+            v = PyArray_DIMS((PyArrayObject *)PyTuple_GET_ITEM(args, y->src_arg[0]))
+                [y->src_axis[0]];
+            for (int k = 1; k < y->nsrc; k++)
+                if (PyArray_DIMS((PyArrayObject *)PyTuple_GET_ITEM(args, y->src_arg[k]))
+                    [y->src_axis[k]] != v) return -1;
+            if (y->has_guard && v != y->guard) return -1;
+        } else {
+            v = y->guard;
+        }
+        if (y->nonempty && v == 0) return -1;
+        sizes[i] = v;
+        product *= v;
+    }
+    return s->single >= 0 ? sizes[s->single] : product;
+}
+
+/* Return the loop iterations of call c, filling its loop sizes into meta. */
+static long long loop_work(const CallSpec *c, const long long *sizes, int64_t *meta) {
+    long long work = 1;
+    for (int i = 0; i < c->nloop; i++) {
+        long long v = 1;
+        for (int k = 0; k < c->loops[i].count; k++) v *= sizes[c->loops[i].syms[k]];
+        meta[i] = v;
+        work *= v;
+    }
+    return work;
+}
+
+/* Pack call c's (data, meta) and launch its kernel (its scalars are in holders). */
+static void launch(const Spec *s, const CallSpec *c, PyObject *args, PyArrayObject **allocs,
+                   int64_t *holders, int64_t *meta) {
+    void *data[MAX_BUFS + MAX_SCAL];
+    PyArrayObject *bufs[MAX_BUFS];
+    for (int i = 0; i < c->nbuf; i++) {
+        int j = c->buf_index[i];
+        bufs[i] = c->buf_kind[i] == BUF_ARG ? (PyArrayObject *)PyTuple_GET_ITEM(args, j)
+                : c->buf_kind[i] == BUF_ALLOC ? allocs[j] : s->consts[j];
+        data[i] = PyArray_DATA(bufs[i]);
+    }
+    for (int i = 0; i < c->nscal; i++) data[c->nbuf + i] = &holders[i];
+    for (int i = 0; i < c->nstride; i++) {
+        PyArrayObject *b = bufs[c->stride_buf[i]];
+        int axis = c->stride_axis[i];
+        meta[c->nloop + i] = (axis < 0 || axis >= PyArray_NDIM(b)) ? 0 :
+            (int64_t)(PyArray_STRIDES(b)[axis] / PyArray_ITEMSIZE(b));
+    }
+    c->kernel(data, meta);
+}
+
+static PyObject *run_spec(Table *t, const Spec *s, PyObject *args) {
+    if (PyTuple_GET_SIZE(args) != s->nargs) return MISS;
+    for (int i = 0; i < s->nargs; i++)
+        if (match_arg(&s->args[i], PyTuple_GET_ITEM(args, i))) return MISS;
+    long long sizes[MAX_SYMS];
+    long long n = bind(s, args, sizes);
+    if (n < 0 || n >= t->n_limit) return MISS;
+    /* every check before any allocation or launch: a MISS leaves nothing half done */
+    int64_t meta[MAX_CALLS][MAX_LOOP + MAX_STRIDES];
+    int64_t holders[MAX_CALLS][MAX_SCAL];
+    long long work = 0;
+    for (int c = 0; c < s->ncalls; c++) {
+        const CallSpec *call = &s->calls[c];
+        work += loop_work(call, sizes, meta[c]);
+        for (int i = 0; i < call->nscal; i++)
+            if (store_scalar(s, &call->scal[i], args, sizes, &holders[c][i])) return MISS;
+    }
+    if (work > t->work_limit) return MISS;
+    int64_t started = now_ns();
+    PyArrayObject *allocs[MAX_ALLOC];
+    for (int i = 0; i < s->nalloc; i++) {
+        npy_intp dims[MAX_ND];
+        for (int d = 0; d < s->allocs[i].ndim; d++) {
+            int sym = s->allocs[i].dims[d];
+            dims[d] = sym >= 0 ? (npy_intp)sizes[sym] : (npy_intp)(-sym - 1);
+        }
+        allocs[i] = (PyArrayObject *)PyArray_SimpleNew(s->allocs[i].ndim, dims,
+                                                       s->allocs[i].type_num);
+        if (allocs[i] == NULL) {
+            for (int k = 0; k < i; k++) Py_DECREF(allocs[k]);
+            return NULL;
+        }
+    }
+    for (int c = 0; c < s->ncalls; c++)
+        launch(s, &s->calls[c], args, allocs, holders[c], meta[c]);
+    /* results: the outputs in order; allocations that are not outputs are dropped */
+    PyObject *results[MAX_OUT];
+    for (int i = 0; i < s->nout; i++) {
+        PyArrayObject *a = allocs[s->out_alloc[i]];
+        Py_INCREF(a);
+        results[i] = (s->out_scalar[i] && PyArray_NDIM(a) == 0) ? PyArray_Return(a)
+                                                                : (PyObject *)a;
+    }
+    for (int i = 0; i < s->nalloc; i++) Py_DECREF(allocs[i]);
+    for (int i = 0; i < s->nout; i++) {
+        if (results[i] == NULL) {
+            for (int k = 0; k < s->nout; k++) Py_XDECREF(results[k]);
+            return NULL;
+        }
+    }
+    int64_t ns = now_ns() - started;   /* the device time, as the full path measures it */
+    t->count[3 + t->count[1] % t->ring] = ns;
+    t->count[1] += 1;
+    t->count[2] += ns;
+    if (!s->out_tuple) return results[0];
+    PyObject *tuple = PyTuple_New(s->nout);
+    if (tuple == NULL) {
+        for (int k = 0; k < s->nout; k++) Py_DECREF(results[k]);
+        return NULL;
+    }
+    for (int i = 0; i < s->nout; i++) PyTuple_SET_ITEM(tuple, i, results[i]);
+    return tuple;
+}
+
+/* Return 1 when the settings, router and log level are those the table was armed under. */
+static int gate_open(Table *t) {
+    PyObject *overrides;
+    if (PyContextVar_Get(g_ctxvar, NULL, &overrides) < 0) { PyErr_Clear(); return 0; }
+    int same = overrides == t->overrides;
+    Py_XDECREF(overrides);
+    if (!same) return 0;
+    if (PyDict_GetItemWithError(g_config_dict, s_env) != t->env) { PyErr_Clear(); return 0; }
+    if (PyDict_GetItemWithError(g_route_dict, s_router) != t->router) { PyErr_Clear(); return 0; }
+    if (PyDict_GetItemWithError(g_logger_cache, s_debug) != Py_False) { PyErr_Clear(); return 0; }
+    return 1;
+}
+
+static PyObject *table_vectorcall(PyObject *self, PyObject *const *argv, size_t nargsf,
+                                  PyObject *kwnames) {
+    Table *t = (Table *)self;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL ||
+        !PyTuple_CheckExact(argv[0])) {
+        PyErr_SetString(PyExc_TypeError, "Table(args: tuple)");
+        return NULL;
+    }
+    if ((++t->tick & t->sample_mask) == 0 || !gate_open(t)) return Py_NewRef(MISS);
+    for (int i = 0; i < t->nspecs; i++) {
+        PyObject *result = run_spec(t, t->specs[i], argv[0]);
+        if (result != MISS) {
+            if (result != NULL) t->count[0] += 1;
+            return result;
+        }
+    }
+    return Py_NewRef(MISS);
+}
+
+/* ---- the Table type ----------------------------------------------------------------- */
+
+static void table_dealloc(Table *t) {
+    for (int i = 0; i < t->nspecs; i++) PyMem_Free(t->specs[i]);
+    Py_XDECREF(t->overrides); Py_XDECREF(t->env); Py_XDECREF(t->router);
+    Py_XDECREF(t->counter); Py_XDECREF(t->keep);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyObject *table_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *names[] = {"overrides", "env", "router", "counter", "specs", "n_limit",
+                            "work_limit", "sample_mask", NULL};
+    PyObject *overrides, *env, *router, *counter, *specs;
+    long long n_limit, work_limit;
+    unsigned long sample_mask;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO!LLk", names, &overrides, &env, &router,
+                                     &counter, &PyTuple_Type, &specs, &n_limit, &work_limit,
+                                     &sample_mask))
+        return NULL;
+    if (!PyArray_CheckExact(counter) || PyArray_TYPE((PyArrayObject *)counter) != NPY_INT64 ||
+        PyArray_SIZE((PyArrayObject *)counter) < 4 ||
+        !PyArray_ISCARRAY((PyArrayObject *)counter)) {
+        PyErr_SetString(PyExc_ValueError, "counter must be a writeable C int64 array of 4 or more");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(specs) > MAX_SPECS) {
+        PyErr_SetString(PyExc_ValueError, "too many specs");
+        return NULL;
+    }
+    Table *t = (Table *)type->tp_alloc(type, 0);
+    if (t == NULL) return NULL;
+    t->vectorcall = table_vectorcall;
+    t->overrides = Py_NewRef(overrides); t->env = Py_NewRef(env);
+    t->router = Py_NewRef(router); t->counter = Py_NewRef(counter);
+    t->count = (int64_t *)PyArray_DATA((PyArrayObject *)counter);
+    t->ring = (long long)PyArray_SIZE((PyArrayObject *)counter) - 3;
+    t->n_limit = n_limit; t->work_limit = work_limit; t->sample_mask = sample_mask;
+    t->keep = PyList_New(0);
+    if (t->keep == NULL) { Py_DECREF(t); return NULL; }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(specs); i++) {
+        Spec *s = parse_spec(PyTuple_GET_ITEM(specs, i), t->keep);
+        if (s == NULL) { Py_DECREF(t); return NULL; }
+        t->specs[t->nspecs++] = s;
+    }
+    return (PyObject *)t;
+}
+
+static PyTypeObject TableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "autojit._native.fastcall.Table",
+    .tp_basicsize = sizeof(Table),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Native warm-call entry: Table(overrides, env, router, counter, specs, "
+              "n_limit, work_limit, sample_mask)(args) -> result or MISS",
+    .tp_new = table_new,
+    .tp_dealloc = (destructor)table_dealloc,
+    .tp_vectorcall_offset = offsetof(Table, vectorcall),
+    .tp_call = PyVectorcall_Call,
+};
+
+static PyObject *configure(PyObject *mod, PyObject *args) {
+    PyObject *ctxvar, *config_dict, *route_dict, *logger_cache;
+    if (!PyArg_ParseTuple(args, "OO!O!O!", &ctxvar, &PyDict_Type, &config_dict, &PyDict_Type,
+                          &route_dict, &PyDict_Type, &logger_cache))
+        return NULL;
+    if (!PyContextVar_CheckExact(ctxvar)) {
+        PyErr_SetString(PyExc_TypeError, "expected a ContextVar");
+        return NULL;
+    }
+    Py_XSETREF(g_ctxvar, Py_NewRef(ctxvar));
+    Py_XSETREF(g_config_dict, Py_NewRef(config_dict));
+    Py_XSETREF(g_route_dict, Py_NewRef(route_dict));
+    Py_XSETREF(g_logger_cache, Py_NewRef(logger_cache));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(overrides_var, config_globals, route_globals, logger_cache): where the gate "
+     "reads the config() overrides, the environment settings, the router and the log level"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "autojit._native.fastcall",
+    "Native warm-call entry of autojit dispatchers (see autojit/policy/fastpath.py).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit_fastcall(void) {
+    import_array();
+    if (PyType_Ready(&TableType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    MISS = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    s_env = PyUnicode_InternFromString("_environment_settings");
+    s_router = PyUnicode_InternFromString("_ROUTER");
+    s_debug = PyLong_FromLong(10);   /* logging.DEBUG */
+    if (MISS == NULL || s_env == NULL || s_router == NULL || s_debug == NULL ||
+        PyModule_AddObjectRef(m, "MISS", MISS) < 0 ||
+        PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,259 @@
+"""The warm-call fast path: repeat calls served natively, without the Python machinery.
+
+After a normal CPU call the dispatcher may *arm* the call's compiled entry: its plan is
+encoded (:func:`encode_spec`) for the native ``Table`` of ``autojit/_native/fastcall.c``,
+which then serves later calls by itself — it checks each argument (exact type, dtype,
+ndim, layout, the size equalities of the plan, Python scalar ranges), allocates the
+outputs, packs ``(data, meta)`` and calls the kernel. Anything it is not sure of returns
+``MISS`` and the full path runs, so the fast path can make a call slower, never different.
+
+An entry is armed only when the full path could not have chosen anything else:
+
+* the plan is up to ``MAX_CALLS`` kernels, with no library steps, no views and no writes
+  into arguments, and its results are freshly allocated (intermediates too: no reuse);
+* every argument is a host NumPy array or a scalar;
+* the route cannot change: no ``disable``, ``force`` unset or ``"cpu"``, results kept on
+  the host, the process's real router with the real CPU device, and the call's element
+  count below ``gpu_min_elems`` (checked natively on every call, like the loop work, which
+  must stay below the threading threshold: big calls always take the full path);
+* ``autojit`` debug logging is off (each routed call would be logged).
+
+The table is armed under one (``config()`` overrides, environment settings, router)
+triple, compared by identity on every call: entering ``config(...)``, re-reading the
+environment or swapping the router sends calls to the full path, which re-arms.
+
+Stats: fast calls are counted natively and folded into ``stats()`` (``calls``,
+``routes["cpu"]``, ``cache_hits`` and ``fast_calls``); each one's time (allocation, kernels,
+results: what the full path times) goes to the CPU latency window and ``latency_sum_s``.
+Routing decisions are not logged for fast calls: one call in ``SAMPLE_EVERY`` takes the
+full path on purpose, so the decision log keeps being sampled (and the router sees it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from autojit.ir.ops import Op
+from autojit.policy.backends import build_schedule
+from autojit.policy.devices import HostDevice
+
+try:
+    from autojit._native import fastcall as _native
+except ImportError:   # the extension did not build: every call takes the full path
+    _native = None
+
+# the modules themselves (``autojit.policy.config`` the attribute is the config() function)
+config = importlib.import_module("autojit.policy.config")
+route = importlib.import_module("autojit.policy.route")
+_LOGGER = logging.getLogger("autojit")
+MISS: Any = _native.MISS if _native is not None else object()
+MAX_WORK = 1 << 13        # loop iterations a fast call may run (more: full path, threads)
+SAMPLE_EVERY = 1024       # one call in this many takes the full path (decisions, latency)
+MAX_SPECS = 8             # armed entries per function, most recently armed first
+MAX_CALLS = 4             # kernels per plan the native entry runs (fastcall.c MAX_CALLS)
+_NO_LIMIT = 1 << 62
+_SCRATCH = np.zeros(4, np.int64)   # the counter of tables built only to validate a spec
+
+_ARRAY, _PYFLOAT, _PYINT, _PYBOOL, _NPSCALAR = 1, 2, 3, 4, 5
+_PY_KINDS = {"float": _PYFLOAT, "int": _PYINT, "bool": _PYBOOL}
+_BUF_ARG, _BUF_ALLOC, _BUF_CONST = 0, 1, 2
+
+if _native is not None:
+    try:   # the gate reads these on every call; Logger._cache is CPython's level cache
+        _native.configure(config._overrides, vars(config), vars(route), _LOGGER._cache)
+    except (AttributeError, TypeError) as exc:
+        _LOGGER.debug("autojit: no native fast path: %s", exc)
+        _native = None
+
+
+def available() -> bool:
+    """Return True when the native extension is built (else there is no fast path)."""
+    return _native is not None
+
+
+class Unsupported(Exception):
+    """The plan or signature is outside what the native entry serves."""
+
+
+def _arg_codes(signature: tuple, int_guards: dict[int, str]) -> list[int]:
+    codes: list[int] = []
+    for index, key in enumerate(signature):
+        if key[0] == "a":
+            ones = sum(1 << d for d, one in enumerate(key[3]) if one)
+            codes += [_ARRAY, np.dtype(key[1]).num, key[2], ones, int(key[4])]
+        elif key[0] == "py":
+            lo, hi = 0, 0
+            guard = int_guards.get(index)
+            if guard is not None:
+                info = np.iinfo(guard)
+                lo, hi = max(int(info.min), -(1 << 63)), min(int(info.max), (1 << 63) - 1)
+            codes += [_PY_KINDS[key[1]], int(guard is not None), lo, hi, 0]
+        elif key[0] == "np":
+            codes += [_NPSCALAR, np.dtype(key[1]).num, 0, 0, 0]
+        else:
+            raise Unsupported(f"argument kind {key[0]!r}")
+    return codes
+
+
+def _symbol_codes(graph: Any) -> tuple[list[int], dict[str, int], int]:
+    """Return (codes, symbol -> index, the router's element-count rule): the index of the
+    one size symbol, -1 for the product of all sizes, -2 for 1 (no symbols)."""
+    guards = dict(graph.guards)
+    names = [symbol for symbol, _ in graph.dims]
+    names += [s for s in guards if s not in names]
+    codes: list[int] = []
+    sources = dict(graph.dims)
+    for name in names:
+        pairs = sources.get(name, ())
+        codes.append(len(pairs))
+        for arg, axis in pairs:
+            codes += [arg, axis]
+        codes += [int(name in guards), guards.get(name, 0), int(name in graph.nonempty)]
+    single = 0 if len(graph.dims) == 1 else -1 if graph.dims else -2
+    return codes, {name: i for i, name in enumerate(names)}, single
+
+
+def _check_plan(plan: Any, schedule: Any, argument_count: int) -> None:
+    kernels_only = tuple(("kernel", i) for i in range(len(plan.kernels)))
+    if (not 1 <= len(plan.kernels) <= MAX_CALLS or schedule.libraries or schedule.views
+            or tuple(schedule.order) != kernels_only):
+        raise Unsupported("library steps, views, or too many kernels")
+    if any(node.op in (Op.VIEW, Op.WRITE) for node in plan.graph.nodes):
+        raise Unsupported("views or writes into arguments")
+    if not schedule.outputs:
+        raise Unsupported("no results")
+    for slot, _ in schedule.outputs:
+        if not argument_count <= slot < argument_count + len(schedule.allocations):
+            raise Unsupported("a result that is not a fresh allocation")
+
+
+def _call_codes(call: Any, kernel: Any, argument_count: int, allocations: int,
+                symbol: Callable[[str], int]) -> list[int]:
+    """Return one kernel launch's codes: counts, buffers, scalars, loops, strides."""
+    allocs = argument_count + allocations
+    codes = [len(call.buffers), len(call.scalars), len(call.loop), len(call.strides)]
+    for slot in call.buffers:
+        kind = _BUF_ARG if slot < argument_count else _BUF_ALLOC if slot < allocs else _BUF_CONST
+        codes += [kind, slot - (0 if kind == _BUF_ARG else argument_count if
+                                kind == _BUF_ALLOC else allocs)]
+    for source, param in zip(call.scalars, kernel.scalars):
+        codes += [np.dtype(param.dtype).num, int(not isinstance(source, int))]
+        if isinstance(source, int):
+            codes.append(source)
+        else:
+            codes += [len(source), *(symbol(s) for s in source)]
+    for product in call.loop:
+        codes += [len(product), *(symbol(s) for s in product)]
+    for buffer, axis in call.strides:
+        codes += [buffer, -1 if axis is None else axis]
+    return codes
+
+
+def encode_spec(plan: Any, signature: tuple, addresses: Sequence[int]) -> tuple:
+    """Return ``(codes, constants, addresses)``, the native form of a plan of kernels only.
+
+    ``codes`` lists, in order: counts (arguments, symbols, element-count rule, allocations,
+    constants, kernel calls, outputs, tuple flag); 5 ints per argument; per symbol its
+    sources, guard and nonempty flag; per allocation dtype, ndim and dims (symbol index, or
+    -d-1 for a literal d); per kernel call its counts, then per buffer (kind, index), per
+    scalar (dtype, from sizes, argument or symbols), per loop its symbols, per runtime
+    stride (buffer, axis or -1); per output (allocation, scalar flag). Raises Unsupported.
+    """
+    argument_count = len(signature)
+    schedule = build_schedule(plan, argument_count)
+    _check_plan(plan, schedule, argument_count)
+    graph = plan.graph
+    symbol_codes, index, single = _symbol_codes(graph)
+
+    def symbol(name: str) -> int:
+        if name not in index:
+            raise Unsupported(f"size {name} is not bound from the arguments")
+        return index[name]
+
+    codes = _arg_codes(signature, {i: d for i, d in graph.int_guards}) + symbol_codes
+    for shape, dtype in schedule.allocations:
+        codes += [np.dtype(dtype).num, len(shape)]
+        codes += [symbol(d) if isinstance(d, str) else -int(d) - 1 for d in shape]
+    for call, kernel in zip(schedule.calls, plan.kernels):
+        codes += _call_codes(call, kernel, argument_count, len(schedule.allocations), symbol)
+    for slot, is_scalar in schedule.outputs:
+        codes += [slot - argument_count, int(is_scalar)]
+    header = [argument_count, len(index), single, len(schedule.allocations),
+              len(schedule.constants), len(plan.kernels), len(schedule.outputs),
+              int(schedule.output_tuple)]
+    return (tuple(header + codes), tuple(schedule.constants),
+            tuple(int(a) for a in addresses))
+
+
+def _same(gate: tuple, other: tuple) -> bool:
+    """Return True when two (overrides, environment settings, router) gates are the same
+    objects: what the native table compares on every call."""
+    return len(gate) == len(other) and all(a is b for a, b in zip(gate, other))
+
+
+class FastPath:
+    """One function's fast path: its armed specs and the native table serving them. The
+    table counts its calls in the dispatcher's ``FunctionStats.fast`` (the stats object a
+    static-argument specialisation shares with its parent; shared by every table built, so
+    no count is lost on re-arming)."""
+
+    def __init__(self) -> None:
+        self.table: Any = None
+        self._gate: tuple = ()
+        # id(entry) -> (entry, spec or None); holding the entry keeps its programs alive
+        self._specs: dict[int, tuple] = {}
+        self._armed: tuple[int, ...] = ()      # ids of the entries in ``table``
+        self._lock = threading.Lock()
+
+    def after_cpu_call(self, dispatcher: Any, entry: Any, settings: Any, n: int) -> None:
+        """Arm ``entry`` (just run on the CPU with ``n`` elements) when calls like this one
+        cannot be routed anywhere else; a no-op when it is armed already."""
+        gate = (config._overrides.get(), config._environment_settings, route._ROUTER)
+        if _native is None or id(entry) in self._armed and _same(self._gate, gate):
+            return
+        router = gate[2]
+        if (settings.disable or settings.force not in (None, "cpu") or router is None
+                or settings.residency == "device" or type(router.devices["cpu"]) is not HostDevice
+                or (settings.force is None and n >= settings.gpu_min_elems)
+                or _LOGGER.isEnabledFor(logging.DEBUG)):
+            return
+        spec = self._spec(dispatcher, entry)
+        if spec is None:
+            return
+        with self._lock:
+            keep = self._armed if _same(self._gate, gate) else ()
+            ids = (id(entry), *(i for i in keep if i != id(entry)))[:MAX_SPECS]
+            n_limit = _NO_LIMIT if settings.force == "cpu" else settings.gpu_min_elems
+            work = MAX_WORK
+            if settings.num_threads > 1:
+                work = min(work, getattr(settings, "thread_min_work", MAX_WORK) - 1)
+            self.table = _native.Table(gate[0], gate[1], gate[2], dispatcher._stats.fast,
+                                       tuple(self._specs[i][1] for i in ids), n_limit, work,
+                                       SAMPLE_EVERY - 1)
+            self._gate, self._armed = gate, ids
+        dispatcher._fast = self.table
+
+    def _spec(self, dispatcher: Any, entry: Any) -> tuple | None:
+        """Return the entry's native spec (encoded once), or None when it cannot have one."""
+        found = self._specs.get(id(entry))
+        if found is not None:
+            return found[1]
+        spec = None
+        try:
+            if any(key[0] not in ("a", "py", "np") for key in entry.signature):
+                raise Unsupported("GPU arguments")
+            programs = dispatcher.programs(entry, "cpu")
+            spec = encode_spec(entry.plan, entry.signature, [p.address for p in programs])
+            _native.Table((), None, None, _SCRATCH, (spec,), 0, 0, 0)   # validates it
+        except (Unsupported, ValueError, AttributeError, TypeError) as exc:
+            _LOGGER.debug("%s: no fast path for %s: %s", dispatcher.__qualname__,
+                          entry.signature, exc)
+            spec = None
+        self._specs[id(entry)] = (entry, spec)
+        return spec
