@@ -1,85 +1,61 @@
 """Side-by-side timings of the coverage workloads: NumPy vs autojit in one process.
 
-Run:  python benchmarks/coverage.py
+Run:  python benchmarks/coverage.py [--repeat N] [--scale S] [--only NAME]
 
-Each row: median of 5 warm calls (the 100-element add: of 2000-call batches), the first
-(compiling) call, and how many kernels and library steps autojit's plan has. Results are
-checked against NumPy before timing. Quote ratios from one run: this machine is noisy.
+The workloads are ``benchmarks/workloads.py``'s (those ``compare.py`` also times against
+the other peers). Each row: median of 5 warm calls (the 100-element add: of 2000-call
+batches), the first (compiling) call, and how many kernels and library steps autojit's plan
+has. Results are checked against NumPy before timing. Quote ratios from one run: this
+machine is noisy.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 
-import numpy as np
-
-from autojit import autoroute
+import compare  # this folder's compare.py (it takes the folder off sys.path once loaded)
 
 
-def chain(x):
-    return np.tanh(np.cos(np.exp(np.sin(x))))
+def main(argv: list[str] | None = None) -> int:
+    """Print one line per workload; return 1 if autojit disagreed with NumPy anywhere."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="timed samples per median")
+    parser.add_argument("--scale", type=float, default=1.0, help="input size multiplier")
+    parser.add_argument("--only", default="", help="comma-separated workload names")
+    opts = parser.parse_args(argv)
+    names = {n for n in opts.only.split(",") if n}
 
-
-def add(x):
-    return x + 1.0
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def layer_norm(x):
-    mean = x.mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
-
-
-def mean_of_squares(x, y):
-    return np.mean((x - y) ** 2)
-
-
-def dense_relu(x, w, b):
-    return np.maximum(x @ w + b, 0)
-
-
-def _median(fn, args, batch=1):
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(batch):
-            fn(*args)
-        times.append((time.perf_counter() - start) / batch)
-    return statistics.median(times)
-
-
-def main() -> None:
-    rng = np.random.default_rng(0)
-    rows = [
-        ("chain 10M f64", chain, (rng.random(10_000_000),), 1),
-        ("x + 1.0, 100 elements (us)", add, (rng.random(100),), 2000),
-        ("softmax (256,128,128) f32", softmax, (rng.random((256, 128, 128), np.float32),), 1),
-        ("layer norm (16384,1024) f32", layer_norm, (rng.random((16384, 1024), np.float32),), 1),
-        ("mean((x-y)**2) 10M f64", mean_of_squares, (rng.random(10**7), rng.random(10**7)), 1),
-        ("relu(x@w+b) (4096,1024)@(1024,1024) f32", dense_relu,
-         (rng.random((4096, 1024), np.float32), rng.random((1024, 1024), np.float32),
-          rng.random(1024, np.float32)), 1),
-    ]
-    print(f"{'workload':42s} {'NumPy':>10s} {'autojit':>10s} {'ratio':>7s} {'first call':>11s}"
+    if opts.scale != 1.0:
+        print(f"input sizes scaled by {opts.scale:g} (the labels give full sizes)")
+    print(f"{'workload':48s} {'NumPy':>10s} {'autojit':>10s} {'ratio':>7s} {'first call':>11s}"
           "  steps")
-    for name, fn, args, batch in rows:
-        jitted = autoroute(fn)
+    failed = False
+    for work in compare.WORKLOADS:
+        if names and work.name not in names:
+            continue
+        args = work.make_inputs(opts.scale)
+        want = work.reference(*args)
+        jitted = compare.BUILDERS["autojit"](work).call
         start = time.perf_counter()
         result = jitted(*args)
         first = time.perf_counter() - start
-        assert np.allclose(result, fn(*args), rtol=1e-4, atol=1e-6), name
-        scale = 1e6 if batch > 1 else 1e3
-        numpy_time, autojit_time = _median(fn, args, batch), _median(jitted, args, batch)
+        problem = compare.check(work, result, want)
+        if problem:
+            print(f"{work.label:48s} FAILED: {problem}")
+            failed = True
+            continue
+        times = [statistics.median(compare.time_samples(compare.Impl(fn), args, opts.repeat,
+                                                         work.batch))
+                 for fn in (work.reference, jitted)]
+        scale = 1e6 if work.unit == "µs" else 1e3
         plan = jitted.inspect(*args).plan
-        print(f"{name:42s} {numpy_time * scale:10.2f} {autojit_time * scale:10.2f} "
-              f"{numpy_time / autojit_time:6.2f}x {first * 1e3:9.1f}ms  "
+        print(f"{work.label + f' ({work.unit})':48s} {times[0] * scale:10.2f} "
+              f"{times[1] * scale:10.2f} {times[0] / times[1]:6.2f}x {first * 1e3:9.1f}ms  "
               f"{len(plan.kernels)} kernel(s), {len(plan.libraries)} library")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
