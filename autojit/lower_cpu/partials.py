@@ -136,7 +136,7 @@ def _part_rows(phase: int, block: ir.Value, carry: ir.Value, position_base: ir.V
         for k, acc in enumerate(accumulators):
             b.store(b.load(acc.value), _address(b, block, linear, size, RECORD_BYTES * k))
             if acc.index is not None:
-                position = b.add(b.load(acc.index), position_base, flags=("nsw",))
+                position = acc.global_index(b, position_base)
                 b.store(position, _address(b, block, linear, size, RECORD_BYTES * k + 8))
     return emit
 
@@ -165,7 +165,7 @@ def _finish_rows(phase: int, block: ir.Value, carry: ir.Value, chunks: ir.Value)
                 if acc.index is not None:
                     position = b.load(_address(b, block, record, size, RECORD_BYTES * k + 8),
                                       typ=I64)
-                acc.update(b, value, position)
+                acc.merge(b, value, position)
 
         if accumulators:
             _emit_counted_loop(b, chunks, "chunks", combine)

@@ -167,7 +167,7 @@ def _emit_body(nest: _Nest, offsets: list[ir.Value | None], level: str, phase: i
             ctx.dtypes[ins.id] = ins.dtype
             continue
         if ins.op is Op.REDUCE:
-            if ins.attr in ("argmax", "argmin") and position is None:
+            if nest.accumulators[ins.id].needs_position and position is None:
                 position = _row_position(nest, indices)
             nest.accumulators[ins.id].update(b, nest.values[ins.args[0]], position)
             continue

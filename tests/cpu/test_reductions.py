@@ -11,6 +11,7 @@ from corpus import DTYPES, edge_values
 from oracle import assert_matches_numpy
 
 from autojit import FallbackWarning, autoroute
+from autojit import config as autojit_config
 from autojit.fuse.partition import memory_param
 from autojit.fuse.traffic import kernel_traffic
 from autojit.ir.ops import Op
@@ -222,3 +223,30 @@ def test_a_wide_sum_after_a_row_reduction_rides_along_its_pass():
     assert len(ins.kernels) == 2
     assert ins.traffic[0].write_bytes == 4 * 8               # the four per-image partials,
     assert ins.traffic[1].read_bytes == 4 * 8                # not a (4, 6, 5) temporary
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_vectorised_max_min_keep_numpy_s_last_zero_and_nan(dtype, threads):
+    """float max/min reduce through llvm.maximum/minimum (vectorised) plus a last-zero code:
+    a zero result still has the sign of the row's last zero, as NumPy's has, also when
+    the row is cut into thread chunks."""
+    rng = np.random.default_rng(11)
+    rows = np.zeros((9, 301), dtype)
+    rows[0] = -rng.random(301)                      # negative: max is a zero only if present
+    rows[0, [5, 200]] = [0.0, -0.0]                 # last zero is -0
+    rows[1] = -rows[0]
+    rows[1, [7, 250]] = [-0.0, 0.0]                 # last zero is +0
+    rows[2] = np.where(rng.random(301) < 0.5, 0.0, -0.0)
+    rows[3] = rng.random(301)
+    rows[3, 99] = np.nan                            # NaN wins
+    rows[4] = -np.inf
+    rows[5] = rng.standard_normal(301)
+    rows[6, :] = -0.0
+    rows[7] = np.where(rng.random(301) < 0.5, 0.0, -0.0)
+    rows[7, -1] = -0.0
+    rows[8] = np.where(rng.random(301) < 0.5, 0.0, -0.0)
+    rows[8, -1] = 0.0
+    with autojit_config(num_threads=threads, thread_min_work=0):
+        assert_matches_numpy(lambda a: (a.max(axis=1), a.min(axis=1), a.max(), a.min(),
+                                        a[2].max(), a[1:3].min()), rows)
