@@ -292,6 +292,7 @@ def test_the_size_bound_evicts_least_recently_used_versions(tmp_path):
     with autojit.config(cache_dir=str(cache), cache_max_mb=bound_mb):
         for offset in range(8):
             _fresh(eval(f"lambda a: (a + {offset}.0) * 3.0"), np.ones(4))
+            disk_cache.wait_for_eviction()   # it runs on a background thread
             time.sleep(0.01)          # distinct modification times: a clear LRU order
         used = sum(g.size for g in disk_files.scan_groups(str(cache / "v1")))
         assert 0 < used <= bound_mb * 2**20
