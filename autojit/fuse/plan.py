@@ -12,7 +12,7 @@ from autojit.fuse.partition import LEAF_OPS, Group, Placement, partition_graph
 from autojit.fuse.split_reduce import split_reductions
 from autojit.ir.graph import Graph, Node
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import Op
+from autojit.ir.ops import OP_TABLE, Op
 from autojit.ir.types import Dim
 
 DEFAULT_MAX_OPS = 128
@@ -92,6 +92,7 @@ class _KernelEmitter:
             loop_sizes = tuple((shape[a],) if shape[a] != 1 else () for a in self.perm) or ((),)
         self.kb = KernelBuilder(name, loop_sizes)
         self.values: dict[tuple, int] = {}
+        self.spills: dict[int, int] = {}     # set by emit(): see _choose_spills
 
     def _is_contiguous(self, node: Node) -> bool:
         if node.op is Op.ARG:
@@ -168,9 +169,67 @@ class _KernelEmitter:
             where = Placement("row", max(where.phase, placement.phase))
         key = (node_id, where)
         if key not in self.values:
+            spill = self.spills.get(node_id)
+            if spill is not None and where.phase > placement.phase:
+                self.values[key] = self._spill_buffer(spill, where, load=True)
+                return self.values[key]
             self.kb.position(where.level, where.phase)
             self.values[key] = self._emit(self.graph.node(node_id), where)
+            if spill is not None:
+                self._spill_buffer(spill, where, store=self.values[key])
         return self.values[key]
+
+    def _choose_spills(self) -> dict[int, int]:
+        """Return {row value: result} for values the last phase would recompute with a libm
+        call: the value's own phase stores it into that result's memory (same shape and
+        dtype, stored in the last phase at the same elements) and the last phase loads it
+        back before overwriting it. Softmax computes ``exp(x - max)`` once, not twice."""
+        last = self.group.phases - 1
+        spills: dict[int, int] = {}
+        for result_id in self.group.nodes if last > 0 else ():
+            result = self.graph.node(result_id)
+            if (result_id not in self.in_memory or result.op is Op.WRITE
+                    or self.group.placement[result_id] != Placement("row", last)
+                    or result.type.shape != self.group.shape):
+                continue
+            cone = self._row_cone(result_id)
+            candidates = [v for v in cone if v not in spills and v != result_id
+                          and self.group.placement[v].phase < last
+                          and self.graph.node(v).type == result.type
+                          and any(OP_TABLE[self.graph.node(u).op].math_name
+                                  for u in self._row_cone(v))]
+            if candidates:
+                spills[max(candidates)] = result_id
+        return spills
+
+    def _row_cone(self, node_id: int) -> set[int]:
+        """Return ``node_id`` and the row values of this kernel it is computed from."""
+        cone, pending = set(), [node_id]
+        while pending:
+            current = pending.pop()
+            placement = self.group.placement.get(current)
+            if current in cone or placement is None or placement.level != "row":
+                continue
+            cone.add(current)
+            pending.extend(self.graph.node(current).inputs)
+        return cone
+
+    def _spill_buffer(self, result_id: int, where: Placement, *, load: bool = False,
+                      store: int | None = None) -> int:
+        """Store ``store`` into ``result_id``'s memory, or (``load``) load it back through
+        the result's own buffer: the same pointer as the final store, so the vectoriser
+        sees a load and store of one element, not two arrays that may overlap."""
+        result = self.graph.node(result_id)
+        strides, axes = self.strides(result.type.shape, True)
+        if load:
+            buffer = self._result_buffer(result_id)
+            self.kb.position("row", where.phase)
+            return self.kb.load(buffer)
+        buffer = self.kb.add_buffer(f"spill{len(self.kb.buffers)}", result.type.dtype, strides,
+                                    True, result_id, axes)
+        self.kb.position("row", where.phase)
+        self.kb.store(buffer, store)
+        return store
 
     def _emit(self, node: Node, where: Placement) -> int:
         if node.op is Op.CONST:
@@ -224,15 +283,25 @@ class _KernelEmitter:
             return self.kb.cast(wide, dtype)
         return self.kb.reduce(kind, operand, dtype)
 
+    def _result_buffer(self, node_id: int) -> int:
+        """Return the output buffer of stored value ``node_id`` (declared on first use)."""
+        if node_id not in self.result_buffers:
+            node, where = self.graph.node(node_id), self.group.placement[node_id]
+            strides, axes = self.strides(node.type.shape, True, where.form)
+            position = [n for n in self.group.nodes if n in self.in_memory].index(node_id)
+            self.result_buffers[node_id] = self.kb.add_buffer(
+                f"out{position}", node.type.dtype, strides, True, node_id, axes)
+        return self.result_buffers[node_id]
+
     def emit(self) -> Kernel:
+        self.spills = self._choose_spills()
+        self.result_buffers: dict[int, int] = {}
         for node_id in self.group.nodes:
             self.value(node_id, self.group.placement[node_id])
         stored = [n for n in self.group.nodes if n in self.in_memory]
-        for position, node_id in enumerate(stored):
-            node, where = self.graph.node(node_id), self.group.placement[node_id]
-            strides, axes = self.strides(node.type.shape, True, where.form)
-            buffer = self.kb.add_buffer(f"out{position}", node.type.dtype, strides, True, node_id,
-                                        axes)
+        for node_id in stored:
+            where = self.group.placement[node_id]
+            buffer = self._result_buffer(node_id)
             self.kb.position(where.level, where.phase)
             self.kb.current_node = node_id
             self.kb.store(buffer, self.values[(node_id, where)])

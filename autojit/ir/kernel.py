@@ -131,6 +131,18 @@ class Kernel:
         return axis if axis >= 0 else None
 
     @property
+    def aliased_buffers(self) -> frozenset[int]:
+        """Buffers that share memory with another buffer of this kernel (same graph value):
+        a value stored in an early phase and reloaded in the last one (``fuse.plan``'s
+        spills). Renderers must not promise no-aliasing (``noalias``, ``__restrict__``)
+        for these."""
+        seen: dict[int, list[int]] = {}
+        for index, buf in enumerate(self.buffers):
+            seen.setdefault(buf.value, []).append(index)
+        return frozenset(i for group in seen.values() if len(group) > 1
+                         and any(self.buffers[j].is_output for j in group) for i in group)
+
+    @property
     def inputs(self) -> tuple[Buffer, ...]:
         return tuple(b for b in self.buffers if not b.is_output)
 

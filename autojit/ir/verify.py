@@ -6,7 +6,7 @@ import numpy as np
 
 from autojit.errors import AutojitError
 from autojit.ir.graph import Graph
-from autojit.ir.kernel import Kernel
+from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op, OpGroup
 
 _SAME_DTYPE_GROUPS = (OpGroup.UNARY, OpGroup.BINARY, OpGroup.COMPARE)
@@ -96,6 +96,7 @@ def verify_kernel(kernel: Kernel) -> None:
     dtypes: dict[int, np.dtype] = {}
     positions: dict[int, tuple[str, int, bool]] = {}
     stored: list[int] = []
+    reloads: list[Instr] = []
     scanned: set[int] = set()      # row values computed from a scan of their phase
     for ins in kernel.body:
         for a in ins.args:
@@ -105,8 +106,10 @@ def verify_kernel(kernel: Kernel) -> None:
             raise VerifyError(f"{kernel.name} %{ins.id}: select condition is not bool")
         if ins.op in (Op.LOAD, Op.STORE):
             buf = kernel.buffers[ins.attr]
-            if buf.is_output != (ins.op is Op.STORE):
-                raise VerifyError(f"{kernel.name} %{ins.id}: {ins.op.value} of {buf.name}")
+            if ins.op is Op.STORE and not buf.is_output:
+                raise VerifyError(f"{kernel.name} %{ins.id}: store to input {buf.name}")
+            if ins.op is Op.LOAD and buf.is_output:   # a spilled value read back (fuse.plan)
+                reloads.append(ins)
             if len(buf.strides) != kernel.rank:
                 raise VerifyError(f"{kernel.name}: {buf.name} has wrong stride count")
         if ins.op is Op.STORE:
@@ -129,3 +132,19 @@ def verify_kernel(kernel: Kernel) -> None:
     outputs = [i for i, b in enumerate(kernel.buffers) if b.is_output]
     if sorted(stored) != outputs:
         raise VerifyError(f"{kernel.name}: outputs {outputs} stored as {sorted(stored)}")
+    _check_reloads(kernel, reloads)
+
+
+def _check_reloads(kernel: Kernel, reloads: list[Instr]) -> None:
+    """A load of an output buffer reads back a value an earlier phase stored into the same
+    memory (another output buffer of the same value) and precedes the buffer's own store,
+    in that store's row phase: each element is read before it is overwritten."""
+    for load in reloads:
+        buf = kernel.buffers[load.attr]
+        store = next(i for i in kernel.body if i.op is Op.STORE and i.attr == load.attr)
+        earlier = [i for i in kernel.body if i.op is Op.STORE and i.phase < load.phase
+                   and i.level == "row" and kernel.buffers[i.attr].value == buf.value]
+        if (load.level != "row" or store.level != "row" or store.phase != load.phase
+                or store.id < load.id or not earlier):
+            raise VerifyError(f"{kernel.name} %{load.id}: load of output {buf.name} is not "
+                              "a spilled value read back before its final store")

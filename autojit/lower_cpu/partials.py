@@ -189,9 +189,10 @@ def _emit_function(module: ir.Module, kernel: Kernel, math: MathCalls, name: str
     loops.attributes.add("nounwind")
     nb, nm = len(kernel.buffers), kernel.rank + len(kernel.runtime_strides())
     args = list(loops.args)
-    for arg, buf in zip(args, kernel.buffers, strict=False):
+    aliased = kernel.aliased_buffers
+    for index, (arg, buf) in enumerate(zip(args, kernel.buffers, strict=False)):
         arg.name = buf.name
-        if buf.is_output:
+        if buf.is_output and index not in aliased:
             arg.add_attribute("noalias")
     args[-3].add_attribute("noalias")
     args[-2].add_attribute("noalias")

@@ -237,9 +237,10 @@ def _emit_loops_function(module: ir.Module, kernel: Kernel, math: MathCalls,
     fn.attributes.add("nounwind")
     nb, nm = len(kernel.buffers), kernel.rank + len(kernel.runtime_strides())
     args = list(fn.args)
-    for arg, buf in zip(args, kernel.buffers, strict=False):
+    aliased = kernel.aliased_buffers
+    for index, (arg, buf) in enumerate(zip(args, kernel.buffers, strict=False)):
         arg.name = buf.name
-        if buf.is_output:
+        if buf.is_output and index not in aliased:
             arg.add_attribute("noalias")
     for d, arg in enumerate(args[nb:nb + kernel.rank]):
         arg.name = f"n{d}"

@@ -90,8 +90,10 @@ def pointer_types(kernel: Kernel) -> list[str]:
 def signature(kernel: Kernel, names: Names, extra: Sequence[str] = ()) -> str:
     """Return ``extern "C" __global__ void k(const double *__restrict__ x, ...)``: buffers,
     scalars, loop sizes, runtime strides, then ``extra`` parameters."""
-    params = [f"{pointer}__restrict__ {name}"
-              for pointer, name in zip(pointer_types(kernel), names.buffers, strict=True)]
+    aliased = kernel.aliased_buffers     # restrict (and the read-only cache) would be a lie
+    params = [f"{pointer}{'' if b in aliased else '__restrict__ '}{name}"
+              for b, (pointer, name) in enumerate(zip(pointer_types(kernel), names.buffers,
+                                                      strict=True))]
     params += [f"{c_type(p.dtype)} {name}"
                for p, name in zip(kernel.scalars, names.scalars, strict=True)]
     params += [f"long long size{d}" for d in range(kernel.rank)]

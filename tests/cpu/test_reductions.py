@@ -147,8 +147,10 @@ def test_inspect_reports_each_kernels_traffic():
     x = np.ones((64, 32), dtype=np.float32)
     traffic = autoroute(softmax).inspect(x).traffic
     assert len(traffic) == 1
-    assert traffic[0].read_bytes == 3 * x.nbytes     # three passes over each row
-    assert traffic[0].write_bytes == x.nbytes
+    # three passes over each row: max and sum read x, the last reads back exp(x - max),
+    # which the second stored into the result (a spill: exp runs once per element)
+    assert traffic[0].read_bytes == 3 * x.nbytes
+    assert traffic[0].write_bytes == 2 * x.nbytes
     (mse,) = autoroute(lambda a, b: np.mean((a - b) ** 2)).inspect(np.ones(100),
                                                                   np.ones(100)).traffic
     assert (mse.read_bytes, mse.write_bytes) == (1600, 8)
@@ -250,3 +252,17 @@ def test_vectorised_max_min_keep_numpy_s_last_zero_and_nan(dtype, threads):
     with autojit_config(num_threads=threads, thread_min_work=0):
         assert_matches_numpy(lambda a: (a.max(axis=1), a.min(axis=1), a.max(), a.min(),
                                         a[2].max(), a[1:3].min()), rows)
+
+
+def test_softmax_computes_exp_once_per_element():
+    """The last phase reloads exp(x - max) from the result's memory instead of recomputing
+    it; the result is still NumPy's (within the exp ULP bound) on odd shapes and strides."""
+    f = autoroute(softmax)
+    x = RNG.standard_normal((7, 33, 129)).astype(np.float32)[:, ::2, 1:]
+    kernel = f.inspect(x).plan.kernels[0]
+    assert sum(ins.op is Op.EXP for ins in kernel.body) == 1
+    assert len(kernel.aliased_buffers) == 2          # the spill and the result: no noalias
+    for args in ((x,), (x[0],), (np.float64(3.0) * x[:, :1],)):
+        assert_matches_numpy(softmax, *args, rtol=2e-6, atol=1e-9)
+    with autojit_config(num_threads=3, thread_min_work=0):
+        assert_matches_numpy(softmax, RNG.random((3, 5000)), rtol=1e-12, atol=1e-15)
