@@ -43,9 +43,8 @@ from autojit.lower_cpu.render import (
     _emit_nest,
     _load_scalar_param,
     _load_slot,
-    _loops_param_types,
+    _loops_signature,
     _Nest,
-    _prepare,
 )
 from autojit.lower_cpu.rules import I64, llvm_type
 from autojit.lower_cpu.threads import carried
@@ -181,27 +180,13 @@ def _emit_function(module: ir.Module, kernel: Kernel, math: MathCalls, name: str
                    rows: Callable[[ir.Value, ir.Value, ir.Value], Emit]) -> None:
     """Emit ``name.loops`` (the kernel's arguments, two block pointers, an int64) and the
     entry ``name(data, meta)`` that reads them as the kernel's entry does."""
-    types = _loops_param_types(kernel)
-    loops = ir.Function(module, ir.FunctionType(VOID, types + [PTR, PTR, I64]),
-                        f"{name}.loops")
-    loops.linkage = "internal"
-    loops.attributes.add("alwaysinline")
-    loops.attributes.add("nounwind")
+    loops, nest = _loops_signature(module, kernel, math, f"{name}.loops", [PTR, PTR, I64])
     nb, nm = len(kernel.buffers), kernel.rank + len(kernel.runtime_strides())
     args = list(loops.args)
-    aliased = kernel.aliased_buffers
-    for index, (arg, buf) in enumerate(zip(args, kernel.buffers, strict=False)):
-        arg.name = buf.name
-        if buf.is_output and index not in aliased:
-            arg.add_attribute("noalias")
     args[-3].add_attribute("noalias")
     args[-2].add_attribute("noalias")
-    builder = ir.IRBuilder(loops.append_basic_block("entry"))
-    nest = _Nest(kernel, builder, math, args[:nb], args[nb:nb + kernel.rank],
-                 args[nb + kernel.rank:nb + nm], args[nb + nm:len(types)])
-    _prepare(nest)
     _emit_outer_loops(nest, 0, [None] * nb, [], rows(*args[-3:]))
-    builder.ret_void()
+    nest.builder.ret_void()
 
     entry = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR]), name)
     entry.attributes.add("nounwind")

@@ -38,7 +38,7 @@ loop vectoriser skip runtime overlap checks. Sample (``out0 = in0 + 1.0``, rank 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
@@ -228,10 +228,13 @@ def _prepare(nest: _Nest) -> None:
                 nest.builder, ins, sources[ins.args[0]])
 
 
-def _emit_loops_function(module: ir.Module, kernel: Kernel, math: MathCalls,
-                         name: str) -> ir.Function:
-    """Return the internal loop-nest function (see the module docstring)."""
-    fn = ir.Function(module, ir.FunctionType(VOID, _loops_param_types(kernel)), name)
+def _loops_signature(module: ir.Module, kernel: Kernel, math: MathCalls, name: str,
+                     extra: Sequence[ir.Type] = ()) -> tuple[ir.Function, _Nest]:
+    """Declare ``name``, an internal always-inlined function taking the kernel's buffers
+    (outputs ``noalias`` unless aliased), loop sizes, runtime strides and scalars, then
+    ``extra`` parameters; return it and a _Nest at its entry, ready for the loops."""
+    types = _loops_param_types(kernel)
+    fn = ir.Function(module, ir.FunctionType(VOID, types + list(extra)), name)
     fn.linkage = "internal"
     fn.attributes.add("alwaysinline")
     fn.attributes.add("nounwind")
@@ -246,10 +249,17 @@ def _emit_loops_function(module: ir.Module, kernel: Kernel, math: MathCalls,
         arg.name = f"n{d}"
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
     nest = _Nest(kernel, builder, math, args[:nb], args[nb:nb + kernel.rank],
-                 args[nb + kernel.rank:nb + nm], args[nb + nm:])
+                 args[nb + kernel.rank:nb + nm], args[nb + nm:len(types)])
     _prepare(nest)
-    _emit_nest(nest, 0, [None] * nb, [])
-    builder.ret_void()
+    return fn, nest
+
+
+def _emit_loops_function(module: ir.Module, kernel: Kernel, math: MathCalls,
+                         name: str) -> ir.Function:
+    """Return the internal loop-nest function (see the module docstring)."""
+    fn, nest = _loops_signature(module, kernel, math, name)
+    _emit_nest(nest, 0, [None] * len(kernel.buffers), [])
+    nest.builder.ret_void()
     return fn
 
 
