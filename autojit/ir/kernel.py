@@ -138,7 +138,8 @@ class Kernel:
         for these."""
         seen: dict[int, list[int]] = {}
         for index, buf in enumerate(self.buffers):
-            seen.setdefault(buf.value, []).append(index)
+            if buf.value >= 0:          # -1: a hand-built kernel's buffer, its own memory
+                seen.setdefault(buf.value, []).append(index)
         return frozenset(i for group in seen.values() if len(group) > 1
                          and any(self.buffers[j].is_output for j in group) for i in group)
 

@@ -4,49 +4,28 @@ text NVRTC compiles) matches NumPy."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 from corpus import all_cases
 from oracle import call_numpy, compare_results
+from translation_unit import ARCHS, case_plan, compile_unit
 
-from autojit.fuse.plan import Plan, plan_kernels
-from autojit.lower_gpu import CudaBinary, compile_cuda, render_cuda
-from autojit.lower_gpu.emulate import build_emulation
+from autojit.fuse.plan import Plan
+from autojit.lower_gpu import CudaBinary
 from autojit.policy.backends import EmulatedCudaBackend, bind_sizes, run_plan
-from autojit.policy.signature import signature_of
-from autojit.tracer import trace_function
 
 CASES = all_cases()
 
 
-def _plan(index: int) -> Plan:
-    case = CASES[index]
-    graph = trace_function(case.fn, case.args)
-    contiguous = [bool(k[0] == "a" and k[4]) for k in signature_of(case.args)]
-    plan = plan_kernels(graph, contiguous)
-    # unique names, so the whole corpus is one translation unit (one g++, one NVRTC run)
-    kernels = tuple(dataclasses.replace(k, name=f"c{index}_{k.name}") for k in plan.kernels)
-    return dataclasses.replace(plan, kernels=kernels)
-
-
-ARCHS = ("sm_80", "sm_90")
-
-
 @functools.cache
 def corpus() -> tuple[list[Plan], str, dict[str, CudaBinary]]:
-    """Trace and render the corpus; compile it for both archs and for emulation at once
-    (NVRTC releases the GIL, g++ is a subprocess: the three overlap)."""
-    plans = [_plan(i) for i in range(len(CASES))]
-    source = "\n".join(render_cuda(k) for plan in plans for k in plan.kernels)
-    with ThreadPoolExecutor(len(ARCHS)) as pool:
-        futures = {arch: pool.submit(compile_cuda, source, "corpus", arch) for arch in ARCHS}
-        build_emulation(source)
-        binaries = {arch: future.result() for arch, future in futures.items()}
+    """Trace and render the corpus into one translation unit (one g++, one NVRTC run per
+    arch, overlapping)."""
+    plans = [case_plan(case.fn, case.args, f"c{i}") for i, case in enumerate(CASES)]
+    source, binaries = compile_unit(plans, "corpus")
     return plans, source, binaries
 
 

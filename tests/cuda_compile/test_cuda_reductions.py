@@ -18,13 +18,11 @@ Dropping or doubling one element is orders of magnitude above this bound.
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import functools
 import math
 import re
 import sys
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -32,12 +30,12 @@ from typing import Any
 import numpy as np
 import pytest
 from reduction_cases import Case, absmax, all_cases, normal
+from translation_unit import ARCHS, compile_unit, shared_plans
 
 from autojit.fuse.plan import Plan, plan_kernels
 from autojit.ir.abi import loop_extent
 from autojit.lower_gpu import (
     CudaBinary,
-    compile_cuda,
     cuda_reduce_gaps,
     device,
     gpu_available,
@@ -51,33 +49,16 @@ from autojit.lower_gpu.reduce_launch import is_reduction, row_extent
 from autojit.policy.backends import EmulatedCudaBackend, bind_sizes, run_plan
 from autojit.tracer import trace_function
 
-ARCHS = ("sm_80", "sm_90")
 CASES = all_cases()
 
 
 # -- plans, one translation unit -----------------------------------------------------------
-def _plan(index: int) -> Plan:
-    case = CASES[index]
-    plan = plan_kernels(trace_function(case.fn, case.args),
-                        [a.flags.c_contiguous for a in case.args])
-    kernels = tuple(dataclasses.replace(k, name=f"r{index}_{k.name}") for k in plan.kernels)
-    return dataclasses.replace(plan, kernels=kernels)
-
-
 @functools.cache
 def corpus() -> tuple[list[Plan], str, dict[str, CudaBinary]]:
     """Trace and render every case once (a forced-launch case reuses its base case's
-    kernels); NVRTC (both archs) and g++ run concurrently on one translation unit."""
-    first: dict[tuple, int] = {}
-    for i, case in enumerate(CASES):
-        first.setdefault((case.fn, *map(id, case.args)), i)
-    own = {i: _plan(i) for i in sorted(set(first.values()))}
-    plans = [own[first[(c.fn, *map(id, c.args))]] for c in CASES]
-    source = "\n".join(render_cuda(k) for plan in own.values() for k in plan.kernels)
-    with ThreadPoolExecutor(len(ARCHS)) as pool:
-        futures = {arch: pool.submit(compile_cuda, source, "reductions", arch) for arch in ARCHS}
-        build_emulation(source)
-        binaries = {arch: future.result() for arch, future in futures.items()}
+    kernels) into one translation unit, compiled for both archs and the emulation."""
+    plans = shared_plans(CASES, "r")
+    source, binaries = compile_unit(plans, "reductions")
     return plans, source, binaries
 
 

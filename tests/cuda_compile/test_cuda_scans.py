@@ -9,51 +9,33 @@ thread's chunk total joins the others' in a tree): within each case's ``bound``.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pytest
 from scan_cases import Case, all_cases
+from translation_unit import ARCHS, compile_unit, shared_plans
 
 from autojit.fuse.plan import Plan, plan_kernels
-from autojit.lower_gpu import CudaBinary, compile_cuda, render_cuda
-from autojit.lower_gpu.emulate import build_emulation, emulated_launch
+from autojit.lower_gpu import CudaBinary, render_cuda
+from autojit.lower_gpu.emulate import emulated_launch
 from autojit.lower_gpu.reduce_launch import can_split, launch_splits
 from autojit.lower_gpu.render_scan import cuda_scan_gaps
 from autojit.policy.backends import EmulatedCudaBackend, bind_sizes, run_plan
 from autojit.tracer import trace_function
 
-ARCHS = ("sm_80", "sm_90")
 CASES = all_cases()
-
-
-def _plan(index: int) -> Plan:
-    case = CASES[index]
-    plan = plan_kernels(trace_function(case.fn, case.args),
-                        [a.flags.c_contiguous for a in case.args])
-    kernels = tuple(dataclasses.replace(k, name=f"s{index}_{k.name}") for k in plan.kernels)
-    return dataclasses.replace(plan, kernels=kernels)
 
 
 @functools.cache
 def corpus() -> tuple[list[Plan], str, dict[str, CudaBinary]]:
     """Trace and render every case once (a forced-launch case reuses its base case's
-    kernels); NVRTC (both archs) and g++ run concurrently on one translation unit."""
-    first: dict[tuple, int] = {}
-    for i, case in enumerate(CASES):
-        first.setdefault((case.fn, *map(id, case.args)), i)
-    own = {i: _plan(i) for i in sorted(set(first.values()))}
-    plans = [own[first[(c.fn, *map(id, c.args))]] for c in CASES]
-    source = "\n".join(render_cuda(k) for plan in own.values() for k in plan.kernels)
-    with ThreadPoolExecutor(len(ARCHS)) as pool:
-        futures = {arch: pool.submit(compile_cuda, source, "scans", arch) for arch in ARCHS}
-        build_emulation(source)
-        binaries = {arch: future.result() for arch, future in futures.items()}
+    kernels) into one translation unit, compiled for both archs and the emulation."""
+    plans = shared_plans(CASES, "s")
+    source, binaries = compile_unit(plans, "scans")
     return plans, source, binaries
 
 
