@@ -11,9 +11,14 @@ Two ways to split, both without touching the kernel's own code:
   first row dimension the same way and, phase by phase, call the ``part`` entry, which
   stores each chunk's raw accumulators; ``finish`` then combines them in chunk order, runs
   the outer-level instructions and carries what later phases read (``partials.py``).
-  A row is cut into 16 chunks (more only beyond 16 threads) whatever the thread count,
-  so a result is identical run to run and for every thread count from 2 to 16; it
-  differs from one thread's by rounding only (a different summation tree).
+  A row is cut into chunks set by its size alone (``_partial_edges``: 16 for short rows;
+  for long ones, big chunks first and small ones last), so a result is identical run to
+  run and for every thread count; it differs from one thread's by rounding only (a
+  different summation tree).
+
+Each thread takes chunks in a native loop (``_drainer``: an atomic counter, no Python
+between chunks), and a call's chunk tables are kept per program and sizes (``_cached``):
+right after a big call the CPU caches are cold and Python costs 3-5× its warm time.
 
 A dimension is not split when a loop index of it is used (``arange``: the chunk would
 restart at 0) or an output does not advance along it (stride 0: every chunk would write
@@ -28,11 +33,12 @@ import ctypes
 import functools
 import logging
 import math
+import platform
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -54,7 +60,10 @@ SPLITS: collections.Counter[str] = collections.Counter()
 #: chunks per thread of an outer split from 8 × ``min_work``: spare chunks for the threads
 #: the OS runs while another waits (each chunk costs a few µs to hand out)
 _CHUNKS_PER_THREAD = 4
-#: chunks of a row shared through partials (fixed: see ``_partial_chunk_count``)
+#: chunks of a row shared through partials (``_partial_edges``): each takes 1/_PARTIAL_SHARE
+#: of what is left, down to _PARTIAL_TAIL positions (or 1/_PARTIAL_CHUNKS of the row)
+_PARTIAL_SHARE = 32
+_PARTIAL_TAIL = 1 << 14
 _PARTIAL_CHUNKS = 16
 #: chunk edges along the innermost loop are multiples of this (vector width × unroll)
 _ALIGN = 64
@@ -160,22 +169,44 @@ def _split_plan(kernel: Kernel, program: CpuProgram) -> SplitPlan:
     return found
 
 
-def _chunks(plan: SplitPlan, size: int, dim: int, count: int) -> list[tuple[int, int]]:
-    """Return up to ``count`` near-equal (begin, end) ranges covering ``range(size)``
-    along loop ``dim``. Along the innermost loop, chunk edges fall on multiples of
-    ``_ALIGN`` elements: the vectorised loop then meets the same elements in its scalar
-    remainder as on one thread (libmvec and scalar libm may differ by an ulp)."""
-    count = min(size, count)
-    align = _ALIGN if dim == plan.rank - 1 else 1
-    edges = sorted({size * i // count // align * align for i in range(count)} | {size})
-    return list(zip(edges[:-1], edges[1:], strict=True))
+def _chunks(plan: SplitPlan, size: int, dim: int, count: int) -> np.ndarray:
+    """Return the edges (int64, ascending, from 0 to ``size``) of up to ``count``
+    near-equal chunks of ``range(size)`` along loop ``dim``. Along the innermost loop,
+    chunk edges fall on multiples of ``_ALIGN`` elements: the vectorised loop then meets
+    the same elements in its scalar remainder as on one thread (libmvec and scalar libm
+    may differ by an ulp)."""
+    return _edges(size, min(size, count), _ALIGN if dim == plan.rank - 1 else 1)
 
 
-def _partial_chunk_count(threads: int) -> int:
-    """Return how many chunks partials cut a row into: ``_PARTIAL_CHUNKS`` for up to that
-    many threads, so a partial result (its summation tree) is the same for every thread
-    count from 2 to ``_PARTIAL_CHUNKS``, and from run to run."""
-    return max(_PARTIAL_CHUNKS, threads)
+@functools.lru_cache(maxsize=256)
+def _edges(size: int, count: int, align: int) -> np.ndarray:
+    """Return ``_chunks``' edges, cached (a call repeats its shapes; building them costs
+    ~20 µs); read-only, as callers share them."""
+    edges = np.array(sorted({size * i // count // align * align for i in range(count)}
+                            | {size}), np.int64)
+    edges.flags.writeable = False
+    return edges
+
+
+@functools.lru_cache(maxsize=256)
+def _partial_edges(size: int, later: int, align: int) -> np.ndarray:
+    """Return the edges of the chunks partials cut a row dimension of ``size`` steps into
+    (``later`` row positions per step; inner edges on multiples of ``align``, as in
+    ``_chunks``). Each chunk takes 1/``_PARTIAL_SHARE`` of what is left, never less than
+    ``_PARTIAL_TAIL`` positions or 1/``_PARTIAL_CHUNKS`` of the row: big chunks first,
+    small ones last, so the threads finish close together (10M positions: ~125 chunks,
+    the last 32 of 16K). Set by the sizes alone, never the thread count, so a result (its
+    summation tree) is the same for every thread count and from run to run."""
+    smallest = max(min(-(-_PARTIAL_TAIL // later), size // _PARTIAL_CHUNKS), 1)
+    smallest = -(-smallest // align) * align
+    edges = [0]
+    while edges[-1] < size:
+        left = size - edges[-1]
+        end = (edges[-1] + max(left // _PARTIAL_SHARE, smallest)) // align * align
+        edges.append(size if size - end < smallest // 2 else end)
+    found = np.array(edges, np.int64)
+    found.flags.writeable = False
+    return found
 
 
 @dataclass
@@ -185,49 +216,161 @@ class _Chunks:
 
     pointers: np.ndarray        # int64 [chunks, data slots]
     metas: np.ndarray           # int64 [chunks, meta slots]
-    begins: np.ndarray          # int64 [chunks]
-
-    def add_columns(self, pointers: np.ndarray | None = None,
-                    metas: np.ndarray | None = None) -> _Chunks:
-        """Return the tables with one more column each, as the partials entries take."""
-        more = [self.pointers] + ([] if pointers is None else [pointers[:, None]])
-        extra = [self.metas] + ([] if metas is None else [metas[:, None]])
-        return _Chunks(np.ascontiguousarray(np.hstack(more)),
-                       np.ascontiguousarray(np.hstack(extra)), self.begins)
 
     def tasks(self, function: ctypes._CFuncPtr) -> list[Task]:
         """Return one call of ``function`` per chunk (the tables must outlive them)."""
         p, m = self.pointers.ctypes.data, self.metas.ctypes.data
         ps, ms = self.pointers.strides[0], self.metas.strides[0]
         return [functools.partial(function, p + c * ps, m + c * ms)
-                for c in range(len(self.begins))]
+                for c in range(len(self.metas))]
+
+    def run(self, function: ctypes._CFuncPtr, threads: int) -> None:
+        """Call ``function`` on every chunk, on up to ``threads`` threads. Each thread runs
+        the native loop of ``_drainer`` (chunks taken from an atomic counter, so no Python
+        between chunks: a chunk then costs nanoseconds, not the ~4 µs of a pool task)."""
+        native = _drainer()
+        count = len(self.metas)
+        if native is None:
+            pool().run(self.tasks(function), threads)
+            return
+        drain, wait = native
+        state = np.zeros(2, np.int64)     # next chunk, chunks done
+        address = state.ctypes.data
+        task = functools.partial(drain, address, count,
+                                 ctypes.cast(function, ctypes.c_void_p).value,
+                                 self.pointers.ctypes.data, self.pointers.strides[0],
+                                 self.metas.ctypes.data, self.metas.strides[0])
+        helpers = min(threads, count) - 1
+        if helpers <= 0:
+            task()
+            return
+        # the workers' share done is known from ``state``: no wait for their replies (a
+        # futex wake-up, 30-70 µs here) unless it takes longer than a short spin
+        reply = pool().start(functools.partial(_hold, task, state, self), helpers)
+        task()
+        if not wait(address + 8, count, _SPINS):
+            pool().wait(reply, helpers)
 
 
-def _chunk_tables(plan: SplitPlan, data: Sequence[Any], meta: Sequence[int], dim: int,
-                  chunks: list[tuple[int, int]]) -> _Chunks:
-    """Return the chunks' (data, meta) rows: each buffer's pointer advanced to the
-    chunk's start along loop ``dim``, whose size becomes the chunk's length. ``data``
-    holds addresses as ints or ``ctypes.c_void_p`` (what NumPy's ``ctypes`` gives)."""
-    base = [p if p.__class__ is int else (p.value or 0) for p in data]
-    step = [0] * len(data)
+def _tables(plan: SplitPlan, slots: int, meta: Sequence[int], dim: int, edges: np.ndarray,
+            extra_data: int = 0, extra_meta: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Return the chunks' pointer offsets and ``meta`` rows for a call with ``slots`` data
+    slots: each buffer's pointer advanced by ``begin · stride`` bytes along loop ``dim``,
+    whose size becomes the chunk's length; then ``extra_data`` / ``extra_meta`` zeroed
+    columns (the partials entries' own slots). ``edges`` is what ``_chunks`` returns.
+    A chunk's pointers are its offsets plus the call's pointers (``_Chunks``)."""
+    step = np.zeros(slots + extra_data, np.int64)
     for b, (strides, itemsize) in enumerate(zip(plan.strides, plan.itemsizes, strict=True)):
         stride = strides[dim]
         step[b] = (meta[-1 - stride] if stride < 0 else stride) * itemsize
-    pointers = [[a + begin * s for a, s in zip(base, step, strict=True)]
-                for begin, _ in chunks]
-    metas = []
-    for begin, end in chunks:
-        row = list(meta)
-        row[dim] = end - begin
-        metas.append(row)
-    return _Chunks(np.array(pointers, np.int64), np.array(metas, np.int64),
-                   np.array([begin for begin, _ in chunks], np.int64))
+    offsets = edges[:-1, None] * step
+    metas = np.zeros((len(edges) - 1, len(meta) + extra_meta), np.int64)
+    metas[:, :len(meta)] = meta
+    metas[:, dim] = np.diff(edges)
+    return offsets, metas
 
 
-def _call_now(function: ctypes._CFuncPtr, data: Sequence[Any], meta: Sequence[int]) -> None:
-    pointers = (ctypes.c_void_p * max(len(data), 1))(*data)
-    sizes = (ctypes.c_int64 * max(len(meta), 1))(*meta)
-    function(pointers, sizes)
+#: sizes of calls whose chunk tables a program keeps (``_cached``), at most
+_LAYOUTS = 64
+_T = TypeVar("_T")
+
+
+def _cached(program: CpuProgram, key: tuple[Any, ...], build: Callable[[], _T]) -> _T:
+    """Return ``build()``, kept in ``program`` under ``key`` (a call's sizes): right after
+    a big call the CPU caches are cold, and building the tables cost 50-85 µs there
+    against ~2 µs to offset cached ones. The tables must not be written after."""
+    cache = program.threading.get("layouts")
+    if cache is None:
+        cache = program.threading["layouts"] = {}
+    found = cache.get(key)
+    if found is None:
+        if len(cache) >= _LAYOUTS:
+            cache.clear()
+        found = cache[key] = build()
+    return found
+
+
+def _addresses(data: Sequence[Any], *more: int) -> np.ndarray:
+    """Return ``data`` (ints or ``ctypes.c_void_p``, as NumPy's ``ctypes`` gives) and
+    ``more`` as one int64 row."""
+    return np.array([p if p.__class__ is int else (p.value or 0) for p in data] + list(more),
+                    np.int64)
+
+
+_DrainFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                            ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
+_AwaitFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+#: ``drain(state, count, entry, pointers, pointer_stride, metas, meta_stride)``: take chunk
+#: numbers from ``state[0]`` (atomic add), call ``entry`` on each chunk's rows and count
+#: it done in ``state[1]``, until ``count`` are taken. ``await(done, count, spins)``:
+#: return 1 once ``*done`` reaches ``count``, 0 after ``spins`` polls.
+_DRAIN_IR = """
+define void @autojit.drain(ptr %state, i64 %count, ptr %entry, ptr %pointers,
+                           i64 %pstride, ptr %metas, i64 %mstride) nounwind {
+start:
+  %completed = getelementptr i8, ptr %state, i64 8
+  br label %next
+next:
+  %c = atomicrmw add ptr %state, i64 1 monotonic
+  %more = icmp slt i64 %c, %count
+  br i1 %more, label %call, label %exit
+call:
+  %po = mul i64 %c, %pstride
+  %p = getelementptr i8, ptr %pointers, i64 %po
+  %mo = mul i64 %c, %mstride
+  %m = getelementptr i8, ptr %metas, i64 %mo
+  call void %entry(ptr %p, ptr %m)
+  %ignored = atomicrmw add ptr %completed, i64 1 release
+  br label %next
+exit:
+  ret void
+}
+
+define i64 @autojit.await(ptr %done, i64 %count, i64 %spins) nounwind {
+start:
+  br label %poll
+poll:
+  %i = phi i64 [0, %start], [%j, %wait]
+  %seen = load atomic i64, ptr %done acquire, align 8
+  %finished = icmp sge i64 %seen, %count
+  br i1 %finished, label %yes, label %wait
+wait:
+  PAUSE
+  %j = add i64 %i, 1
+  %over = icmp sge i64 %j, %spins
+  br i1 %over, label %no, label %poll
+yes:
+  ret i64 1
+no:
+  ret i64 0
+}
+"""
+#: polls of ``await`` before the calling thread blocks on the workers' replies instead
+#: (~0.3 ms here: a worker's last chunk, or its wake-up; then a futex costs little more)
+_SPINS = 10_000
+
+
+@functools.cache
+def _drainer() -> tuple[ctypes._CFuncPtr, ctypes._CFuncPtr] | None:
+    """Return the native ``drain`` and ``await`` (``_DRAIN_IR``), compiled once; None when
+    they do not compile (chunks then run as pool tasks: slower, never wrong)."""
+    from autojit.lower_cpu.jit import compile_entries
+    text = _DRAIN_IR.replace("PAUSE", "")
+    if platform.machine().lower() in ("x86_64", "amd64"):   # let the other thread run
+        text = (_DRAIN_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
+                + "declare void @llvm.x86.sse2.pause()\n")
+    try:
+        drain, wait = compile_entries(text, ("autojit.drain", "autojit.await"))
+    except Exception as exc:  # noqa: BLE001 — logged; the Python tasks still work
+        log.warning("autojit: no native chunk loop (%s: %s)", type(exc).__name__, exc)
+        return None
+    return _DrainFn(drain), _AwaitFn(wait)
+
+
+def _hold(task: Task, *_alive: object) -> None:
+    """Run ``task``; the arguments after it stay alive while a worker holds this call."""
+    task()
 
 
 def _dim_ok(plan: SplitPlan, meta: Sequence[int], dim: int) -> bool:
@@ -246,9 +389,10 @@ def _pick_outer(plan: SplitPlan, meta: Sequence[int], threads: int) -> int | Non
 
 def _run_outer(program: CpuProgram, plan: SplitPlan, data: Sequence[Any],
                meta: Sequence[int], dim: int, threads: int, per_thread: int) -> None:
-    chunks = _chunks(plan, meta[dim], dim, per_thread * threads)
-    tables = _chunk_tables(plan, data, meta, dim, chunks)
-    pool().run(tables.tasks(program._function), threads)
+    count = per_thread * threads
+    offsets, metas = _cached(program, ("outer", dim, count, *meta), lambda: _tables(
+        plan, len(data), meta, dim, _chunks(plan, meta[dim], dim, count)))
+    _Chunks(offsets + _addresses(data), metas).run(program._function, threads)
 
 
 _COMPILE_LOCK = threading.Lock()
@@ -283,6 +427,38 @@ def _compile_partials(kernel: Kernel, program: CpuProgram) -> tuple[ctypes._CFun
     return tuple(_FuncPtr(address) for address in found)
 
 
+@dataclass(frozen=True)
+class _PartialsLayout:
+    """A partials call's tables for one set of sizes (cached: ``_cached``). A scratch
+    buffer holds the partials blocks (reused by each phase), then the carry."""
+
+    offsets: tuple[np.ndarray, ...]   # per phase: [chunks, data slots + block + carry]
+    metas: np.ndarray                 # [chunks, meta slots + chunk start position]
+    finish_meta: np.ndarray           # meta..., number of chunks
+    blocks_bytes: int
+    scratch_bytes: int
+
+
+def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int]) -> _PartialsLayout:
+    """Return the tables of a partials call with these sizes (cached by ``_run_partials``)."""
+    dim = plan.outer_rank
+    outer_count = math.prod(meta[:dim])
+    later = math.prod(meta[dim + 1:plan.rank])   # row positions per step along ``dim``
+    edges = _partial_edges(meta[dim], later, _ALIGN if dim == plan.rank - 1 else 1)
+    count = len(edges) - 1
+    block_bytes = [16 * max(r, 1) * outer_count for r in plan.reduces]
+    blocks_bytes = count * max(block_bytes)
+    offsets, metas = _tables(plan, slots, meta, dim, edges, extra_data=2, extra_meta=1)
+    metas[:, -1] = edges[:-1] * later
+    per_phase = []
+    for size in block_bytes:
+        phase_offsets = offsets.copy()
+        phase_offsets[:, slots] = size * np.arange(count)
+        per_phase.append(phase_offsets)
+    return _PartialsLayout(tuple(per_phase), metas, np.array([*meta, count], np.int64),
+                           blocks_bytes, blocks_bytes + max(8 * plan.carried * outer_count, 8))
+
+
 def _run_partials(kernel: Kernel, program: CpuProgram, plan: SplitPlan,
                   data: Sequence[Any], meta: Sequence[int], threads: int) -> bool:
     """Run the kernel phase by phase: chunks of the row on the pool, then the finish.
@@ -290,23 +466,15 @@ def _run_partials(kernel: Kernel, program: CpuProgram, plan: SplitPlan,
     entries = _partial_entries(kernel, program)
     if not entries:
         return False
-    dim = plan.outer_rank
-    outer_count = math.prod(meta[:dim])
-    chunks = _chunks(plan, meta[dim], dim, _partial_chunk_count(threads))
-    later = math.prod(meta[dim + 1:plan.rank])   # row positions per step along ``dim``
-    carry = np.empty(max(8 * plan.carried * outer_count, 8), np.uint8)
-    tables = _chunk_tables(plan, data, meta, dim, chunks)
-    carries = np.full(len(chunks), carry.ctypes.data, np.int64)
+    layout = _cached(program, ("partials", *meta), lambda: _partials_layout(plan, len(data), meta))
+    scratch = np.empty(layout.scratch_bytes, np.uint8)
+    base = scratch.ctypes.data
+    # part<phase> reads data..., its block, the carry; finish<phase>: data..., all the
+    # blocks, the carry (the call's own pointers: this row)
+    row = _addresses(data, base, base + layout.blocks_bytes)
     for phase in range(kernel.phases):
-        block_bytes = 16 * max(plan.reduces[phase], 1) * outer_count
-        partials = np.empty(len(chunks) * block_bytes, np.uint8)
-        base = partials.ctypes.data
-        blocks = base + block_bytes * np.arange(len(chunks), dtype=np.int64)
-        # part<phase> reads data..., its block, the carry; meta..., its start position
-        phase_tables = tables.add_columns(blocks, tables.begins * later).add_columns(carries)
-        pool().run(phase_tables.tasks(entries[2 * phase]), threads)
-        _call_now(entries[2 * phase + 1], [*data, base, carry.ctypes.data],
-                  [*meta, len(chunks)])
+        _Chunks(layout.offsets[phase] + row, layout.metas).run(entries[2 * phase], threads)
+        entries[2 * phase + 1](row.ctypes.data, layout.finish_meta.ctypes.data)
     return True
 
 

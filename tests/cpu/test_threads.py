@@ -13,6 +13,7 @@ from oracle import assert_matches_numpy, assert_same_value
 
 import autojit
 from autojit import autoroute
+from autojit.lower_cpu import threads as threads_module
 from autojit.lower_cpu.pool import ThreadPool
 from autojit.lower_cpu.threads import SPLITS
 
@@ -191,7 +192,7 @@ def test_results_identical_run_to_run():
 
 
 def test_full_reductions_identical_for_any_thread_count():
-    """A row shared through partials is cut into the same chunks for 2 to 16 threads."""
+    """A row shared through partials is cut into the same chunks for every thread count."""
     x = _rng().random(20_011) - 0.5
     jitted = autoroute(lambda a: (a.sum(), np.mean(a * a), a.var(), np.argmax(a)),
                        force="cpu")
@@ -201,6 +202,37 @@ def test_full_reductions_identical_for_any_thread_count():
         with _forced(threads):
             for a, b in zip(jitted(x), first, strict=True):
                 assert_same_value(a, b)
+
+
+def test_long_rows_cut_by_size_alone():
+    """A long row gets more chunks, smaller towards its end (``_partial_edges``), as many
+    for every thread count."""
+    x = _rng().random(1_300_007) - 0.5
+    jitted = autoroute(lambda a: (a.sum(), np.mean(a * a), np.argmax(a)), force="cpu")
+    assert len(threads_module._partial_edges(x.size, 1, 64)) > 17
+    with _forced(2):
+        first = jitted(x)
+    for threads in (3, 16, 40):
+        with _forced(threads):
+            for a, b in zip(jitted(x), first, strict=True):
+                assert_same_value(a, b)
+    assert_same_value(first[0], x.sum(), rtol=1e-12)
+
+
+def test_python_tasks_match_the_native_chunk_loop(monkeypatch):
+    rng = _rng()
+    programs = [(lambda a: (a.sum(), a.var()), (rng.random(30_011),)),
+                (softmax, (rng.random((37, 301)),))]
+    for fn, args in programs:
+        jitted = autoroute(fn, force="cpu")
+        with _forced(3):
+            native = jitted(*args)
+            monkeypatch.setattr(threads_module, "_drainer", lambda: None)
+            tasks = jitted(*args)
+            monkeypatch.undo()
+        for a, b in zip(native if isinstance(native, tuple) else (native,),
+                        tasks if isinstance(tasks, tuple) else (tasks,), strict=True):
+            assert_same_value(b, a)
 
 
 def test_one_and_many_threads_agree():
