@@ -10,6 +10,7 @@ import threading
 import numpy as np
 import pytest
 from oracle import assert_matches_numpy, assert_same_value
+from programs import chain, image_norm, layer_norm, softmax
 
 import autojit
 from autojit import autoroute
@@ -30,25 +31,6 @@ def _splits() -> dict[str, int]:
 
 def _grew(before: dict[str, int], way: str) -> bool:
     return SPLITS[way] > before.get(way, 0)
-
-
-def chain(x):
-    return np.tanh(np.cos(np.exp(np.sin(x))))
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def layer_norm(x):
-    mean = x.mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
-
-
-def image_norm(x):
-    mean = x.mean(axis=(1, 2), keepdims=True)
-    return (x - mean) / (x.std(axis=(1, 2), keepdims=True) + 1e-5)
 
 
 def full_reductions(x):
