@@ -120,16 +120,24 @@ def _emit_outer_loops(nest: _Nest, depth: int, offsets: list[ir.Value | None],
     _emit_counted_loop(b, nest.sizes[depth], f"{depth}o", inner)
 
 
+def _begin_phase(nest: _Nest, carry: ir.Value, indices: list[ir.Value],
+                 phase: int) -> tuple[ir.Value, list[Accumulator]]:
+    """At one outer index: load the values earlier phases carried, reset this phase's
+    accumulators; return the outer index's linear position and those accumulators."""
+    linear = _outer_linear(nest, indices)
+    _load_carried(nest, carry, linear, phase)
+    accumulators = _phase_accumulators(nest, phase)
+    for acc in accumulators:
+        acc.reset(nest.builder)
+    return linear, accumulators
+
+
 def _part_rows(phase: int, block: ir.Value, carry: ir.Value, position_base: ir.Value) -> Emit:
     """Return the emitter of ``part<phase>`` at the outer rank: reduce the chunk's row,
     store the phase's accumulators."""
     def emit(nest: _Nest, offsets: list[ir.Value | None], indices: list[ir.Value]) -> None:
         b = nest.builder
-        linear = _outer_linear(nest, indices)
-        _load_carried(nest, carry, linear, phase)
-        accumulators = _phase_accumulators(nest, phase)
-        for acc in accumulators:
-            acc.reset(b)
+        linear, accumulators = _begin_phase(nest, carry, indices, phase)
         _emit_nest(nest, nest.kernel.outer_rank, offsets, indices, phase)
         size = RECORD_BYTES * max(len(accumulators), 1)
         for k, acc in enumerate(accumulators):
@@ -145,11 +153,7 @@ def _finish_rows(phase: int, block: ir.Value, carry: ir.Value, chunks: ir.Value)
     records in chunk order, run the phase's outer-level instructions, carry its values."""
     def emit(nest: _Nest, offsets: list[ir.Value | None], indices: list[ir.Value]) -> None:
         b = nest.builder
-        linear = _outer_linear(nest, indices)
-        _load_carried(nest, carry, linear, phase)
-        accumulators = _phase_accumulators(nest, phase)
-        for acc in accumulators:
-            acc.reset(b)
+        linear, accumulators = _begin_phase(nest, carry, indices, phase)
         outer_count: ir.Value = _i64(1)
         for d in range(nest.kernel.outer_rank):
             outer_count = b.mul(outer_count, nest.sizes[d], flags=("nsw",))

@@ -55,6 +55,17 @@ EXTRA_PARAMS = ("unsigned long long *__restrict__ aj_scratch", "long long aj_tea
                 "long long aj_splits")
 _ANYWHERE = (Op.CONST, Op.LOAD_SCALAR)
 
+#: blocks stride over units (rows, or row chunks) ``aj_teams`` at a time; a thread past the
+#: last unit shadows it (``aj_u``) but stores nothing (``aj_valid``)
+GRID_STRIDE_HEAD = (
+    "  for (long long aj_base = (long long)blockIdx.x * aj_teams; aj_base < aj_units;",
+    "       aj_base += (long long)gridDim.x * aj_teams) {",
+    "    const long long aj_unit = aj_base + (long long)threadIdx.x / aj_team;",
+    "    const bool aj_valid = aj_unit < aj_units;",
+    "    const long long aj_u = aj_valid ? aj_unit : aj_units - 1;",
+    "    const bool aj_leader = aj_valid && aj_lane == 0;",
+)
+
 
 class _Emitter:
     """Collects the lines of one reduction kernel."""
@@ -94,12 +105,7 @@ class _Emitter:
 
     def loop_head(self) -> list[str]:
         """Return the grid-stride loop over rows (or row chunks) and the outer indices."""
-        lines = ["  for (long long aj_base = (long long)blockIdx.x * aj_teams; aj_base < aj_units;",
-                 "       aj_base += (long long)gridDim.x * aj_teams) {",
-                 "    const long long aj_unit = aj_base + (long long)threadIdx.x / aj_team;",
-                 "    const bool aj_valid = aj_unit < aj_units;",
-                 "    const long long aj_u = aj_valid ? aj_unit : aj_units - 1;",
-                 "    const bool aj_leader = aj_valid && aj_lane == 0;"]
+        lines = list(GRID_STRIDE_HEAD)
         if self.split:
             lines += ["    const long long aj_o = aj_u / aj_splits;",
                       "    const long long aj_begin = aj_u % aj_splits * aj_chunk;",

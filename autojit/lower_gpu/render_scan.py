@@ -65,7 +65,7 @@ from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import SCAN_KINDS, Op
 from autojit.lower_gpu.kernel_text import Names, decode, render_instr, signature, size_product
 from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
-from autojit.lower_gpu.render_reduce import EXTRA_PARAMS, _Emitter
+from autojit.lower_gpu.render_reduce import EXTRA_PARAMS, GRID_STRIDE_HEAD, _Emitter
 from autojit.lower_gpu.rules import (
     REDUCE_RULES,
     accumulator_type,
@@ -186,12 +186,7 @@ class _ScanEmitter(_Emitter):
 
     def loop_head(self) -> list[str]:
         """Return the grid-stride loop over (row, chunk) units and the outer indices."""
-        lines = ["  for (long long aj_base = (long long)blockIdx.x * aj_teams; aj_base < aj_units;",
-                 "       aj_base += (long long)gridDim.x * aj_teams) {",
-                 "    const long long aj_unit = aj_base + (long long)threadIdx.x / aj_team;",
-                 "    const bool aj_valid = aj_unit < aj_units;",
-                 "    const long long aj_u = aj_valid ? aj_unit : aj_units - 1;",
-                 "    const bool aj_leader = aj_valid && aj_lane == 0;",
+        lines = [*GRID_STRIDE_HEAD,
                  "    const long long aj_o = aj_u / aj_parts;",
                  "    const long long aj_first = aj_u % aj_parts * aj_chunk;",
                  "    const long long aj_begin = aj_first < aj_row ? aj_first : aj_row;",
