@@ -32,6 +32,15 @@ def _axes(x: Proxy, axis: Any) -> tuple[int, ...]:
     return axes
 
 
+def _ufunc_axes(x: Proxy, axis: Any) -> tuple[int, ...]:
+    """``_axes`` for the ufunc reductions (sum, prod, max, min, argmax, any, ...), which
+    NumPy lets take ``axis=0`` or ``-1`` on a 0-d array: a reduction over nothing."""
+    if (x.ndim == 0 and isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
+            and axis in (0, -1)):
+        return ()
+    return _axes(x, axis)
+
+
 def _check_keywords(name: str, **given: Any) -> None:
     for key, value in given.items():
         if value is not None and value is not _NO_VALUE and value is not True:
@@ -86,7 +95,7 @@ def _simple(kind: str, numpy_fn: Callable) -> Callable[..., Proxy]:
                 keepdims: bool = False, initial: Any = _NO_VALUE, where: Any = _NO_VALUE
                 ) -> Proxy:
         _check_keywords(numpy_fn.__name__, out=out, initial=initial, where=where)
-        axes = _axes(a, axis)
+        axes = _ufunc_axes(a, axis)
         kwargs = {"dtype": dtype} if dtype is not None else {}
         return reduce_proxy(a, kind, axes, keepdims, _probe_dtype(numpy_fn, a, **kwargs))
     return handler
@@ -97,8 +106,8 @@ def _extremum(kind: str, numpy_fn: Callable) -> Callable[..., Proxy]:
                 initial: Any = _NO_VALUE, where: Any = _NO_VALUE) -> Proxy:
         _check_keywords(numpy_fn.__name__, out=out, initial=initial, where=where)
         if kind in ("fmax", "fmin") and a.dtype.kind != "f":
-            return reduce_proxy(a, kind[1:], _axes(a, axis), keepdims, a.dtype)
-        return reduce_proxy(a, kind, _axes(a, axis), keepdims, a.dtype)
+            return reduce_proxy(a, kind[1:], _ufunc_axes(a, axis), keepdims, a.dtype)
+        return reduce_proxy(a, kind, _ufunc_axes(a, axis), keepdims, a.dtype)
     return handler
 
 
@@ -107,7 +116,7 @@ def _arg_extremum(kind: str) -> Callable[..., Proxy]:
         _check_keywords(kind, out=out)
         if isinstance(axis, tuple):
             raise TraceError("axis must be an integer for argmax/argmin", user_location(3))
-        return reduce_proxy(a, kind, _axes(a, axis), keepdims, a.dtype)
+        return reduce_proxy(a, kind, _ufunc_axes(a, axis), keepdims, a.dtype)
     return handler
 
 
@@ -225,7 +234,8 @@ def _any_all(kind: str, name: str) -> Callable[..., Proxy]:
     def handler(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, *,
                 where: Any = _NO_VALUE) -> Proxy:
         _check_keywords(name, out=out, where=where)
-        return reduce_proxy(a.astype(bool), kind, _axes(a, axis), keepdims, np.dtype(bool))
+        return reduce_proxy(a.astype(bool), kind, _ufunc_axes(a, axis), keepdims,
+                            np.dtype(bool))
     return handler
 
 

@@ -122,22 +122,27 @@ def reduction_programs(draw):
     return inputs, steps, outputs, reducer, axis
 
 
+def _check_with_tail(inputs, steps, outputs, tail, axis, **tolerance):
+    """Run the random elementwise program, then ``tail(first result, axis)`` (a reduction
+    or a scan), against NumPy; float16 results may fall back."""
+    body = build(steps, outputs)
+
+    def with_tail(*xs):
+        results = body(*xs)
+        return (*results, tail(results[0], axis))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_matches_numpy(with_tail, *inputs, allowed_fallbacks=("float16",), **tolerance)
+
+
 @settings(max_examples=80, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(reduction_programs())
 def test_random_programs_with_reductions_match_numpy(program):
     inputs, steps, outputs, reducer, axis = program
-    body = build(steps, outputs)
-
-    def with_reduction(*xs):
-        results = body(*xs)
-        return (*results, REDUCERS[reducer](results[0], axis))
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FallbackWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        assert_matches_numpy(with_reduction, *inputs, allowed_fallbacks=("float16",),
-                             rtol=1e-5, atol=1e-6)
+    _check_with_tail(inputs, steps, outputs, REDUCERS[reducer], axis, rtol=1e-5, atol=1e-6)
 
 
 SLICERS = {
@@ -212,13 +217,4 @@ def scan_programs(draw):
 def test_random_programs_with_scans_match_numpy_exactly(program):
     """CPU scans are sequential like NumPy's, so even float results must be identical."""
     inputs, steps, outputs, scanner, axis = program
-    body = build(steps, outputs)
-
-    def with_scan(*xs):
-        results = body(*xs)
-        return (*results, SCANNERS[scanner](results[0], axis))
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FallbackWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        assert_matches_numpy(with_scan, *inputs, allowed_fallbacks=("float16",))
+    _check_with_tail(inputs, steps, outputs, SCANNERS[scanner], axis)

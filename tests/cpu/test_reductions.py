@@ -257,3 +257,14 @@ def test_softmax_computes_exp_once_per_element():
         assert_matches_numpy(softmax, *args, rtol=2e-6, atol=1e-9)
     with autojit_config(num_threads=3, thread_min_work=0):
         assert_matches_numpy(softmax, RNG.random((3, 5000)), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("axis", [0, -1])
+def test_ufunc_reductions_of_a_0d_array_take_axis_0_like_numpy(axis):
+    """NumPy's ufunc reductions accept axis 0 or -1 on a 0-d array (a reduction over
+    nothing); mean and var do not, and raise AxisError there as NumPy does."""
+    x = np.array(2.5)
+    assert_matches_numpy(lambda a: (np.sum(a, axis=axis), np.max(a, axis=axis),
+                                    np.any(a, axis=axis), np.argmax(a, axis=axis),
+                                    np.prod(a, axis=axis, keepdims=True)), x)
+    assert_matches_numpy(lambda a: np.mean(a, axis=axis), x)    # AxisError on both sides
