@@ -17,6 +17,10 @@ order -0 < +0 where NumPy keeps the *last* of equal zeros (``max([0., -0.])`` is
 The zero code restores that exactly: the largest code is the last zero, its low bit its
 sign, and it decides the result's sign only when the result is a zero. Measured on softmax
 (256,128,128) float32, one thread: the max pass alone 2.7 ms before.
+
+Where no store can see the result's zero sign (``ir/zero_sign.py``: softmax's max only
+feeds ``exp(x - max)``) the code is left out and the intrinsic carries ``nsz``, which lets
+the backend drop the blends that order -0 below +0: one ``vmaxps`` and a NaN check.
 """
 
 from __future__ import annotations
@@ -69,10 +73,12 @@ def _extreme(op: str, nan_from_value: bool | None, bool_op: str) -> Combine:
     return combine
 
 
-def _float_extreme(intrinsic: str) -> Combine:
-    def combine(b: ir.IRBuilder, acc: ir.Value, v: ir.Value, kind: str) -> ir.Value:
+def _float_extreme(intrinsic: str) -> Callable[..., ir.Value]:
+    def combine(b: ir.IRBuilder, acc: ir.Value, v: ir.Value, kind: str,
+                fastmath: tuple[str, ...] = ()) -> ir.Value:
         suffix = "f32" if isinstance(acc.type, ir.FloatType) else "f64"
-        return b.call(_declare(b.module, f"llvm.{intrinsic}.{suffix}", acc.type, 2), [acc, v])
+        return b.call(_declare(b.module, f"llvm.{intrinsic}.{suffix}", acc.type, 2), [acc, v],
+                      fastmath=fastmath)
     return combine
 
 
@@ -115,21 +121,29 @@ class Accumulator:
     source: np.dtype                  # dtype of the values reduced
     value: ir.Value
     index: ir.Value | None = None
+    sign_matters: bool = True         # whether a zero result's sign can reach a store
 
     @classmethod
-    def allocate(cls, b: ir.IRBuilder, ins: Instr, source: np.dtype) -> Accumulator:
+    def allocate(cls, b: ir.IRBuilder, ins: Instr, source: np.dtype,
+                 sign_matters: bool = True) -> Accumulator:
         value = b.alloca(llvm_type(source), name=f"acc{ins.id}")
-        indexed = ins.attr in ARG_COMPARE or cls.zero_coded_for(ins, source)
+        indexed = ins.attr in ARG_COMPARE or cls.zero_coded_for(ins, source, sign_matters)
         index = b.alloca(I64, name=f"acc{ins.id}.at") if indexed else None
-        return cls(ins, np.dtype(source), value, index)
+        return cls(ins, np.dtype(source), value, index, sign_matters)
 
     @staticmethod
-    def zero_coded_for(ins: Instr, source: np.dtype) -> bool:
-        return ins.attr in ZERO_CODED and np.dtype(source).kind == "f"
+    def zero_coded_for(ins: Instr, source: np.dtype, sign_matters: bool = True) -> bool:
+        return ins.attr in ZERO_CODED and np.dtype(source).kind == "f" and sign_matters
 
     @property
     def zero_coded(self) -> bool:
-        return self.zero_coded_for(self.ins, self.source)
+        return self.zero_coded_for(self.ins, self.source, self.sign_matters)
+
+    @property
+    def signless_extreme(self) -> bool:
+        """A float max/min whose zero sign nothing sees: the intrinsic alone, with nsz."""
+        return (self.ins.attr in ZERO_CODED and self.source.kind == "f"
+                and not self.sign_matters)
 
     @property
     def needs_position(self) -> bool:
@@ -154,6 +168,9 @@ class Accumulator:
     def update(self, b: ir.IRBuilder, v: ir.Value, position: ir.Value | None) -> None:
         kind = self.source.kind
         acc = b.load(self.value)
+        if self.signless_extreme:
+            b.store(ZERO_CODED[self.ins.attr](b, acc, v, kind, ("nsz",)), self.value)
+            return
         if self.index is None:
             b.store(COMBINE[self.ins.attr](b, acc, v, kind), self.value)
             return

@@ -48,6 +48,7 @@ from autojit.errors import CompileError
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
 from autojit.ir.printer import format_kernel
+from autojit.ir.zero_sign import zero_sign_blind
 from autojit.lower_cpu.mathlib import MathCalls
 from autojit.lower_cpu.reduce import Accumulator
 from autojit.lower_cpu.rules import (
@@ -222,10 +223,11 @@ def _prepare(nest: _Nest) -> None:
             nest.values[ins.id] = LLVM_RULES[(ins.op, ins.dtype.kind)](ctx, ins, [])
             nest.dtypes[ins.id] = ins.dtype
     sources = {ins.id: ins.dtype for ins in nest.kernel.body}
+    blind = zero_sign_blind(nest.kernel)
     for ins in nest.kernel.body:
         if ins.op in _ACCUMULATORS:
             nest.accumulators[ins.id] = _ACCUMULATORS[ins.op].allocate(
-                nest.builder, ins, sources[ins.args[0]])
+                nest.builder, ins, sources[ins.args[0]], sign_matters=ins.id not in blind)
 
 
 def _loops_signature(module: ir.Module, kernel: Kernel, math: MathCalls, name: str,

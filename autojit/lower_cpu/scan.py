@@ -56,7 +56,10 @@ class ScanAccumulator:
     value: ir.Value
 
     @classmethod
-    def allocate(cls, b: ir.IRBuilder, ins: Instr, source: np.dtype) -> ScanAccumulator:
+    def allocate(cls, b: ir.IRBuilder, ins: Instr, source: np.dtype,
+                 sign_matters: bool = True) -> ScanAccumulator:
+        """``sign_matters`` is accepted for the ``Accumulator`` interface: the scans
+        rendered here (sums, products, bitwise ones) need no zero-sign bookkeeping."""
         return cls(ins, np.dtype(source), b.alloca(llvm_type(source), name=f"run{ins.id}"))
 
     def reset(self, b: ir.IRBuilder) -> None:

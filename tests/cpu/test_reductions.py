@@ -268,3 +268,50 @@ def test_ufunc_reductions_of_a_0d_array_take_axis_0_like_numpy(axis):
                                     np.any(a, axis=axis), np.argmax(a, axis=axis),
                                     np.prod(a, axis=axis, keepdims=True)), x)
     assert_matches_numpy(lambda a: np.mean(a, axis=axis), x)    # AxisError on both sides
+
+
+def _max_reduces_blind(fn, *args) -> list[bool]:
+    """For every float max/min REDUCE of ``fn``'s kernels: whether its zero sign is blind."""
+    from autojit.ir.zero_sign import zero_sign_blind
+    found = []
+    for kernel in autoroute(fn).inspect(*args).plan.kernels:
+        blind = zero_sign_blind(kernel)
+        found += [ins.id in blind for ins in kernel.body
+                  if ins.op is Op.REDUCE and ins.attr in ("max", "min")]
+    return found
+
+
+def _signed_zero_rows(dtype):
+    rows = np.where(RNG.random((6, 67)) < 0.5, 0.0, -0.0).astype(dtype)
+    rows[1, 3] = -1.0
+    rows[2] = -np.abs(RNG.standard_normal(67))
+    rows[2, [4, 60]] = [0.0, -0.0]
+    rows[3, 10] = np.nan
+    rows[4] = -np.inf
+    return rows
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_max_only_seen_through_exp_drops_its_zero_sign_bookkeeping(dtype):
+    """Softmax's row max feeds only ``exp(x - max)``, which is the same for +0 and -0, so
+    the vectorised max keeps no last-zero code; where a store or a divisor can see the
+    sign, the code stays. Results match NumPy on signed zeros, NaN and -inf rows either way."""
+    rows = _signed_zero_rows(dtype)
+    assert _max_reduces_blind(softmax, rows) == [True]
+    sees_sign = {
+        "stored": lambda a: a.max(axis=1),
+        "plus one": lambda a: a.max(axis=1) + 0.0,
+        "divisor": lambda a: 1.0 / a.min(axis=1, keepdims=True) + a,
+        "sqrt": lambda a: np.sqrt(a.max(axis=1)),
+    }
+    blind = {
+        "exp": lambda a: np.exp(a - a.max(axis=1, keepdims=True)),
+        "compare": lambda a: a >= a.max(axis=1, keepdims=True),
+        "cos": lambda a: np.cos(a.min(axis=1)),
+        "abs": lambda a: np.abs(a.max(axis=1)),
+    }
+    for name, fn in {**sees_sign, **blind}.items():
+        assert _max_reduces_blind(fn, rows) == [name in blind], name
+        with np.errstate(all="ignore"):
+            assert_matches_numpy(fn, rows, ulps=4)    # exp and cos: libmvec's bound
+    assert_matches_numpy(softmax, rows, rtol=2e-6, atol=1e-12)
