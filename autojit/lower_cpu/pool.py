@@ -1,17 +1,12 @@
-"""A persistent pool of worker threads for splitting one kernel call.
+"""A pool of Python worker threads: the fallback for splitting one kernel call where the
+native team (``team.py``) could not be compiled.
 
 Workers start once (on the first split call) and then sleep on their own queue. A call on
 ``t`` threads wakes ``t - 1`` workers; they and the calling thread take the call's chunks
 from one shared queue until it is empty (a core lent to another process for a while then
 costs only its share of the chunks). Kernels are called through ctypes, which
-releases the GIL for the foreign call, so the chunks really run in parallel.
-
-Measured here (a shared 2-vCPU VM): handing a worker a task and waiting for it costs
-15-100 µs (an idle vCPU wakes slowly), so a call is split only above a work threshold
-(``threads.py``). A native pool would save the Python part of that, not the wake-up.
-``start``/``wait`` split ``run`` for ``threads.py``'s native chunk loop, which hands each
-worker one task, learns from shared memory when the chunks are done and waits for the
-replies only when that takes long (a futex wake-up of the caller costs 30-70 µs).
+releases the GIL for the foreign call, so the chunks really run in parallel; each chunk
+costs ~4 µs of Python, and each wake-up 15-100 µs here.
 """
 
 from __future__ import annotations
@@ -75,30 +70,16 @@ class ThreadPool:
         for task in tasks:
             todo.put(task)
         helpers = max(threads - 1, 0)
-        reply = self.start(functools.partial(_drain, todo), helpers)
+        if len(self._queues) < helpers:
+            self._grow(helpers)
+        reply: queue.SimpleQueue = queue.SimpleQueue()
+        for worker in self._queues[:helpers]:
+            worker.put((functools.partial(_drain, todo), reply))
         failure: BaseException | None = None
         try:
             _drain(todo)
         except BaseException as exc:  # noqa: BLE001 — wait for the workers before raising
             failure = exc
-        self.wait(reply, helpers, failure)
-
-    def start(self, task: Task, helpers: int) -> queue.SimpleQueue:
-        """Hand ``task`` to ``helpers`` workers (each runs it once) and return the queue
-        their replies arrive on (for ``wait``). A caller that learns by other means that
-        the work is done may skip ``wait``; ``task`` must then hold what it uses."""
-        if len(self._queues) < helpers:
-            self._grow(helpers)
-        reply: queue.SimpleQueue = queue.SimpleQueue()
-        for worker in self._queues[:helpers]:
-            worker.put((task, reply))
-        return reply
-
-    @staticmethod
-    def wait(reply: queue.SimpleQueue, helpers: int,
-             failure: BaseException | None = None) -> None:
-        """Wait for ``helpers`` replies from ``start``; raise ``failure`` or the first
-        task exception seen."""
         for _ in range(helpers):
             done = reply.get()
             if isinstance(done, _Failure) and failure is None:

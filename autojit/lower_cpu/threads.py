@@ -16,8 +16,9 @@ Two ways to split, both without touching the kernel's own code:
   run and for every thread count; it differs from one thread's by rounding only (a
   different summation tree).
 
-Each thread takes chunks in a native loop (``_drainer``: an atomic counter, no Python
-between chunks), and a call's chunk tables are kept per program and sizes (``_cached``):
+Each thread takes chunks in a native loop (``team.py``: an atomic counter, no Python
+between chunks; workers wait for the next call spinning, for a while), and a call's
+chunk tables are kept per program and sizes (``_cached``):
 right after a big call the CPU caches are cold and Python costs 3-5× its warm time.
 
 A dimension is not split when a loop index of it is used (``arange``: the chunk would
@@ -33,7 +34,6 @@ import ctypes
 import functools
 import logging
 import math
-import platform
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -46,6 +46,7 @@ from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import OP_TABLE, Op
 from autojit.lower_cpu.pool import Task, pool
 from autojit.lower_cpu.program import CpuProgram
+from autojit.lower_cpu.team import SPIN_SECONDS, native, team
 
 log = logging.getLogger("autojit")
 
@@ -224,32 +225,24 @@ class _Chunks:
         return [functools.partial(function, p + c * ps, m + c * ms)
                 for c in range(len(self.metas))]
 
-    def run(self, function: ctypes._CFuncPtr, threads: int) -> None:
+    def run(self, function: ctypes._CFuncPtr, threads: int,
+            spin_s: float = SPIN_SECONDS) -> None:
         """Call ``function`` on every chunk, on up to ``threads`` threads. Each thread runs
-        the native loop of ``_drainer`` (chunks taken from an atomic counter, so no Python
-        between chunks: a chunk then costs nanoseconds, not the ~4 µs of a pool task)."""
-        native = _drainer()
+        the native loop of ``team.py`` (chunks taken from an atomic counter, so no Python
+        between chunks: a chunk then costs nanoseconds, not the ~4 µs of a pool task);
+        the workers then wait ``spin_s`` for the next call before they sleep."""
         count = len(self.metas)
-        if native is None:
+        crew = team()
+        if crew is None:
             pool().run(self.tasks(function), threads)
             return
-        drain, wait = native
-        state = np.zeros(2, np.int64)     # next chunk, chunks done
-        address = state.ctypes.data
-        task = functools.partial(drain, address, count,
-                                 ctypes.cast(function, ctypes.c_void_p).value,
-                                 self.pointers.ctypes.data, self.pointers.strides[0],
-                                 self.metas.ctypes.data, self.metas.strides[0])
+        entry = ctypes.cast(function, ctypes.c_void_p).value
+        layout = (self.pointers.ctypes.data, self.pointers.strides[0],
+                  self.metas.ctypes.data, self.metas.strides[0])
         helpers = min(threads, count) - 1
-        if helpers <= 0:
-            task()
-            return
-        # the workers' share done is known from ``state``: no wait for their replies (a
-        # futex wake-up, 30-70 µs here) unless it takes longer than a short spin
-        reply = pool().start(functools.partial(_hold, task, state, self), helpers)
-        task()
-        if not wait(address + 8, count, _SPINS):
-            pool().wait(reply, helpers)
+        if helpers <= 0 or not crew.run(count, entry, *layout, helpers, spin_s):
+            state = np.zeros(2, np.int64)     # next chunk, chunks done: this thread alone
+            native().drain(state.ctypes.data, count, entry, *layout)
 
 
 def _tables(plan: SplitPlan, slots: int, meta: Sequence[int], dim: int, edges: np.ndarray,
@@ -297,82 +290,6 @@ def _addresses(data: Sequence[Any], *more: int) -> np.ndarray:
                     np.int64)
 
 
-_DrainFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                            ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
-_AwaitFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-
-#: ``drain(state, count, entry, pointers, pointer_stride, metas, meta_stride)``: take chunk
-#: numbers from ``state[0]`` (atomic add), call ``entry`` on each chunk's rows and count
-#: it done in ``state[1]``, until ``count`` are taken. ``await(done, count, spins)``:
-#: return 1 once ``*done`` reaches ``count``, 0 after ``spins`` polls.
-_DRAIN_IR = """
-define void @autojit.drain(ptr %state, i64 %count, ptr %entry, ptr %pointers,
-                           i64 %pstride, ptr %metas, i64 %mstride) nounwind {
-start:
-  %completed = getelementptr i8, ptr %state, i64 8
-  br label %next
-next:
-  %c = atomicrmw add ptr %state, i64 1 monotonic
-  %more = icmp slt i64 %c, %count
-  br i1 %more, label %call, label %exit
-call:
-  %po = mul i64 %c, %pstride
-  %p = getelementptr i8, ptr %pointers, i64 %po
-  %mo = mul i64 %c, %mstride
-  %m = getelementptr i8, ptr %metas, i64 %mo
-  call void %entry(ptr %p, ptr %m)
-  %ignored = atomicrmw add ptr %completed, i64 1 release
-  br label %next
-exit:
-  ret void
-}
-
-define i64 @autojit.await(ptr %done, i64 %count, i64 %spins) nounwind {
-start:
-  br label %poll
-poll:
-  %i = phi i64 [0, %start], [%j, %wait]
-  %seen = load atomic i64, ptr %done acquire, align 8
-  %finished = icmp sge i64 %seen, %count
-  br i1 %finished, label %yes, label %wait
-wait:
-  PAUSE
-  %j = add i64 %i, 1
-  %over = icmp sge i64 %j, %spins
-  br i1 %over, label %no, label %poll
-yes:
-  ret i64 1
-no:
-  ret i64 0
-}
-"""
-#: polls of ``await`` before the calling thread blocks on the workers' replies instead
-#: (~0.3 ms here: a worker's last chunk, or its wake-up; then a futex costs little more)
-_SPINS = 10_000
-
-
-@functools.cache
-def _drainer() -> tuple[ctypes._CFuncPtr, ctypes._CFuncPtr] | None:
-    """Return the native ``drain`` and ``await`` (``_DRAIN_IR``), compiled once; None when
-    they do not compile (chunks then run as pool tasks: slower, never wrong)."""
-    from autojit.lower_cpu.jit import compile_entries
-    text = _DRAIN_IR.replace("PAUSE", "")
-    if platform.machine().lower() in ("x86_64", "amd64"):   # let the other thread run
-        text = (_DRAIN_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
-                + "declare void @llvm.x86.sse2.pause()\n")
-    try:
-        drain, wait = compile_entries(text, ("autojit.drain", "autojit.await"))
-    except Exception as exc:  # noqa: BLE001 — logged; the Python tasks still work
-        log.warning("autojit: no native chunk loop (%s: %s)", type(exc).__name__, exc)
-        return None
-    return _DrainFn(drain), _AwaitFn(wait)
-
-
-def _hold(task: Task, *_alive: object) -> None:
-    """Run ``task``; the arguments after it stay alive while a worker holds this call."""
-    task()
-
-
 def _dim_ok(plan: SplitPlan, meta: Sequence[int], dim: int) -> bool:
     return meta[dim] > 1 and all(meta[i] != 0 for i in plan.guarded[dim])
 
@@ -388,11 +305,12 @@ def _pick_outer(plan: SplitPlan, meta: Sequence[int], threads: int) -> int | Non
 
 
 def _run_outer(program: CpuProgram, plan: SplitPlan, data: Sequence[Any],
-               meta: Sequence[int], dim: int, threads: int, per_thread: int) -> None:
+               meta: Sequence[int], dim: int, threads: int, per_thread: int,
+               spin_s: float) -> None:
     count = per_thread * threads
     offsets, metas = _cached(program, ("outer", dim, count, *meta), lambda: _tables(
         plan, len(data), meta, dim, _chunks(plan, meta[dim], dim, count)))
-    _Chunks(offsets + _addresses(data), metas).run(program._function, threads)
+    _Chunks(offsets + _addresses(data), metas).run(program._function, threads, spin_s)
 
 
 _COMPILE_LOCK = threading.Lock()
@@ -460,7 +378,8 @@ def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int]) -> _Parti
 
 
 def _run_partials(kernel: Kernel, program: CpuProgram, plan: SplitPlan,
-                  data: Sequence[Any], meta: Sequence[int], threads: int) -> bool:
+                  data: Sequence[Any], meta: Sequence[int], threads: int,
+                  spin_s: float) -> bool:
     """Run the kernel phase by phase: chunks of the row on the pool, then the finish.
     Returns False (nothing run) when the partials entries could not be compiled."""
     entries = _partial_entries(kernel, program)
@@ -473,39 +392,42 @@ def _run_partials(kernel: Kernel, program: CpuProgram, plan: SplitPlan,
     # blocks, the carry (the call's own pointers: this row)
     row = _addresses(data, base, base + layout.blocks_bytes)
     for phase in range(kernel.phases):
-        _Chunks(layout.offsets[phase] + row, layout.metas).run(entries[2 * phase], threads)
+        chunks = _Chunks(layout.offsets[phase] + row, layout.metas)
+        chunks.run(entries[2 * phase], threads, spin_s)
         entries[2 * phase + 1](row.ctypes.data, layout.finish_meta.ctypes.data)
     return True
 
 
 def call_kernel(kernel: Kernel, program: CpuProgram, data: Sequence[Any],
-                meta: Sequence[int], threads: int, min_work: int) -> None:
+                meta: Sequence[int], threads: int, min_work: int,
+                spin_s: float = SPIN_SECONDS) -> None:
     """Run one kernel call: on ``threads`` threads when its work reaches ``min_work`` and
-    it can be split (module docstring), else on the calling thread. Returns when done."""
+    it can be split (module docstring), else on the calling thread. Returns when done;
+    the workers then wait ``spin_s`` seconds for the next call before they sleep."""
     if threads > 1:
         plan = _split_plan(kernel, program)
         work = plan.cost * math.prod(meta[:plan.rank])
         # spare chunks (for threads the OS delays) only where they cost little
         per_thread = _CHUNKS_PER_THREAD if work >= 8 * min_work else 1
         if (work >= max(min_work, 1)
-                and _run_split(kernel, program, plan, data, meta, threads, per_thread)):
+                and _run_split(kernel, program, plan, data, meta, threads, per_thread, spin_s)):
             return
     program.call(data, meta)
 
 
 def _run_split(kernel: Kernel, program: CpuProgram, plan: SplitPlan, data: Sequence[Any],
-               meta: Sequence[int], threads: int, per_thread: int) -> bool:
+               meta: Sequence[int], threads: int, per_thread: int, spin_s: float) -> bool:
     """Split the call if one of the two ways applies; return False when neither does."""
     dim = _pick_outer(plan, meta, threads)
     # an outer split is exact (each row reduced as on one thread): prefer it when balanced
     balanced = dim is not None and (meta[dim] >= _ROWS_PER_THREAD * threads
                                     or meta[dim] % threads == 0)
     if (plan.partials and not balanced and _dim_ok(plan, meta, plan.outer_rank)
-            and _run_partials(kernel, program, plan, data, meta, threads)):
+            and _run_partials(kernel, program, plan, data, meta, threads, spin_s)):
         SPLITS["partials"] += 1
         return True
     if dim is None:
         return False
-    _run_outer(program, plan, data, meta, dim, threads, per_thread)
+    _run_outer(program, plan, data, meta, dim, threads, per_thread, spin_s)
     SPLITS["outer"] += 1
     return True

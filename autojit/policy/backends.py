@@ -56,8 +56,8 @@ class CpuBackend:
         data = [_address(a) for a in arrays] + [_address(h) for h in holders]
         settings = current_settings()
         if settings.num_threads > 1 and isinstance(program, CpuProgram):
-            call_kernel(kernel, program, data, meta, settings.num_threads,
-                        settings.thread_min_work)   # splits big calls across threads
+            call_kernel(kernel, program, data, meta, settings.num_threads,   # splits big
+                        settings.thread_min_work, settings.thread_spin_us * 1e-6)  # calls
         else:
             program.call(data, meta)
 

@@ -49,6 +49,8 @@ class Settings:
                                              # work (iterations × op cost, ~0.5 ms on one core:
                                              # measured break-even 3-4M on a 2-vCPU VM; see
                                              # benchmarks/bench_threads.py); 0 splits every call
+    thread_spin_us: float = 2000.0           # how long idle workers wait for the next call
+                                             # before they sleep (lower_cpu/team.py)
     output_pool_mb: float = 512.0            # idle pages of dropped big results kept for
                                              # reuse (output_pool.py); 0 turns it off
     strict: bool = False                     # a fallback to Python raises StrictFallbackError
@@ -98,6 +100,7 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
     "AUTOJIT_CACHE_MAX_MB": ("cache_max_mb", float),
     "AUTOJIT_NUM_THREADS": ("num_threads", int),
     "AUTOJIT_THREAD_MIN_WORK": ("thread_min_work", int),
+    "AUTOJIT_THREAD_SPIN_US": ("thread_spin_us", float),
     "AUTOJIT_OUTPUT_POOL_MB": ("output_pool_mb", float),
     "AUTOJIT_STRICT": ("strict", _flag),
     "AUTOJIT_RESIDENCY": ("residency", _residency),

@@ -209,7 +209,7 @@ def test_python_tasks_match_the_native_chunk_loop(monkeypatch):
         jitted = autoroute(fn, force="cpu")
         with _forced(3):
             native = jitted(*args)
-            monkeypatch.setattr(threads_module, "_drainer", lambda: None)
+            monkeypatch.setattr(threads_module, "team", lambda: None)
             tasks = jitted(*args)
             monkeypatch.undo()
         for a, b in zip(native if isinstance(native, tuple) else (native,),

@@ -1,0 +1,400 @@
+"""The worker team of split kernel calls: chunks taken in native code, and workers that
+wait for the next call in native code too, for a while, before they sleep.
+
+Why workers spin: on this machine (a shared 2-vCPU VM) a worker woken through a futex
+starts its share 50-150 µs after the call began, and now and then 1-7 ms late: a vCPU
+that went idle is resumed by the hypervisor when it gets to it. Measured on softmax
+(256,128,128) float32 with a 0.2 s pause and one warm-up call before each timed call:
+median 4.5 ms with futex hand-offs against 3.3 ms for torch.compile, whose OpenMP
+threads spin between calls. So after its share of a call a worker keeps polling its
+mailbox (``pause``, and a ``sched_yield`` now and then so that another thread wanting
+the core gets it) for ``SPIN_SECONDS``; a call that comes in that time hands it work
+with one compare-and-swap. Only a worker that stopped spinning is woken through Python.
+
+Shared memory, all int64:
+
+* the job block: ``next`` chunk, chunks ``done``, ``count``, ``entry``, ``pointers``,
+  ``pointer_stride``, ``metas``, ``meta_stride`` (``drain``'s arguments);
+* one mailbox per worker (its own cache line): SLEEPING, SPINNING, POSTED or RUNNING.
+  The caller moves SPINNING or SLEEPING to POSTED (a SLEEPING worker is then woken) and,
+  once every chunk is done, takes back a post no worker claimed (POSTED to SPINNING)
+  and waits out any worker still RUNNING, so the job block is free for the next call.
+  A worker moves POSTED to RUNNING, back to SPINNING when its share is done, and
+  SPINNING to SLEEPING when it gives up waiting.
+
+One call uses the team at a time: a second Python thread splitting a call meanwhile
+runs it alone (``Team.run`` returns False), which is slower, never wrong.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+import os
+import platform
+import queue
+import sys
+import threading
+import time
+
+import numpy as np
+
+log = logging.getLogger("autojit")
+
+SLEEPING, SPINNING, POSTED, RUNNING = 0, 1, 2, 3
+#: how long a worker waits for the next call before it sleeps (``AUTOJIT_THREAD_SPIN_US``)
+SPIN_SECONDS = 0.002
+#: int64 slots per mailbox: each on its own 64-byte line
+_MAILBOX_STRIDE = 8
+#: workers a team starts at most (more threads than this share the calls' chunks)
+MAX_WORKERS = 256
+
+_DrainFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                            ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
+_AwaitFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+_ServeFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+_MailFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)
+_PostFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
+_StepFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+#: ``drain(state, count, entry, pointers, pointer_stride, metas, meta_stride)``: take chunk
+#: numbers from ``state[0]`` (atomic add), call ``entry`` on each chunk's rows and count
+#: it done in ``state[1]``, until ``count`` are taken. ``await(done, count, spins)``:
+#: return 1 once ``*done`` reaches ``count``, 0 after ``spins`` polls. ``serve(job,
+#: mailbox, spins)``: a worker's wait (module docstring); returns when it gives up.
+#: ``post(mailbox)``: 1 when a spinning worker got the job, 0 when it must be woken.
+#: ``retract(mailbox)``: take back an unclaimed post, or wait for the worker to finish.
+_NATIVE_IR = """
+define void @autojit.drain(ptr %state, i64 %count, ptr %entry, ptr %pointers,
+                           i64 %pstride, ptr %metas, i64 %mstride) nounwind {
+start:
+  %completed = getelementptr i8, ptr %state, i64 8
+  br label %next
+next:
+  %c = atomicrmw add ptr %state, i64 1 monotonic
+  %more = icmp slt i64 %c, %count
+  br i1 %more, label %call, label %exit
+call:
+  %po = mul i64 %c, %pstride
+  %p = getelementptr i8, ptr %pointers, i64 %po
+  %mo = mul i64 %c, %mstride
+  %m = getelementptr i8, ptr %metas, i64 %mo
+  call void %entry(ptr %p, ptr %m)
+  %ignored = atomicrmw add ptr %completed, i64 1 release
+  br label %next
+exit:
+  ret void
+}
+
+define internal void @autojit.relax(i64 %i) nounwind {
+start:
+  PAUSE
+  %low = and i64 %i, 255
+  %yield = icmp eq i64 %low, 255
+  br i1 %yield, label %give, label %done
+give:
+  %ignored = call i32 @sched_yield()
+  br label %done
+done:
+  ret void
+}
+
+define i64 @autojit.await(ptr %done, i64 %count, i64 %spins) nounwind {
+start:
+  br label %poll
+poll:
+  %i = phi i64 [0, %start], [%j, %wait]
+  %seen = load atomic i64, ptr %done acquire, align 8
+  %finished = icmp sge i64 %seen, %count
+  br i1 %finished, label %yes, label %wait
+wait:
+  call void @autojit.relax(i64 %i)
+  %j = add i64 %i, 1
+  %over = icmp sge i64 %j, %spins
+  br i1 %over, label %no, label %poll
+yes:
+  ret i64 1
+no:
+  ret i64 0
+}
+
+define void @autojit.serve(ptr %job, ptr %mailbox, i64 %spins) nounwind {
+start:
+  br label %poll
+poll:
+  %i = phi i64 [0, %start], [0, %run], [%j, %idle], [%j, %sleep]
+  %state = load atomic i64, ptr %mailbox acquire, align 8
+  %posted = icmp eq i64 %state, 2
+  br i1 %posted, label %claim, label %idle
+claim:
+  %pair = cmpxchg ptr %mailbox, i64 2, i64 3 acq_rel acquire
+  %claimed = extractvalue {i64, i1} %pair, 1
+  br i1 %claimed, label %run, label %idle
+run:
+  call void @autojit.step_aside(ptr %job)
+  %count.p = getelementptr i8, ptr %job, i64 16
+  %count = load i64, ptr %count.p, align 8
+  %entry.p = getelementptr i8, ptr %job, i64 24
+  %entry = load ptr, ptr %entry.p, align 8
+  %pointers.p = getelementptr i8, ptr %job, i64 32
+  %pointers = load ptr, ptr %pointers.p, align 8
+  %pstride.p = getelementptr i8, ptr %job, i64 40
+  %pstride = load i64, ptr %pstride.p, align 8
+  %metas.p = getelementptr i8, ptr %job, i64 48
+  %metas = load ptr, ptr %metas.p, align 8
+  %mstride.p = getelementptr i8, ptr %job, i64 56
+  %mstride = load i64, ptr %mstride.p, align 8
+  call void @autojit.drain(ptr %job, i64 %count, ptr %entry, ptr %pointers, i64 %pstride,
+                           ptr %metas, i64 %mstride)
+  store atomic i64 1, ptr %mailbox release, align 8
+  br label %poll
+idle:
+  call void @autojit.relax(i64 %i)
+  %j = add i64 %i, 1
+  %over = icmp sge i64 %j, %spins
+  br i1 %over, label %sleep, label %poll
+sleep:
+  %gone = cmpxchg ptr %mailbox, i64 1, i64 0 acq_rel acquire
+  %slept = extractvalue {i64, i1} %gone, 1
+  br i1 %slept, label %exit, label %poll
+exit:
+  ret void
+}
+
+define i64 @autojit.post(ptr %job, ptr %mailbox) nounwind {
+start:
+  %cpu.p = getelementptr i8, ptr %job, i64 64
+  %cpu = call i64 @autojit.cpu()
+  store atomic i64 %cpu, ptr %cpu.p monotonic, align 8
+  %hot = cmpxchg ptr %mailbox, i64 1, i64 2 acq_rel acquire
+  %taken = extractvalue {i64, i1} %hot, 1
+  br i1 %taken, label %spinning, label %asleep
+spinning:
+  ret i64 1
+asleep:
+  %cold = cmpxchg ptr %mailbox, i64 0, i64 2 acq_rel acquire
+  ret i64 0
+}
+
+define i64 @autojit.retract(ptr %mailbox) nounwind {
+start:
+  %back = cmpxchg ptr %mailbox, i64 2, i64 1 acq_rel acquire
+  %unclaimed = extractvalue {i64, i1} %back, 1
+  br i1 %unclaimed, label %exit, label %poll
+poll:
+  %i = phi i64 [0, %start], [%j, %wait]
+  %state = load atomic i64, ptr %mailbox acquire, align 8
+  %running = icmp eq i64 %state, 3
+  br i1 %running, label %wait, label %exit
+wait:
+  call void @autojit.relax(i64 %i)
+  %j = add i64 %i, 1
+  br label %poll
+exit:
+  ret i64 0
+}
+
+declare i32 @sched_yield() nounwind
+"""
+
+#: where the OS says which CPU a thread is on and lets it move (Linux): a worker that
+#: finds itself on the CPU of the thread that posted the call moves to the other CPUs
+#: (``masks[cpu]``: every allowed CPU but that one), measured above
+_STEP_ASIDE_LINUX = """
+define internal i64 @autojit.cpu() nounwind {
+start:
+  %cpu = call i32 @sched_getcpu()
+  %wide = sext i32 %cpu to i64
+  ret i64 %wide
+}
+
+define void @autojit.step_aside(ptr %job) nounwind {
+start:
+  %caller.p = getelementptr i8, ptr %job, i64 64
+  %caller = load atomic i64, ptr %caller.p monotonic, align 8
+  %masks.p = getelementptr i8, ptr %job, i64 72
+  %masks = load ptr, ptr %masks.p, align 8
+  %known.p = getelementptr i8, ptr %job, i64 80
+  %known = load i64, ptr %known.p, align 8
+  %mine = call i64 @autojit.cpu()
+  %same = icmp eq i64 %mine, %caller
+  %listed = icmp ult i64 %caller, %known
+  %move = and i1 %same, %listed
+  br i1 %move, label %away, label %done
+away:
+  %offset = mul i64 %caller, MASK_BYTES
+  %mask = getelementptr i8, ptr %masks, i64 %offset
+  %ignored = call i32 @sched_setaffinity(i32 0, i64 MASK_BYTES, ptr %mask)
+  br label %done
+done:
+  ret void
+}
+
+declare i32 @sched_getcpu() nounwind
+declare i32 @sched_setaffinity(i32, i64, ptr) nounwind
+"""
+
+#: elsewhere: no CPU numbers, no moves
+_STEP_ASIDE_OTHER = """
+define internal i64 @autojit.cpu() nounwind {
+start:
+  ret i64 -1
+}
+
+define void @autojit.step_aside(ptr %job) nounwind {
+start:
+  ret void
+}
+"""
+#: bytes of a ``cpu_set_t`` (1024 CPUs; CPUs beyond are never moved away from)
+MASK_BYTES = 128
+
+
+class Native:
+    """The compiled entries of ``_NATIVE_IR``."""
+
+    def __init__(self, addresses: tuple[int, ...]) -> None:
+        drain, wait, serve, post, retract, step_aside = addresses
+        self.drain, self.wait = _DrainFn(drain), _AwaitFn(wait)
+        self.serve, self.post, self.retract = _ServeFn(serve), _PostFn(post), _MailFn(retract)
+        self.step_aside = _StepFn(step_aside)
+
+
+@functools.cache
+def native() -> Native | None:
+    """Return the native entries, compiled once; None when they do not compile (chunks
+    then run as Python pool tasks: slower, never wrong)."""
+    from autojit.lower_cpu.jit import compile_entries
+    text = _NATIVE_IR.replace("PAUSE", "")
+    if platform.machine().lower() in ("x86_64", "amd64"):   # let the other thread run
+        text = (_NATIVE_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
+                + "declare void @llvm.x86.sse2.pause()\n")
+    linux = sys.platform.startswith("linux")
+    text += (_STEP_ASIDE_LINUX if linux else _STEP_ASIDE_OTHER).replace("MASK_BYTES",
+                                                                         str(MASK_BYTES))
+    names = ("autojit.drain", "autojit.await", "autojit.serve", "autojit.post",
+             "autojit.retract", "autojit.step_aside")
+    try:
+        return Native(compile_entries(text, names))
+    except Exception as exc:  # noqa: BLE001 — logged; the Python tasks still work
+        log.warning("autojit: no native chunk loop (%s: %s)", type(exc).__name__, exc)
+        return None
+
+
+class Team:
+    """Workers fed through mailboxes (module docstring); started on first use."""
+
+    def __init__(self, code: Native) -> None:
+        self._code = code
+        self._job = np.zeros(16, np.int64)
+        self._masks = _step_aside_masks()
+        self._job[9:11] = self._masks.ctypes.data, len(self._masks)
+        self._mailboxes = np.zeros(MAX_WORKERS * _MAILBOX_STRIDE, np.int64)   # all SLEEPING
+        self._wake: list[queue.SimpleQueue] = []
+        self._lock = threading.Lock()
+        self._polls_per_second = 0.0
+        self._spins = 0
+        self.hot_posts = self.wake_ups = 0     # how workers got their posts (tests, tuning)
+
+    @property
+    def size(self) -> int:
+        """Return how many workers have been started."""
+        return len(self._wake)
+
+    def _box(self, worker: int) -> int:
+        return self._mailboxes.ctypes.data + 8 * _MAILBOX_STRIDE * worker
+
+    def _grow(self, workers: int) -> None:
+        for w in range(len(self._wake), workers):
+            wake: queue.SimpleQueue = queue.SimpleQueue()
+            threading.Thread(target=self._work, args=(self._box(w), wake), daemon=True,
+                             name=f"autojit-worker-{w}").start()
+            self._wake.append(wake)
+
+    def _calibrate(self) -> float:
+        """Return how many polls ``serve`` makes per second (timed on an idle mailbox,
+        which it leaves after its polls)."""
+        box = np.full(_MAILBOX_STRIDE, SPINNING, np.int64)
+        polls = 4096
+        begin = time.perf_counter()
+        self._code.serve(self._job.ctypes.data, box.ctypes.data, polls)
+        return polls / max(time.perf_counter() - begin, 1e-7)
+
+    def _work(self, box: int, wake: queue.SimpleQueue) -> None:
+        while True:
+            wake.get()
+            self._code.serve(self._job.ctypes.data, box, self._spins)
+
+    def run(self, count: int, entry: int, pointers: int, pointer_stride: int, metas: int,
+            meta_stride: int, helpers: int, spin_s: float = SPIN_SECONDS) -> bool:
+        """Run chunks 0..count-1 of ``entry`` on this thread and up to ``helpers``
+        workers, who then wait ``spin_s`` seconds for the next call before they sleep;
+        return when all chunks are done. False (nothing run) when the team is busy."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if not self._polls_per_second:
+                self._polls_per_second = self._calibrate()
+            self._spins = max(int(self._polls_per_second * spin_s), 1)
+            helpers = min(helpers, MAX_WORKERS)
+            if self.size < helpers:
+                self._grow(helpers)
+            job = self._job
+            job[:8] = (0, 0, count, entry, pointers, pointer_stride, metas, meta_stride)
+            boxes = [self._box(w) for w in range(helpers)]
+            for w, box in enumerate(boxes):
+                if self._code.post(job.ctypes.data, box):
+                    self.hot_posts += 1
+                else:
+                    self.wake_ups += 1
+                    self._wake[w].put(None)
+            address = job.ctypes.data
+            self._code.drain(address, count, entry, pointers, pointer_stride, metas,
+                             meta_stride)
+            while not self._code.wait(address + 8, count, 1 << 16):
+                pass            # the GIL is released in each wait: other threads run
+            for box in boxes:
+                self._code.retract(box)
+        finally:
+            self._lock.release()
+        return True
+
+
+def _step_aside_masks() -> np.ndarray:
+    """Return one ``cpu_set_t`` per CPU ``c`` the process may run on: the others it may
+    run on (or all of them, where ``c`` is the only one)."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    allowed = [c for c in allowed if c < 8 * MASK_BYTES]
+    masks = np.zeros((max(allowed, default=-1) + 1, MASK_BYTES), np.uint8)
+    for cpu in allowed:
+        for other in (c for c in allowed if c != cpu) if len(allowed) > 1 else allowed:
+            masks[cpu, other // 8] |= 1 << (other % 8)
+    return masks
+
+
+_TEAM: Team | None = None
+_TEAM_LOCK = threading.Lock()
+
+
+def team() -> Team | None:
+    """Return the process's team, None without the native code."""
+    global _TEAM
+    if _TEAM is None:
+        code = native()
+        if code is None:
+            return None
+        with _TEAM_LOCK:
+            if _TEAM is None:
+                _TEAM = Team(code)
+    return _TEAM
+
+
+def _reset_after_fork() -> None:
+    """A forked child inherits the team object but not its threads: start afresh."""
+    global _TEAM
+    _TEAM = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)

@@ -1,0 +1,135 @@
+"""The native worker team (``autojit/lower_cpu/team.py``): workers that spin between calls
+take the next call without a wake-up, sleep after their spin, and step off the CPU of
+the thread that posted the call."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from oracle import assert_same_value
+from programs import softmax
+
+import autojit
+from autojit import autoroute
+from autojit.lower_cpu import team as team_module
+
+pytestmark = pytest.mark.skipif(team_module.team() is None, reason="no native team here")
+
+
+def _split(spin_us: float) -> autojit.config:
+    return autojit.config(num_threads=2, thread_min_work=0, thread_spin_us=spin_us)
+
+
+def _mailboxes(crew: team_module.Team) -> list[int]:
+    stride = team_module._MAILBOX_STRIDE
+    return [int(crew._mailboxes[w * stride]) for w in range(crew.size)]
+
+
+def _wait_until(condition, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def test_a_spinning_worker_takes_the_next_call_without_a_wake_up():
+    crew = team_module.team()
+    f = autoroute(softmax, force="cpu")
+    x = np.random.default_rng(3).random((64, 300))
+    want = f(x)
+    with _split(1e6):                      # a worker waits up to a second for the next call
+        f(x)                               # wakes the worker (or finds it spinning)
+        hot, woken = crew.hot_posts, crew.wake_ups
+        for _ in range(5):
+            assert_same_value(f(x), want, rtol=1e-12, atol=1e-15)
+        assert crew.hot_posts - hot >= 4 and crew.wake_ups - woken <= 1
+
+
+def test_workers_sleep_after_their_spin_and_wake_for_the_next_call():
+    crew = team_module.team()
+    f = autoroute(softmax, force="cpu")
+    x = np.random.default_rng(4).random((64, 300))
+    want = f(x)
+    with _split(1000):
+        f(x)
+        assert _wait_until(lambda: set(_mailboxes(crew)) == {team_module.SLEEPING})
+        woken = crew.wake_ups
+        assert_same_value(f(x), want, rtol=1e-12, atol=1e-15)
+        assert crew.wake_ups == woken + 1
+
+
+def test_two_callers_share_the_team_one_at_a_time():
+    """A second thread splitting a call while the team is busy runs it alone: both right."""
+    f = autoroute(softmax, force="cpu")
+    xs = [np.random.default_rng(s).random((200, 500)) for s in range(4)]
+    wants = [f(x) for x in xs]
+    failures: list[BaseException] = []
+
+    def call(x: np.ndarray, want: np.ndarray) -> None:
+        try:
+            with _split(2000):
+                for _ in range(10):
+                    assert_same_value(f(x), want, rtol=1e-12, atol=1e-15)
+        except BaseException as exc:  # noqa: BLE001 — reported by the main thread
+            failures.append(exc)
+
+    callers = [threading.Thread(target=call, args=pair) for pair in zip(xs, wants)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert not failures, failures[0]
+
+
+def test_step_aside_masks_leave_out_one_cpu_each():
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    masks = team_module._step_aside_masks()
+    for cpu in allowed:
+        bits = np.unpackbits(masks[cpu], bitorder="little")
+        others = {c for c in allowed if c != cpu} or {cpu}
+        assert set(np.flatnonzero(bits)) == others
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux")
+                    or len(os.sched_getaffinity(0)) < 2, reason="needs Linux and 2 CPUs")
+def test_a_thread_on_the_callers_cpu_steps_aside():
+    """``step_aside`` moves the calling thread off the CPU the job block names (and only
+    then): the worker that finds itself on the caller's CPU runs elsewhere."""
+    code = team_module.native()
+    masks = team_module._step_aside_masks()
+    allowed = os.sched_getaffinity(0)
+    seen: dict[str, object] = {}
+
+    def probe() -> None:
+        job = np.zeros(16, np.int64)
+        job[9:11] = masks.ctypes.data, len(masks)
+        here = min(allowed)
+        os.sched_setaffinity(0, {here})
+        job[8] = max(allowed)              # another CPU: stays
+        code.step_aside(job.ctypes.data)
+        seen["other"] = os.sched_getaffinity(0)
+        job[8] = here                      # this CPU: moves to the rest
+        code.step_aside(job.ctypes.data)
+        seen["same"] = os.sched_getaffinity(0)
+
+    t = threading.Thread(target=probe)
+    t.start()
+    t.join()
+    assert seen["other"] == {min(allowed)}
+    assert seen["same"] == allowed - {min(allowed)}
+
+
+def test_spin_time_from_the_environment(monkeypatch):
+    monkeypatch.setenv("AUTOJIT_THREAD_SPIN_US", "250")
+    try:
+        assert autojit.reload_environment().thread_spin_us == 250.0
+    finally:
+        monkeypatch.undo()
+        autojit.reload_environment()
