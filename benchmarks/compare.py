@@ -7,11 +7,13 @@ One process, the same inputs for every peer (``benchmarks/workloads.py`` defines
 Each peer runs only where installed (``pip install -e ".[bench]"``) and where it can express
 the workload. Its first call (compile included; autojit and torch.compile get fresh on-disk
 caches) is timed alone and its result checked against NumPy; a mismatch or an error is
-reported as a failure and never timed. Then one more warm-up call, and the median of
-``--repeat`` timed samples (the 100-element add: per call, from batches of 2000 calls),
-with a 0.2 s pause between peers so one's worker threads go idle. The table prints each
-median and its speed-up over NumPy (NumPy's median ÷ the peer's: above 1 is faster), then
-every peer's first-call time, the machine and the exact command. Ratios are only
+reported as a failure and never timed. Then one more warm-up call. The ``--repeat`` timed
+samples (the 100-element add: per call, from batches of 2000 calls) are taken in turns,
+one per peer per round, so a slow spell of the shared machine falls on every peer alike;
+before each sample a 0.2 s pause lets the previous peer's worker threads go idle, and one
+untimed call warms the peer's own caches and threads again. The table prints each median
+and its speed-up over NumPy (NumPy's median ÷ the peer's: above 1 is faster), then every
+peer's first-call time, the machine and the exact command. Ratios are only
 comparable within one run: a shared machine is noisy.
 """
 
@@ -114,9 +116,23 @@ def time_samples(impl: Impl, args: tuple[Any, ...], repeat: int, batch: int) -> 
     return samples
 
 
-def measure(work: Workload, peer: str, args: tuple[Any, ...], want: Any,
-            repeat: int) -> Cell:
-    """Build, first-call, check, warm up and time one peer on one workload."""
+@dataclass
+class _Ready:
+    """A peer past its checked first call, waiting for its timed samples."""
+
+    impl: Impl
+    args: tuple[Any, ...]
+    first_call_s: float
+    samples_s: list[float] = field(default_factory=list)
+
+
+def _error_cell(exc: Exception) -> Cell:
+    return Cell("failed", error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+
+
+def start(work: Workload, peer: str, args: tuple[Any, ...], want: Any) -> Cell | _Ready:
+    """Build one peer, time its first call alone, check it against NumPy and warm it up;
+    return the peer ready for timing, or the Cell that says why it is not."""
     try:
         impl = BUILDERS[peer](work)
     except ImportError as exc:
@@ -125,18 +141,49 @@ def measure(work: Workload, peer: str, args: tuple[Any, ...], want: Any,
         return Cell("n/a")
     try:
         peer_args = impl.prepare(args)
-        start = time.perf_counter()
+        begin = time.perf_counter()
         result = impl.call(*peer_args)
-        first = time.perf_counter() - start
+        first = time.perf_counter() - begin
         problem = check(work, impl.to_numpy(result), want)
         del result
         if problem:
             return Cell("failed", first_call_s=first, error=f"differs from NumPy: {problem}")
         impl.call(*peer_args)  # one more warm-up call
-        samples = time_samples(impl, peer_args, repeat, work.batch)
     except Exception as exc:  # a peer's failure is a result, reported in the table
-        return Cell("failed", error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
-    return Cell("ok", statistics.median(samples), samples, first)
+        return _error_cell(exc)
+    return _Ready(impl, peer_args, first)
+
+
+def time_round_robin(work: Workload, ready: dict[str, _Ready], repeat: int,
+                     settle_s: float) -> dict[str, Cell]:
+    """Take ``repeat`` samples of every ready peer in turns (A B C, A B C, ...), so a slow
+    spell of a shared machine falls on all of them alike. Before each sample: a pause (the
+    previous peer's worker threads go idle) and one untimed call (its own caches, pools
+    and threads warm again)."""
+    cells: dict[str, Cell] = {}
+    for _ in range(repeat):
+        for peer, state in ready.items():
+            if peer in cells:
+                continue
+            time.sleep(settle_s)
+            try:
+                state.impl.call(*state.args)
+                state.samples_s += time_samples(state.impl, state.args, 1, work.batch)
+            except Exception as exc:
+                cells[peer] = _error_cell(exc)
+    for peer, state in ready.items():
+        cells.setdefault(peer, Cell("ok", statistics.median(state.samples_s), state.samples_s,
+                                    state.first_call_s))
+    return cells
+
+
+def measure(work: Workload, peer: str, args: tuple[Any, ...], want: Any,
+            repeat: int) -> Cell:
+    """Build, first-call, check, warm up and time one peer on one workload alone."""
+    state = start(work, peer, args, want)
+    if isinstance(state, Cell):
+        return state
+    return time_round_robin(work, {peer: state}, repeat, 0.0)[peer]
 
 
 def run(names: list[str] | None = None, peers: list[str] | None = None, repeat: int = 5,
@@ -151,14 +198,20 @@ def run(names: list[str] | None = None, peers: list[str] | None = None, repeat: 
             continue
         args = work.make_inputs(scale)
         want = work.reference(*args)
-        row = table[work.name] = {}
-        for peer in peers:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # a fallback shows up as a slow cell
-                row[peer] = cell = measure(work, peer, args, want, repeat)
-            gc.collect()
-            time.sleep(settle_s)
-            if log is not None:
+        row: dict[str, Cell | _Ready] = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a fallback shows up as a slow cell
+            for peer in peers:
+                row[peer] = start(work, peer, args, want)
+                gc.collect()
+                time.sleep(settle_s)
+            ready = {peer: state for peer, state in row.items() if isinstance(state, _Ready)}
+            row.update(time_round_robin(work, ready, repeat, settle_s))
+        table[work.name] = cells = {peer: row[peer] for peer in peers}
+        del ready, row
+        gc.collect()
+        if log is not None:
+            for peer, cell in cells.items():
                 shown = _cell_text(cell, work, None) if cell.status == "ok" else cell.status
                 print(f"  {work.name:10s} {peer:8s} {shown}", file=log, flush=True)
     return table
@@ -244,7 +297,7 @@ def format_table(table: dict[str, dict[str, Cell]], repeat: int, scale: float = 
             _cell_text(row[p], work, None if p == "numpy" else base) for p in peers)])
     widths = [max(len(r[i]) for r in lines) for i in range(len(header))]
     batched = [w for w in works if w.batch > 1]
-    intro = f"median of {repeat} sample{'s' * (repeat > 1)}" + "".join(
+    intro = f"median of {repeat} sample{'s' * (repeat > 1)}, taken in turns across peers" + "".join(
         f" ({w.name}: µs per call, each sample a batch of {w.batch} calls)" for w in batched)
     intro += "; (Nx) = speed-up over NumPy (NumPy's median ÷ this one): above 1 is faster"
     if scale != 1.0:
