@@ -39,9 +39,13 @@ def _address(array: np.ndarray) -> int:
 
 
 class CpuBackend:
-    """LLVM-compiled kernels called in this process."""
+    """LLVM-compiled kernels called in this process; the thread settings come from
+    ``options`` (a decorator's, e.g. ``num_threads=1``) over the environment and config()."""
 
     name = "cpu"
+
+    def __init__(self, options: tuple[tuple[str, Any], ...] = ()) -> None:
+        self.options = options
 
     def compile(self, kernel: Kernel) -> Any:
         from autojit.lower_cpu import compile_kernel
@@ -54,7 +58,7 @@ class CpuBackend:
                scalars: Sequence[Any], sizes: dict[str, int], meta: list[int]) -> None:
         holders = [np.array(v, dtype=p.dtype) for p, v in zip(kernel.scalars, scalars)]
         data = [_address(a) for a in arrays] + [_address(h) for h in holders]
-        settings = current_settings()
+        settings = current_settings(self.options)
         if settings.num_threads > 1 and isinstance(program, CpuProgram):
             call_kernel(kernel, program, data, meta, settings.num_threads,   # splits big
                         settings.thread_min_work, settings.thread_spin_us * 1e-6)  # calls

@@ -116,7 +116,9 @@ class HostDevice:
         started = time.perf_counter()
         if decision.fetch_inputs:
             args = tuple(fetch(a) for a in args)
-        result = run_plan(entry.plan, programs, _CPU, args, sizes)
+        options = getattr(dispatcher, "options", ())    # the decorator's, e.g. num_threads
+        backend = CpuBackend(options) if options else _CPU
+        result = run_plan(entry.plan, programs, backend, args, sizes)
         return result, time.perf_counter() - started
 
     def to_host(self, value: Any) -> Any:

@@ -323,3 +323,26 @@ def test_scans_split_only_across_rows(threads):
                                         np.cumsum(a), np.cumprod(a[::-1] + 0.5, axis=-1)),
                              x, rtol=1e-12)
         assert SPLITS["partials"] == before.get("partials", 0)
+
+
+def test_decorator_thread_options_reach_the_launch(monkeypatch):
+    """``@autoroute(num_threads=1)`` keeps that function's calls on the caller where the
+    environment splits every call, and ``num_threads=2`` splits where it says one thread
+    (a ``config()`` block would override both: it is innermost)."""
+    x = _rng().random(200_000)
+    alone = autoroute(lambda a: np.sin(a) * 2.0, num_threads=1)
+    split = autoroute(lambda a: np.sin(a) * 3.0, num_threads=2, thread_min_work=0)
+    try:
+        monkeypatch.setenv("AUTOJIT_NUM_THREADS", "2")
+        monkeypatch.setenv("AUTOJIT_THREAD_MIN_WORK", "0")
+        autojit.reload_environment()
+        before = _splits()
+        assert_same_value(alone(x), np.sin(x) * 2.0, ulps=4)
+        assert not _grew(before, "outer")
+        monkeypatch.setenv("AUTOJIT_NUM_THREADS", "1")
+        autojit.reload_environment()
+        assert_same_value(split(x), np.sin(x) * 3.0, ulps=4)
+        assert _grew(before, "outer")
+    finally:
+        monkeypatch.undo()
+        autojit.reload_environment()
