@@ -47,24 +47,28 @@ SLEEPING, SPINNING, POSTED, RUNNING = 0, 1, 2, 3
 SPIN_SECONDS = 0.002
 #: int64 slots per mailbox: each on its own 64-byte line
 _MAILBOX_STRIDE = 8
-#: workers a team starts at most (more threads than this share the calls' chunks)
-MAX_WORKERS = 256
+#: workers a team starts at most (a call on more threads uses this many and the caller);
+#: one bit each in what ``begin`` returns
+MAX_WORKERS = 63
 
 _DrainFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                             ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
-_AwaitFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _ServeFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-_MailFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)
-_PostFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
+_BeginFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                            ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                            ctypes.c_void_p, ctypes.c_int64)
+_FinishFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 _StepFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 #: ``drain(state, count, entry, pointers, pointer_stride, metas, meta_stride)``: take chunk
 #: numbers from ``state[0]`` (atomic add), call ``entry`` on each chunk's rows and count
-#: it done in ``state[1]``, until ``count`` are taken. ``await(done, count, spins)``:
-#: return 1 once ``*done`` reaches ``count``, 0 after ``spins`` polls. ``serve(job,
-#: mailbox, spins)``: a worker's wait (module docstring); returns when it gives up.
-#: ``post(mailbox)``: 1 when a spinning worker got the job, 0 when it must be woken.
-#: ``retract(mailbox)``: take back an unclaimed post, or wait for the worker to finish.
+#: it done in ``state[1]``, until ``count`` are taken. ``serve(job, mailbox, spins)``: a
+#: worker's wait (module docstring); returns when it gives up. ``begin(job, mailboxes,
+#: helpers, count, entry, ...)``: fill the job block and post it to the first ``helpers``
+#: mailboxes; return a bit per worker that sleeps (to be woken). ``finish(job, mailboxes,
+#: helpers)``: drain on this thread, wait for every chunk, take back unclaimed posts and
+#: wait out running workers. Internal: ``post``, ``retract``, ``await``, ``relax`` (a
+#: ``pause``, and every 256th time a ``sched_yield``).
 _NATIVE_IR = """
 define void @autojit.drain(ptr %state, i64 %count, ptr %entry, ptr %pointers,
                            i64 %pstride, ptr %metas, i64 %mstride) nounwind {
@@ -100,7 +104,7 @@ done:
   ret void
 }
 
-define i64 @autojit.await(ptr %done, i64 %count, i64 %spins) nounwind {
+define internal void @autojit.await(ptr %done, i64 %count) nounwind {
 start:
   br label %poll
 poll:
@@ -111,12 +115,9 @@ poll:
 wait:
   call void @autojit.relax(i64 %i)
   %j = add i64 %i, 1
-  %over = icmp sge i64 %j, %spins
-  br i1 %over, label %no, label %poll
+  br label %poll
 yes:
-  ret i64 1
-no:
-  ret i64 0
+  ret void
 }
 
 define void @autojit.serve(ptr %job, ptr %mailbox, i64 %spins) nounwind {
@@ -162,7 +163,7 @@ exit:
   ret void
 }
 
-define i64 @autojit.post(ptr %job, ptr %mailbox) nounwind {
+define internal i64 @autojit.post(ptr %job, ptr %mailbox) nounwind {
 start:
   %cpu.p = getelementptr i8, ptr %job, i64 64
   %cpu = call i64 @autojit.cpu()
@@ -177,7 +178,7 @@ asleep:
   ret i64 0
 }
 
-define i64 @autojit.retract(ptr %mailbox) nounwind {
+define internal i64 @autojit.retract(ptr %mailbox) nounwind {
 start:
   %back = cmpxchg ptr %mailbox, i64 2, i64 1 acq_rel acquire
   %unclaimed = extractvalue {i64, i1} %back, 1
@@ -193,6 +194,80 @@ wait:
   br label %poll
 exit:
   ret i64 0
+}
+
+define i64 @autojit.begin(ptr %job, ptr %boxes, i64 %helpers, i64 %count, ptr %entry,
+                          ptr %pointers, i64 %pstride, ptr %metas, i64 %mstride) nounwind {
+start:
+  store i64 0, ptr %job, align 8
+  %done.p = getelementptr i8, ptr %job, i64 8
+  store i64 0, ptr %done.p, align 8
+  %count.p = getelementptr i8, ptr %job, i64 16
+  store i64 %count, ptr %count.p, align 8
+  %entry.p = getelementptr i8, ptr %job, i64 24
+  store ptr %entry, ptr %entry.p, align 8
+  %pointers.p = getelementptr i8, ptr %job, i64 32
+  store ptr %pointers, ptr %pointers.p, align 8
+  %pstride.p = getelementptr i8, ptr %job, i64 40
+  store i64 %pstride, ptr %pstride.p, align 8
+  %metas.p = getelementptr i8, ptr %job, i64 48
+  store ptr %metas, ptr %metas.p, align 8
+  %mstride.p = getelementptr i8, ptr %job, i64 56
+  store i64 %mstride, ptr %mstride.p, align 8
+  br label %check
+check:
+  %w = phi i64 [0, %start], [%next, %posted]
+  %asleep = phi i64 [0, %start], [%mask, %posted]
+  %more = icmp slt i64 %w, %helpers
+  br i1 %more, label %post, label %exit
+post:
+  %offset = mul i64 %w, BOX_BYTES
+  %box = getelementptr i8, ptr %boxes, i64 %offset
+  %hot = call i64 @autojit.post(ptr %job, ptr %box)
+  %cold = xor i64 %hot, 1
+  %bit = shl i64 %cold, %w
+  %mask = or i64 %asleep, %bit
+  br label %posted
+posted:
+  %next = add i64 %w, 1
+  br label %check
+exit:
+  ret i64 %asleep
+}
+
+define void @autojit.finish(ptr %job, ptr %boxes, i64 %helpers) nounwind {
+start:
+  %count.p = getelementptr i8, ptr %job, i64 16
+  %count = load i64, ptr %count.p, align 8
+  %entry.p = getelementptr i8, ptr %job, i64 24
+  %entry = load ptr, ptr %entry.p, align 8
+  %pointers.p = getelementptr i8, ptr %job, i64 32
+  %pointers = load ptr, ptr %pointers.p, align 8
+  %pstride.p = getelementptr i8, ptr %job, i64 40
+  %pstride = load i64, ptr %pstride.p, align 8
+  %metas.p = getelementptr i8, ptr %job, i64 48
+  %metas = load ptr, ptr %metas.p, align 8
+  %mstride.p = getelementptr i8, ptr %job, i64 56
+  %mstride = load i64, ptr %mstride.p, align 8
+  call void @autojit.drain(ptr %job, i64 %count, ptr %entry, ptr %pointers, i64 %pstride,
+                           ptr %metas, i64 %mstride)
+  %done.p = getelementptr i8, ptr %job, i64 8
+  call void @autojit.await(ptr %done.p, i64 %count)
+  br label %check
+check:
+  %w = phi i64 [0, %start], [%next, %back]
+  %more = icmp slt i64 %w, %helpers
+  br i1 %more, label %take, label %exit
+take:
+  %offset = mul i64 %w, BOX_BYTES
+  %box = getelementptr i8, ptr %boxes, i64 %offset
+  %ignored = call i64 @autojit.retract(ptr %box)
+  br label %back
+back:
+  %next = add i64 %w, 1
+  br label %check
+exit:
+  ret void
 }
 
 declare i32 @sched_yield() nounwind
@@ -255,9 +330,9 @@ class Native:
     """The compiled entries of ``_NATIVE_IR``."""
 
     def __init__(self, addresses: tuple[int, ...]) -> None:
-        drain, wait, serve, post, retract, step_aside = addresses
-        self.drain, self.wait = _DrainFn(drain), _AwaitFn(wait)
-        self.serve, self.post, self.retract = _ServeFn(serve), _PostFn(post), _MailFn(retract)
+        drain, serve, begin, finish, step_aside = addresses
+        self.drain, self.serve = _DrainFn(drain), _ServeFn(serve)
+        self.begin, self.finish = _BeginFn(begin), _FinishFn(finish)
         self.step_aside = _StepFn(step_aside)
 
 
@@ -271,10 +346,11 @@ def native() -> Native | None:
         text = (_NATIVE_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
                 + "declare void @llvm.x86.sse2.pause()\n")
     linux = sys.platform.startswith("linux")
-    text += (_STEP_ASIDE_LINUX if linux else _STEP_ASIDE_OTHER).replace("MASK_BYTES",
-                                                                         str(MASK_BYTES))
-    names = ("autojit.drain", "autojit.await", "autojit.serve", "autojit.post",
-             "autojit.retract", "autojit.step_aside")
+    text += _STEP_ASIDE_LINUX if linux else _STEP_ASIDE_OTHER
+    text = text.replace("MASK_BYTES", str(MASK_BYTES)).replace("BOX_BYTES",
+                                                                str(8 * _MAILBOX_STRIDE))
+    names = ("autojit.drain", "autojit.serve", "autojit.begin", "autojit.finish",
+             "autojit.step_aside")
     try:
         return Native(compile_entries(text, names))
     except Exception as exc:  # noqa: BLE001 — logged; the Python tasks still work
@@ -293,8 +369,9 @@ class Team:
         self._mailboxes = np.zeros(MAX_WORKERS * _MAILBOX_STRIDE, np.int64)   # all SLEEPING
         self._wake: list[queue.SimpleQueue] = []
         self._lock = threading.Lock()
+        self._job_address, self._boxes_address = self._job.ctypes.data, self._mailboxes.ctypes.data
         self._polls_per_second = 0.0
-        self._spins = 0
+        self._spin_s, self._spins = -1.0, 0
         self.hot_posts = self.wake_ups = 0     # how workers got their posts (tests, tuning)
 
     @property
@@ -303,7 +380,7 @@ class Team:
         return len(self._wake)
 
     def _box(self, worker: int) -> int:
-        return self._mailboxes.ctypes.data + 8 * _MAILBOX_STRIDE * worker
+        return self._boxes_address + 8 * _MAILBOX_STRIDE * worker
 
     def _grow(self, workers: int) -> None:
         for w in range(len(self._wake), workers):
@@ -324,7 +401,7 @@ class Team:
     def _work(self, box: int, wake: queue.SimpleQueue) -> None:
         while True:
             wake.get()
-            self._code.serve(self._job.ctypes.data, box, self._spins)
+            self._code.serve(self._job_address, box, self._spins)
 
     def run(self, count: int, entry: int, pointers: int, pointer_stride: int, metas: int,
             meta_stride: int, helpers: int, spin_s: float = SPIN_SECONDS) -> bool:
@@ -334,28 +411,23 @@ class Team:
         if not self._lock.acquire(blocking=False):
             return False
         try:
-            if not self._polls_per_second:
-                self._polls_per_second = self._calibrate()
-            self._spins = max(int(self._polls_per_second * spin_s), 1)
+            if spin_s != self._spin_s:
+                if not self._polls_per_second:
+                    self._polls_per_second = self._calibrate()
+                self._spin_s, self._spins = spin_s, max(int(self._polls_per_second * spin_s), 1)
             helpers = min(helpers, MAX_WORKERS)
-            if self.size < helpers:
+            if len(self._wake) < helpers:
                 self._grow(helpers)
-            job = self._job
-            job[:8] = (0, 0, count, entry, pointers, pointer_stride, metas, meta_stride)
-            boxes = [self._box(w) for w in range(helpers)]
-            for w, box in enumerate(boxes):
-                if self._code.post(job.ctypes.data, box):
-                    self.hot_posts += 1
-                else:
-                    self.wake_ups += 1
-                    self._wake[w].put(None)
-            address = job.ctypes.data
-            self._code.drain(address, count, entry, pointers, pointer_stride, metas,
-                             meta_stride)
-            while not self._code.wait(address + 8, count, 1 << 16):
-                pass            # the GIL is released in each wait: other threads run
-            for box in boxes:
-                self._code.retract(box)
+            code, job, boxes = self._code, self._job_address, self._boxes_address
+            asleep = code.begin(job, boxes, helpers, count, entry, pointers, pointer_stride,
+                                metas, meta_stride)
+            if asleep:
+                for w in range(helpers):
+                    if asleep >> w & 1:
+                        self._wake[w].put(None)
+                self.wake_ups += asleep.bit_count()
+            self.hot_posts += helpers - asleep.bit_count()
+            code.finish(job, boxes, helpers)      # this thread's chunks, then the workers'
         finally:
             self._lock.release()
         return True

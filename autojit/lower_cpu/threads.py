@@ -17,8 +17,8 @@ Two ways to split, both without touching the kernel's own code:
   different summation tree).
 
 Each thread takes chunks in a native loop (``team.py``: an atomic counter, no Python
-between chunks; workers wait for the next call spinning, for a while), and a call's
-chunk tables are kept per program and sizes (``_cached``):
+between chunks; workers wait for the next call spinning, for a while), and how a call
+splits (the way, its chunk tables) is kept per program, sizes and settings (``_cached``):
 right after a big call the CPU caches are cold and Python costs 3-5× its warm time.
 
 A dimension is not split when a loop index of it is used (``arange``: the chunk would
@@ -218,25 +218,26 @@ class _Chunks:
     pointers: np.ndarray        # int64 [chunks, data slots]
     metas: np.ndarray           # int64 [chunks, meta slots]
 
-    def tasks(self, function: ctypes._CFuncPtr) -> list[Task]:
-        """Return one call of ``function`` per chunk (the tables must outlive them)."""
+    def tasks(self, entry: int) -> list[Task]:
+        """Return one call of the kernel at ``entry`` per chunk (the tables must outlive
+        them)."""
+        function = _FuncPtr(entry)
         p, m = self.pointers.ctypes.data, self.metas.ctypes.data
         ps, ms = self.pointers.strides[0], self.metas.strides[0]
         return [functools.partial(function, p + c * ps, m + c * ms)
                 for c in range(len(self.metas))]
 
-    def run(self, function: ctypes._CFuncPtr, threads: int,
-            spin_s: float = SPIN_SECONDS) -> None:
-        """Call ``function`` on every chunk, on up to ``threads`` threads. Each thread runs
-        the native loop of ``team.py`` (chunks taken from an atomic counter, so no Python
-        between chunks: a chunk then costs nanoseconds, not the ~4 µs of a pool task);
-        the workers then wait ``spin_s`` for the next call before they sleep."""
+    def run(self, entry: int, threads: int, spin_s: float = SPIN_SECONDS) -> None:
+        """Call the kernel at address ``entry`` on every chunk, on up to ``threads``
+        threads. Each thread runs the native loop of ``team.py`` (chunks taken from an
+        atomic counter, so no Python between chunks: a chunk then costs nanoseconds, not
+        the ~4 µs of a pool task); the workers then wait ``spin_s`` for the next call
+        before they sleep."""
         count = len(self.metas)
         crew = team()
         if crew is None:
-            pool().run(self.tasks(function), threads)
+            pool().run(self.tasks(entry), threads)
             return
-        entry = ctypes.cast(function, ctypes.c_void_p).value
         layout = (self.pointers.ctypes.data, self.pointers.strides[0],
                   self.metas.ctypes.data, self.metas.strides[0])
         helpers = min(threads, count) - 1
@@ -263,20 +264,22 @@ def _tables(plan: SplitPlan, slots: int, meta: Sequence[int], dim: int, edges: n
     return offsets, metas
 
 
-#: sizes of calls whose chunk tables a program keeps (``_cached``), at most
+#: sizes of calls whose split a program keeps (``_cached``), at most
 _LAYOUTS = 64
 _T = TypeVar("_T")
+_MISSING = object()
 
 
 def _cached(program: CpuProgram, key: tuple[Any, ...], build: Callable[[], _T]) -> _T:
-    """Return ``build()``, kept in ``program`` under ``key`` (a call's sizes): right after
-    a big call the CPU caches are cold, and building the tables cost 50-85 µs there
-    against ~2 µs to offset cached ones. The tables must not be written after."""
+    """Return ``build()``, kept in ``program`` under ``key`` (a call's sizes and
+    settings): right after a big call the CPU caches are cold, and choosing the split and
+    building its tables cost 50-85 µs there against ~2 µs to offset cached ones. What is
+    kept must not be written after."""
     cache = program.threading.get("layouts")
     if cache is None:
         cache = program.threading["layouts"] = {}
-    found = cache.get(key)
-    if found is None:
+    found = cache.get(key, _MISSING)
+    if found is _MISSING:
         if len(cache) >= _LAYOUTS:
             cache.clear()
         found = cache[key] = build()
@@ -304,20 +307,19 @@ def _pick_outer(plan: SplitPlan, meta: Sequence[int], threads: int) -> int | Non
     return long_enough[0] if long_enough else max(usable, key=lambda d: meta[d])
 
 
-def _run_outer(program: CpuProgram, plan: SplitPlan, data: Sequence[Any],
-               meta: Sequence[int], dim: int, threads: int, per_thread: int,
-               spin_s: float) -> None:
-    count = per_thread * threads
-    offsets, metas = _cached(program, ("outer", dim, count, *meta), lambda: _tables(
-        plan, len(data), meta, dim, _chunks(plan, meta[dim], dim, count)))
-    _Chunks(offsets + _addresses(data), metas).run(program._function, threads, spin_s)
+def _run_outer(program: CpuProgram, offsets: np.ndarray, metas: np.ndarray, threads: int,
+               data: Sequence[Any], spin_s: float) -> None:
+    """Run an outer split whose chunk tables (``_tables``) were chosen for these sizes."""
+    _Chunks(offsets + _addresses(data), metas).run(program.address, threads, spin_s)
+    SPLITS["outer"] += 1
 
 
 _COMPILE_LOCK = threading.Lock()
 
 
-def _partial_entries(kernel: Kernel, program: CpuProgram) -> tuple[ctypes._CFuncPtr, ...]:
-    """Return the entries part0, finish0, part1, ... compiled on first use."""
+def _partial_entries(kernel: Kernel, program: CpuProgram) -> tuple[int, ...]:
+    """Return the addresses of the entries part0, finish0, part1, ... compiled on first
+    use."""
     found = program.threading.get("partials")
     if found is None:
         with _COMPILE_LOCK:
@@ -327,7 +329,7 @@ def _partial_entries(kernel: Kernel, program: CpuProgram) -> tuple[ctypes._CFunc
     return found
 
 
-def _compile_partials(kernel: Kernel, program: CpuProgram) -> tuple[ctypes._CFuncPtr, ...]:
+def _compile_partials(kernel: Kernel, program: CpuProgram) -> tuple[int, ...]:
     """Return the partials' entries; ``()`` (one thread, then) when they do not compile:
     threads are an optimisation, never a reason for a call to fail."""
     from autojit.lower_cpu.jit import compile_entries
@@ -342,7 +344,7 @@ def _compile_partials(kernel: Kernel, program: CpuProgram) -> tuple[ctypes._CFun
         return ()
     log.debug("autojit: compiled thread partials of %s in %.1f ms", program.symbol,
               1e3 * (time.perf_counter() - started))
-    return tuple(_FuncPtr(address) for address in found)
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -358,7 +360,7 @@ class _PartialsLayout:
 
 
 def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int]) -> _PartialsLayout:
-    """Return the tables of a partials call with these sizes (cached by ``_run_partials``)."""
+    """Return the tables of a partials call with these sizes (kept by ``call_kernel``)."""
     dim = plan.outer_rank
     outer_count = math.prod(meta[:dim])
     later = math.prod(meta[dim + 1:plan.rank])   # row positions per step along ``dim``
@@ -377,15 +379,9 @@ def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int]) -> _Parti
                            blocks_bytes, blocks_bytes + max(8 * plan.carried * outer_count, 8))
 
 
-def _run_partials(kernel: Kernel, program: CpuProgram, plan: SplitPlan,
-                  data: Sequence[Any], meta: Sequence[int], threads: int,
-                  spin_s: float) -> bool:
-    """Run the kernel phase by phase: chunks of the row on the pool, then the finish.
-    Returns False (nothing run) when the partials entries could not be compiled."""
-    entries = _partial_entries(kernel, program)
-    if not entries:
-        return False
-    layout = _cached(program, ("partials", *meta), lambda: _partials_layout(plan, len(data), meta))
+def _run_partials(kernel: Kernel, entries: tuple[int, ...], layout: _PartialsLayout,
+                  threads: int, data: Sequence[Any], spin_s: float) -> None:
+    """Run the kernel phase by phase: chunks of the row on the team, then the finish."""
     scratch = np.empty(layout.scratch_bytes, np.uint8)
     base = scratch.ctypes.data
     # part<phase> reads data..., its block, the carry; finish<phase>: data..., all the
@@ -394,8 +390,8 @@ def _run_partials(kernel: Kernel, program: CpuProgram, plan: SplitPlan,
     for phase in range(kernel.phases):
         chunks = _Chunks(layout.offsets[phase] + row, layout.metas)
         chunks.run(entries[2 * phase], threads, spin_s)
-        entries[2 * phase + 1](row.ctypes.data, layout.finish_meta.ctypes.data)
-    return True
+        _FuncPtr(entries[2 * phase + 1])(row.ctypes.data, layout.finish_meta.ctypes.data)
+    SPLITS["partials"] += 1
 
 
 def call_kernel(kernel: Kernel, program: CpuProgram, data: Sequence[Any],
@@ -403,31 +399,38 @@ def call_kernel(kernel: Kernel, program: CpuProgram, data: Sequence[Any],
                 spin_s: float = SPIN_SECONDS) -> None:
     """Run one kernel call: on ``threads`` threads when its work reaches ``min_work`` and
     it can be split (module docstring), else on the calling thread. Returns when done;
-    the workers then wait ``spin_s`` seconds for the next call before they sleep."""
+    the workers then wait ``spin_s`` seconds for the next call before they sleep. How a
+    call splits is chosen once per program, sizes and settings (``_choose_split``)."""
     if threads > 1:
-        plan = _split_plan(kernel, program)
-        work = plan.cost * math.prod(meta[:plan.rank])
-        # spare chunks (for threads the OS delays) only where they cost little
-        per_thread = _CHUNKS_PER_THREAD if work >= 8 * min_work else 1
-        if (work >= max(min_work, 1)
-                and _run_split(kernel, program, plan, data, meta, threads, per_thread, spin_s)):
+        split = _cached(program, (threads, min_work, *meta),
+                        lambda: _choose_split(kernel, program, meta, threads, min_work))
+        if split is not None:
+            split(data, spin_s)
             return
     program.call(data, meta)
 
 
-def _run_split(kernel: Kernel, program: CpuProgram, plan: SplitPlan, data: Sequence[Any],
-               meta: Sequence[int], threads: int, per_thread: int, spin_s: float) -> bool:
-    """Split the call if one of the two ways applies; return False when neither does."""
+def _choose_split(kernel: Kernel, program: CpuProgram, meta: Sequence[int], threads: int,
+                  min_work: int) -> Callable[[Sequence[Any], float], None] | None:
+    """Return how to split a call with these sizes (``split(data, spin_s)``), or None
+    to run it on the calling thread: too little work, or no way applies."""
+    plan = _split_plan(kernel, program)
+    work = plan.cost * math.prod(meta[:plan.rank])
+    if work < max(min_work, 1):
+        return None
+    slots = len(kernel.buffers) + len(kernel.scalars)
     dim = _pick_outer(plan, meta, threads)
     # an outer split is exact (each row reduced as on one thread): prefer it when balanced
     balanced = dim is not None and (meta[dim] >= _ROWS_PER_THREAD * threads
                                     or meta[dim] % threads == 0)
-    if (plan.partials and not balanced and _dim_ok(plan, meta, plan.outer_rank)
-            and _run_partials(kernel, program, plan, data, meta, threads, spin_s)):
-        SPLITS["partials"] += 1
-        return True
+    if plan.partials and not balanced and _dim_ok(plan, meta, plan.outer_rank):
+        entries = _partial_entries(kernel, program)
+        if entries:
+            layout = _partials_layout(plan, slots, meta)
+            return functools.partial(_run_partials, kernel, entries, layout, threads)
     if dim is None:
-        return False
-    _run_outer(program, plan, data, meta, dim, threads, per_thread, spin_s)
-    SPLITS["outer"] += 1
-    return True
+        return None
+    # spare chunks (for threads the OS delays) only where they cost little
+    count = (_CHUNKS_PER_THREAD if work >= 8 * min_work else 1) * threads
+    offsets, metas = _tables(plan, slots, meta, dim, _chunks(plan, meta[dim], dim, count))
+    return functools.partial(_run_outer, program, offsets, metas, threads)

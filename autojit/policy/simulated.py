@@ -77,6 +77,7 @@ class _FailingBackend(CpuBackend):
     """The CPU backend, raising on its ``after``-th launch (a failure part-way through)."""
 
     def __init__(self, after: int, error: Exception) -> None:
+        super().__init__()
         self.after, self.error, self.launched = after, error, 0
 
     def launch(self, *args: Any) -> None:

@@ -21,6 +21,7 @@ class CountingBackend(CpuBackend):
     """The CPU backend, recording every allocation ``run_plan`` asks for."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.allocated: list[tuple[tuple[int, ...], np.dtype]] = []
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
