@@ -14,7 +14,8 @@ with one compare-and-swap. Only a worker that stopped spinning is woken through 
 Shared memory, all int64:
 
 * the job block: ``next`` chunk, chunks ``done``, ``count``, ``entry``, ``pointers``,
-  ``pointer_stride``, ``metas``, ``meta_stride`` (``drain``'s arguments);
+  ``pointer_stride``, ``metas``, ``meta_stride`` (``drain``'s arguments); then the
+  caller's CPU, the step-aside masks and their count, and the ``park`` flag;
 * one mailbox per worker (its own cache line): SLEEPING, SPINNING, POSTED or RUNNING.
   The caller moves SPINNING or SLEEPING to POSTED (a SLEEPING worker is then woken) and,
   once every chunk is done, takes back a post no worker claimed (POSTED to SPINNING)
@@ -67,7 +68,8 @@ _StepFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 #: helpers, count, entry, ...)``: fill the job block and post it to the first ``helpers``
 #: mailboxes; return a bit per worker that sleeps (to be woken). ``finish(job, mailboxes,
 #: helpers)``: drain on this thread, wait for every chunk, take back unclaimed posts and
-#: wait out running workers. Internal: ``post``, ``retract``, ``await``, ``relax`` (a
+#: wait out running workers. ``park(job)``: spinning workers sleep now (``begin``
+#: clears it). Internal: ``post``, ``retract``, ``await``, ``relax`` (a
 #: ``pause``, and every 256th time a ``sched_yield``).
 _NATIVE_IR = """
 define void @autojit.drain(ptr %state, i64 %count, ptr %entry, ptr %pointers,
@@ -153,7 +155,11 @@ run:
 idle:
   call void @autojit.relax(i64 %i)
   %j = add i64 %i, 1
-  %over = icmp sge i64 %j, %spins
+  %parked.p = getelementptr i8, ptr %job, i64 88
+  %parked = load atomic i64, ptr %parked.p monotonic, align 8
+  %spun = icmp sge i64 %j, %spins
+  %leave = icmp ne i64 %parked, 0
+  %over = or i1 %spun, %leave
   br i1 %over, label %sleep, label %poll
 sleep:
   %gone = cmpxchg ptr %mailbox, i64 1, i64 0 acq_rel acquire
@@ -196,9 +202,18 @@ exit:
   ret i64 0
 }
 
+define void @autojit.park(ptr %job) nounwind {
+start:
+  %parked.p = getelementptr i8, ptr %job, i64 88
+  store atomic i64 1, ptr %parked.p monotonic, align 8
+  ret void
+}
+
 define i64 @autojit.begin(ptr %job, ptr %boxes, i64 %helpers, i64 %count, ptr %entry,
                           ptr %pointers, i64 %pstride, ptr %metas, i64 %mstride) nounwind {
 start:
+  %parked.p = getelementptr i8, ptr %job, i64 88
+  store atomic i64 0, ptr %parked.p monotonic, align 8
   store i64 0, ptr %job, align 8
   %done.p = getelementptr i8, ptr %job, i64 8
   store i64 0, ptr %done.p, align 8
@@ -330,10 +345,10 @@ class Native:
     """The compiled entries of ``_NATIVE_IR``."""
 
     def __init__(self, addresses: tuple[int, ...]) -> None:
-        drain, serve, begin, finish, step_aside = addresses
+        drain, serve, begin, finish, step_aside, park = addresses
         self.drain, self.serve = _DrainFn(drain), _ServeFn(serve)
         self.begin, self.finish = _BeginFn(begin), _FinishFn(finish)
-        self.step_aside = _StepFn(step_aside)
+        self.step_aside, self.park = _StepFn(step_aside), _StepFn(park)
 
 
 @functools.cache
@@ -350,7 +365,7 @@ def native() -> Native | None:
     text = text.replace("MASK_BYTES", str(MASK_BYTES)).replace("BOX_BYTES",
                                                                 str(8 * _MAILBOX_STRIDE))
     names = ("autojit.drain", "autojit.serve", "autojit.begin", "autojit.finish",
-             "autojit.step_aside")
+             "autojit.step_aside", "autojit.park")
     try:
         return Native(compile_entries(text, names))
     except Exception as exc:  # noqa: BLE001 — logged; the Python tasks still work
@@ -403,6 +418,10 @@ class Team:
             wake.get()
             self._code.serve(self._job_address, box, self._spins)
 
+    def park(self) -> None:
+        """Make every spinning worker sleep now (``park``)."""
+        self._code.park(self._job_address)
+
     def run(self, count: int, entry: int, pointers: int, pointer_stride: int, metas: int,
             meta_stride: int, helpers: int, spin_s: float = SPIN_SECONDS) -> bool:
         """Run chunks 0..count-1 of ``entry`` on this thread and up to ``helpers``
@@ -431,6 +450,14 @@ class Team:
         finally:
             self._lock.release()
         return True
+
+
+def park() -> None:
+    """Tell spinning workers to sleep now: the caller is about to run code with its own
+    threads (a BLAS call), which a spinning worker would slow down. The next split call
+    wakes them. Nothing to do before the team exists."""
+    if _TEAM is not None:
+        _TEAM.park()
 
 
 def _step_aside_masks() -> np.ndarray:

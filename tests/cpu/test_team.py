@@ -65,6 +65,23 @@ def test_workers_sleep_after_their_spin_and_wake_for_the_next_call():
         assert crew.wake_ups == woken + 1
 
 
+def test_a_blas_step_parks_spinning_workers():
+    """Before a matmul (BLAS brings its own threads) the workers stop spinning and sleep,
+    long before their spin would end; the kernel after it wakes them and is right."""
+    crew = team_module.team()
+    f = autoroute(lambda a, w: np.maximum(softmax(a) @ w, 0.5), force="cpu")
+    rng = np.random.default_rng(5)
+    a, w = rng.random((300, 200)), rng.random((200, 100))
+    want = f(a, w)
+    with _split(1e7):                          # a spin of ten seconds, unless parked
+        f(a, w)
+        team_module.park()
+        assert _wait_until(lambda: set(_mailboxes(crew)) == {team_module.SLEEPING}, 2.0)
+        woken = crew.wake_ups
+        assert_same_value(f(a, w), want, rtol=1e-12, atol=1e-15)
+        assert crew.wake_ups > woken           # the parked workers were woken
+
+
 def test_two_callers_share_the_team_one_at_a_time():
     """A second thread splitting a call while the team is busy runs it alone: both right."""
     f = autoroute(softmax, force="cpu")
