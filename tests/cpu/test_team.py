@@ -150,3 +150,28 @@ def test_spin_time_from_the_environment(monkeypatch):
     finally:
         monkeypatch.undo()
         autojit.reload_environment()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_starts_its_own_team():
+    """A child forked while the parent's workers spin gets a fresh team (its threads were
+    not copied) and finishes split calls, right, instead of waiting for them."""
+    f = autoroute(softmax, force="cpu")
+    x = np.random.default_rng(6).random((64, 300))
+    want = f(x)
+    with _split(1e6):
+        f(x)                                   # the parent's workers spin now
+        crew_before = team_module.team()
+        pid = os.fork()
+        if pid == 0:                           # the child: exit code 0 only when right
+            code = 3
+            try:
+                import signal
+                signal.alarm(20)               # a hang fails the test instead of blocking
+                with _split(1e6):
+                    ok = all(np.allclose(f(x), want, rtol=1e-12) for _ in range(3))
+                code = 0 if ok and team_module.team() is not crew_before else 4
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
