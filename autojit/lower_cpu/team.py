@@ -93,6 +93,14 @@ exit:
   ret void
 }
 
+define internal void @autojit.drain_job(ptr %job) nounwind {
+start:
+LOAD_JOB
+  call void @autojit.drain(ptr %job, i64 %count, ptr %entry, ptr %pointers, i64 %pstride,
+                           ptr %metas, i64 %mstride)
+  ret void
+}
+
 define internal void @autojit.relax(i64 %i) nounwind {
 start:
   PAUSE
@@ -136,20 +144,7 @@ claim:
   br i1 %claimed, label %run, label %idle
 run:
   call void @autojit.step_aside(ptr %job)
-  %count.p = getelementptr i8, ptr %job, i64 16
-  %count = load i64, ptr %count.p, align 8
-  %entry.p = getelementptr i8, ptr %job, i64 24
-  %entry = load ptr, ptr %entry.p, align 8
-  %pointers.p = getelementptr i8, ptr %job, i64 32
-  %pointers = load ptr, ptr %pointers.p, align 8
-  %pstride.p = getelementptr i8, ptr %job, i64 40
-  %pstride = load i64, ptr %pstride.p, align 8
-  %metas.p = getelementptr i8, ptr %job, i64 48
-  %metas = load ptr, ptr %metas.p, align 8
-  %mstride.p = getelementptr i8, ptr %job, i64 56
-  %mstride = load i64, ptr %mstride.p, align 8
-  call void @autojit.drain(ptr %job, i64 %count, ptr %entry, ptr %pointers, i64 %pstride,
-                           ptr %metas, i64 %mstride)
+  call void @autojit.drain_job(ptr %job)
   store atomic i64 1, ptr %mailbox release, align 8
   br label %poll
 idle:
@@ -217,18 +212,7 @@ start:
   store i64 0, ptr %job, align 8
   %done.p = getelementptr i8, ptr %job, i64 8
   store i64 0, ptr %done.p, align 8
-  %count.p = getelementptr i8, ptr %job, i64 16
-  store i64 %count, ptr %count.p, align 8
-  %entry.p = getelementptr i8, ptr %job, i64 24
-  store ptr %entry, ptr %entry.p, align 8
-  %pointers.p = getelementptr i8, ptr %job, i64 32
-  store ptr %pointers, ptr %pointers.p, align 8
-  %pstride.p = getelementptr i8, ptr %job, i64 40
-  store i64 %pstride, ptr %pstride.p, align 8
-  %metas.p = getelementptr i8, ptr %job, i64 48
-  store ptr %metas, ptr %metas.p, align 8
-  %mstride.p = getelementptr i8, ptr %job, i64 56
-  store i64 %mstride, ptr %mstride.p, align 8
+STORE_JOB
   br label %check
 check:
   %w = phi i64 [0, %start], [%next, %posted]
@@ -252,20 +236,9 @@ exit:
 
 define void @autojit.finish(ptr %job, ptr %boxes, i64 %helpers) nounwind {
 start:
+  call void @autojit.drain_job(ptr %job)
   %count.p = getelementptr i8, ptr %job, i64 16
   %count = load i64, ptr %count.p, align 8
-  %entry.p = getelementptr i8, ptr %job, i64 24
-  %entry = load ptr, ptr %entry.p, align 8
-  %pointers.p = getelementptr i8, ptr %job, i64 32
-  %pointers = load ptr, ptr %pointers.p, align 8
-  %pstride.p = getelementptr i8, ptr %job, i64 40
-  %pstride = load i64, ptr %pstride.p, align 8
-  %metas.p = getelementptr i8, ptr %job, i64 48
-  %metas = load ptr, ptr %metas.p, align 8
-  %mstride.p = getelementptr i8, ptr %job, i64 56
-  %mstride = load i64, ptr %mstride.p, align 8
-  call void @autojit.drain(ptr %job, i64 %count, ptr %entry, ptr %pointers, i64 %pstride,
-                           ptr %metas, i64 %mstride)
   %done.p = getelementptr i8, ptr %job, i64 8
   call void @autojit.await(ptr %done.p, i64 %count)
   br label %check
@@ -341,6 +314,22 @@ start:
 MASK_BYTES = 128
 
 
+#: the job block's fields after ``next`` and ``done``: name, byte offset, LLVM type
+_JOB_FIELDS = (("count", 16, "i64"), ("entry", 24, "ptr"), ("pointers", 32, "ptr"),
+               ("pstride", 40, "i64"), ("metas", 48, "ptr"), ("mstride", 56, "i64"))
+
+
+def _job_fields(access: str) -> str:
+    """Return the IR lines that load (``access`` "load") or store every job field as
+    ``%<name>``, from or into ``%job``."""
+    lines = []
+    for name, offset, ty in _JOB_FIELDS:
+        lines.append(f"  %{name}.p = getelementptr i8, ptr %job, i64 {offset}")
+        lines.append(f"  %{name} = load {ty}, ptr %{name}.p, align 8" if access == "load"
+                     else f"  store {ty} %{name}, ptr %{name}.p, align 8")
+    return "\n".join(lines)
+
+
 class Native:
     """The compiled entries of ``_NATIVE_IR``."""
 
@@ -362,8 +351,11 @@ def native() -> Native | None:
                 + "declare void @llvm.x86.sse2.pause()\n")
     linux = sys.platform.startswith("linux")
     text += _STEP_ASIDE_LINUX if linux else _STEP_ASIDE_OTHER
-    text = text.replace("MASK_BYTES", str(MASK_BYTES)).replace("BOX_BYTES",
-                                                                str(8 * _MAILBOX_STRIDE))
+    for placeholder, value in (("MASK_BYTES", str(MASK_BYTES)),
+                               ("BOX_BYTES", str(8 * _MAILBOX_STRIDE)),
+                               ("LOAD_JOB", _job_fields("load")),
+                               ("STORE_JOB", _job_fields("store"))):
+        text = text.replace(placeholder, value)
     names = ("autojit.drain", "autojit.serve", "autojit.begin", "autojit.finish",
              "autojit.step_aside", "autojit.park")
     try:

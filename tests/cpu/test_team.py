@@ -82,29 +82,6 @@ def test_a_blas_step_parks_spinning_workers():
         assert crew.wake_ups > woken           # the parked workers were woken
 
 
-def test_two_callers_share_the_team_one_at_a_time():
-    """A second thread splitting a call while the team is busy runs it alone: both right."""
-    f = autoroute(softmax, force="cpu")
-    xs = [np.random.default_rng(s).random((200, 500)) for s in range(4)]
-    wants = [f(x) for x in xs]
-    failures: list[BaseException] = []
-
-    def call(x: np.ndarray, want: np.ndarray) -> None:
-        try:
-            with _split(2000):
-                for _ in range(10):
-                    assert_same_value(f(x), want, rtol=1e-12, atol=1e-15)
-        except BaseException as exc:  # noqa: BLE001 — reported by the main thread
-            failures.append(exc)
-
-    callers = [threading.Thread(target=call, args=pair) for pair in zip(xs, wants)]
-    for t in callers:
-        t.start()
-    for t in callers:
-        t.join()
-    assert not failures, failures[0]
-
-
 def test_step_aside_masks_leave_out_one_cpu_each():
     allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     masks = team_module._step_aside_masks()
