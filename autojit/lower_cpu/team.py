@@ -400,6 +400,7 @@ class Team:
         """Return how many polls ``serve`` makes per second (timed on an idle mailbox,
         which it leaves after its polls)."""
         box = np.full(_MAILBOX_STRIDE, SPINNING, np.int64)
+        self._job[11] = 0            # not parked (no worker runs yet: a plain store will do)
         polls = 4096
         begin = time.perf_counter()
         self._code.serve(self._job.ctypes.data, box.ctypes.data, polls)
