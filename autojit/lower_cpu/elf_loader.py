@@ -190,12 +190,20 @@ def load_function(data: bytes, symbol: str) -> int:
 
     Raises ObjectLoadError for anything outside the supported subset (nothing is mapped
     executable in that case)."""
+    return load_functions(data, (symbol,))[0]
+
+
+def load_functions(data: bytes, symbols: tuple[str, ...]) -> tuple[int, ...]:
+    """Link ``data`` once; return the address of each of ``symbols`` (``load_function``)."""
     sections = _sections(data)
     placed, size = _layout(sections)
-    symbols = _symbols(data, sections)
-    found = [s for s in symbols if s[0] == symbol and s[1] in placed]
-    if len(found) != 1:
-        raise ObjectLoadError(f"symbol {symbol} is not defined exactly once")
+    table = _symbols(data, sections)
+    found = []
+    for symbol in symbols:
+        defined = [s for s in table if s[0] == symbol and s[1] in placed]
+        if len(defined) != 1:
+            raise ObjectLoadError(f"symbol {symbol} is not defined exactly once")
+        found.append(defined[0])
     image = mmap.mmap(-1, size, prot=_PROT_READ | _PROT_WRITE)
     anchor = ctypes.c_char.from_buffer(image)
     base = ctypes.addressof(anchor)
@@ -205,7 +213,7 @@ def load_function(data: bytes, symbol: str) -> int:
             if section.type != _SHT_NOBITS:
                 image[offset:offset + section.size] = (
                     data[section.offset:section.offset + section.size])
-        _relocate(image, data, sections, base, placed, symbols)
+        _relocate(image, data, sections, base, placed, table)
         _protect(base, size)
     except BaseException:
         del anchor
@@ -213,4 +221,4 @@ def load_function(data: bytes, symbol: str) -> int:
         raise
     with _LOCK:
         _KEEP_ALIVE.append((image, anchor))
-    return _address_of(found[0], base, placed)
+    return tuple(_address_of(symbol, base, placed) for symbol in found)

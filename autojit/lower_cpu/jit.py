@@ -122,9 +122,10 @@ def compile_kernel(kernel: Kernel) -> CpuProgram:
     return CpuProgram(kernel.name, symbol, address, text, optimized, object_code)
 
 
-def compile_entries(text: str, symbols: tuple[str, ...]) -> tuple[int, ...]:
+def compile_entries(text: str, symbols: tuple[str, ...]) -> tuple[tuple[int, ...], bytes]:
     """Optimise and JIT-compile the module ``text``; return the address of each of
-    ``symbols`` (extra entry points such as a kernel's thread partials, ``partials.py``).
+    ``symbols`` (extra entry points such as a kernel's thread partials, ``partials.py``)
+    and the object code (for the disk cache, ``entries.py``).
     Raises ``CompileError`` when LLVM rejects the text or a symbol is missing."""
     jit = _jit()
     with jit.lock:
@@ -138,7 +139,7 @@ def compile_entries(text: str, symbols: tuple[str, ...]) -> tuple[int, ...]:
         addresses = tuple(jit.engine.get_function_address(s) for s in symbols)
     if not all(addresses):
         raise CompileError(f"JIT produced no code for one of {symbols}", source=text)
-    return addresses
+    return addresses, object_code
 
 
 def _add_object(jit: _Jit, object_code: bytes, symbol: str) -> int:

@@ -209,13 +209,8 @@ def _emit_function(module: ir.Module, kernel: Kernel, math: MathCalls, name: str
     b.ret_void()
 
 
-def partial_symbols(symbol: str, phases: int) -> tuple[str, ...]:
-    """Return the entry names :func:`render_partials` defines: part0, finish0, part1, ..."""
-    return tuple(f"{symbol}.{step}{p}" for p in range(phases) for step in ("part", "finish"))
-
-
 def render_partials(kernel: Kernel, symbol: str) -> str:
-    """Return an LLVM module defining :func:`partial_symbols` for ``kernel`` (see the
+    """Return an LLVM module defining ``threads.partial_symbols`` for ``kernel`` (see the
     module docstring); the kernel must pass ``threads.partials_ok``."""
     module = ir.Module(name=f"{kernel.name}.partials")
     math = MathCalls(module)

@@ -344,7 +344,7 @@ class Native:
 def native() -> Native | None:
     """Return the native entries, compiled once; None when they do not compile (chunks
     then run as Python pool tasks: slower, never wrong)."""
-    from autojit.lower_cpu.jit import compile_entries
+    from autojit.lower_cpu.entries import link_entries
     text = _NATIVE_IR.replace("PAUSE", "")
     if platform.machine().lower() in ("x86_64", "amd64"):   # let the other thread run
         text = (_NATIVE_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
@@ -359,7 +359,7 @@ def native() -> Native | None:
     names = ("autojit.drain", "autojit.serve", "autojit.begin", "autojit.finish",
              "autojit.step_aside", "autojit.park")
     try:
-        return Native(compile_entries(text, names))
+        return Native(link_entries(text, names, lambda: text))
     except Exception as exc:  # noqa: BLE001 — logged; the Python tasks still work
         log.warning("autojit: no native chunk loop (%s: %s)", type(exc).__name__, exc)
         return None

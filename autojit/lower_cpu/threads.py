@@ -32,6 +32,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import functools
+import hashlib
 import logging
 import math
 import threading
@@ -151,6 +152,12 @@ def plan_split(kernel: Kernel) -> SplitPlan:
     return SplitPlan(kernel.rank, kernel.outer_rank, max(cost, 1), outer, partials, strides,
                      tuple(np.dtype(b.dtype).itemsize for b in kernel.buffers), guarded,
                      reduces, len(carried(kernel)))
+
+
+def partial_symbols(symbol: str, phases: int) -> tuple[str, ...]:
+    """Return the entry names ``partials.render_partials`` defines: part0, finish0, part1,
+    ... (here, so that cached partials are found without importing the renderer)."""
+    return tuple(f"{symbol}.{step}{p}" for p in range(phases) for step in ("part", "finish"))
 
 
 def carried(kernel: Kernel) -> tuple[Instr, ...]:
@@ -332,12 +339,19 @@ def _partial_entries(kernel: Kernel, program: CpuProgram) -> tuple[int, ...]:
 def _compile_partials(kernel: Kernel, program: CpuProgram) -> tuple[int, ...]:
     """Return the partials' entries; ``()`` (one thread, then) when they do not compile:
     threads are an optimisation, never a reason for a call to fail."""
-    from autojit.lower_cpu.jit import compile_entries
-    from autojit.lower_cpu.partials import partial_symbols, render_partials
+    from autojit.lower_cpu.entries import link_entries
     started = time.perf_counter()
+
+    def render() -> str:
+        from autojit.lower_cpu.partials import render_partials
+        return render_partials(kernel, program.symbol)
+
+    # the kernel's object code and symbol name fix the partials' text: no render to look up
+    code = program.object_code
+    key = (f"partials {program.symbol} {hashlib.blake2b(code).hexdigest()}" if code
+           else render())
     try:
-        text = render_partials(kernel, program.symbol)
-        found = compile_entries(text, partial_symbols(program.symbol, kernel.phases))
+        found = link_entries(key, partial_symbols(program.symbol, kernel.phases), render)
     except Exception as exc:  # noqa: BLE001 — logged; the call runs on one thread
         log.warning("autojit: no thread partials for %s (%s: %s)", kernel.name,
                     type(exc).__name__, exc)

@@ -33,6 +33,7 @@ from typing import Any
 from autojit.errors import CacheWarning
 from autojit.fuse.plan import Plan
 from autojit.ir.graph import SourceLoc
+from autojit.lower_cpu import entries
 from autojit.policy import disk_files
 from autojit.policy.backends import bind_sizes, guards_hold, int_arguments_fit
 from autojit.policy.cache_key import (
@@ -43,7 +44,7 @@ from autojit.policy.cache_key import (
     gpu_tag,
     key_digest,
 )
-from autojit.policy.config import Settings
+from autojit.policy.config import Settings, current_settings
 
 _LOGGER = logging.getLogger("autojit")
 _UNWRITABLE: set[str] = set()        # roots we already warned about, once per process
@@ -326,6 +327,37 @@ def relocate_plan(plan: Plan, stored: tuple[tuple[str, int], ...],
 
 
 # -- the ``autojit cache`` command -----------------------------------------------------------
+class EntryFiles:
+    """The disk's ``EntryStore`` (``autojit.lower_cpu.entries``): object code of extra entry
+    points (the team's chunk loop, thread partials), one group per module text, evicted
+    with the rest. Settings are read at each use, so ``config(cache_max_mb=0)`` holds."""
+
+    kind = "entries"
+
+    def _slot(self, text: str) -> tuple[DiskSlot, str, str] | None:
+        settings = current_settings()
+        code_kind = backend_tag("cpu")
+        if settings.cache_max_mb <= 0 or not settings.cache_dir or code_kind is None:
+            return None
+        key = key_digest(self.kind, text, environment_digest())
+        slot = DiskSlot(disk_files.layout_root(settings.cache_dir), key, "native entries",
+                        (), int(settings.cache_max_mb * 2**20), variant=self.kind)
+        return slot, slot.path(code_kind), code_kind
+
+    def load(self, text: str) -> bytes | None:
+        found = self._slot(text)
+        read = None if found is None else _read(found[1], found[0], found[2])
+        if read is None or not isinstance(read[1], bytes):
+            return None
+        disk_files.touch(found[1])
+        return read[1]
+
+    def save(self, text: str, object_code: bytes) -> None:
+        found = self._slot(text)
+        if found is not None:
+            _write(found[0], found[1], found[2], object_code)
+
+
 def list_entries(cache_dir: str) -> list[dict[str, Any]]:
     """Return one row per cached compiled version, most recently used first: ``key``,
     ``variant``, ``function``, ``where``, ``kinds`` (plan, cpu, gpu), ``bytes``, ``last_used``
@@ -334,8 +366,8 @@ def list_entries(cache_dir: str) -> list[dict[str, Any]]:
     for group in reversed(disk_files.scan_groups(disk_files.layout_root(cache_dir))):
         kinds = sorted(os.path.basename(path).split(".")[2].partition("-")[0]
                        for path, _, _ in group.files)
-        plan = next((p for p, _, _ in group.files if p.endswith(".plan")), None)
-        header = (disk_files.read_header(plan) if plan else None) or {}
+        plan = next((p for p, _, _ in group.files if p.endswith(".plan")), group.files[0][0])
+        header = disk_files.read_header(plan) or {}
         rows.append({"key": group.key, "variant": group.variant,
                      "function": header.get("function", "?"), "where": header.get("where", ""),
                      "kinds": kinds, "bytes": group.size, "last_used": group.last_used})
@@ -357,3 +389,6 @@ def cache_summary(cache_dir: str, max_mb: float) -> dict[str, Any]:
             kinds[kind] = kinds.get(kind, 0) + 1
     return {"cache_dir": cache_dir, "versions": len(rows), "files": kinds,
             "bytes": sum(r["bytes"] for r in rows), "max_bytes": int(max_mb * 2**20)}
+
+
+entries.STORE = EntryFiles()     # thread entries link from disk in later processes

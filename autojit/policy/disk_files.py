@@ -5,6 +5,8 @@ Layout under ``AUTOJIT_CACHE_DIR``::
     v1/<key[:2]>/<key>.<variant>.plan          the traced and fused Plan
     v1/<key[:2]>/<key>.<variant>.cpu-<tag>     CPU object code, IR texts and assembly
     v1/<key[:2]>/<key>.<variant>.gpu-<tag>     cubins and PTX
+    v1/<key[:2]>/<key>.entries.cpu-<tag>       object code of extra entry points (the
+                                               thread team's loop, thread partials)
 
 Every file is one envelope: a fixed prefix (magic, format version, header and payload
 lengths, BLAKE2b-256 of header + payload), a JSON header (what the entry is, for ``autojit

@@ -382,3 +382,43 @@ def test_cached_code_resolves_libm_as_the_jit_does_even_beside_numba(cache_dir):
         cached, stats = _fresh(logs, x)
     assert (stats["disk_hits"], stats["compiles"]) == (1, 0)
     assert fresh.tobytes() == cached.tobytes()     # NaN signs included
+
+
+#: A full reduction split across threads: its partials and the team's loop are extra
+#: entries; prints the result, the splits and whether llvmlite.binding was imported.
+THREADED = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import autojit
+    from autojit.lower_cpu import threads
+    f = autojit.autoroute(lambda a: np.mean(np.sin(a) ** 2))
+    x = np.linspace(0.0, 3.0, 300_001)
+    with autojit.config(num_threads=2, thread_min_work=0):
+        y = float(f(x))
+    print(json.dumps({"y": y, "splits": dict(threads.SPLITS), "stats": f.stats(),
+                      "binding": "llvmlite.binding" in sys.modules}, default=str))
+''')
+
+
+def test_thread_entries_link_from_disk_in_a_fresh_process(tmp_path):
+    """The thread partials and the team's native loop are stored with the kernels: a
+    second process splits the same call without compiling anything (nor, on x86-64 Linux,
+    importing LLVM) and gets the same bits; ``cache ls`` lists the entries."""
+    folder, cache = _project(tmp_path)
+    (folder / "threaded.py").write_text(THREADED)
+
+    def run() -> dict:
+        done = subprocess.run([sys.executable, str(folder / "threaded.py")], cwd=folder,
+                              env=_environment(cache, folder), capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    cold, warm = run(), run()
+    assert cold["splits"].get("partials") and warm["splits"].get("partials")
+    assert warm["y"] == cold["y"]
+    assert warm["stats"]["disk_hits"] == 1 and warm["stats"]["compiles"] == 0
+    if sys.platform == "linux" and os.uname().machine == "x86_64":
+        assert not warm["binding"], "linking cached entries must not import llvmlite.binding"
+    rows = disk_cache.list_entries(str(cache))
+    assert sum(row["function"] == "native entries" for row in rows) == 2   # team, partials

@@ -300,13 +300,13 @@ def test_num_threads_from_the_environment(monkeypatch):
 
 
 def test_partials_that_fail_to_compile_leave_the_call_on_one_thread(monkeypatch):
-    import autojit.lower_cpu.jit as jit
+    import autojit.lower_cpu.entries as entries
     from autojit.errors import CompileError
 
     def refuse(text, symbols):
         raise CompileError("planted")
 
-    monkeypatch.setattr(jit, "compile_entries", refuse)
+    monkeypatch.setattr(entries, "link_entries", refuse)
     x = _rng().random(3001)
     with _forced(2):
         before = _splits()
