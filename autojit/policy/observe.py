@@ -61,18 +61,19 @@ def _unique(name: str, taken: dict[str, Any]) -> str:
     return candidate
 
 
+#: per-function counters that add up over functions
+_SUMMED = ("calls", "fast_calls", "compiles", "compile_seconds", "cache_hits", "cache_misses",
+           "explorations", "gpu_failure_count", "resident_bytes", "gpu_input_bytes",
+           "disk_hits", "disk_misses")
+
+
 def _sum_counters(functions: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    totals: dict[str, Any] = {"calls": 0, "routes": {"cpu": 0, "gpu": 0, "python": 0},
-                              "compiles": 0, "compile_seconds": 0.0, "cache_hits": 0,
-                              "cache_misses": 0, "explorations": 0, "gpu_failure_count": 0,
-                              "resident_bytes": 0, "gpu_input_bytes": 0, "disk_hits": 0,
-                              "disk_misses": 0,
+    totals: dict[str, Any] = {**dict.fromkeys(_SUMMED, 0),
+                              "routes": {"cpu": 0, "gpu": 0, "python": 0},
                               "bytes_moved": {"host_to_device": 0, "device_to_host": 0},
                               "fallbacks": [], "gpu_failures": []}
     for name, stats in functions.items():
-        for key in ("calls", "compiles", "compile_seconds", "cache_hits", "cache_misses",
-                    "explorations", "gpu_failure_count", "resident_bytes",
-                    "gpu_input_bytes", "disk_hits", "disk_misses"):
+        for key in _SUMMED:
             totals[key] += stats.get(key, 0)
         for route, count in stats["routes"].items():
             totals["routes"][route] += count
@@ -102,6 +103,7 @@ _COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("autojit_compile_seconds_total", "compile_seconds", "Seconds spent tracing and compiling."),
     ("autojit_cache_hits_total", "cache_hits", "Calls that found a compiled version."),
     ("autojit_cache_misses_total", "cache_misses", "Calls that traced a new version."),
+    ("autojit_fast_calls_total", "fast_calls", "Calls served by the native fast path."),
     ("autojit_explorations_total", "explorations", "Calls run on the other device to "
                                                    "correct the cost model."),
     ("autojit_gpu_failures_total", "gpu_failure_count", "GPU failures rerun on the CPU."),

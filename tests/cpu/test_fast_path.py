@@ -372,7 +372,9 @@ def test_stats_count_fast_calls() -> None:
     assert latency["samples"] == min(calls, 2048) and 0 < latency["p50"] <= latency["p99"]
     assert stats["latency_sum_s"]["cpu"] > 0
     assert len(stats["decisions"]) >= 3   # the sampled calls keep the decision log current
-    assert autojit.stats()["per_function"][f.__qualname__]["calls"] >= calls
+    totals = autojit.stats()
+    assert totals["per_function"][f.__qualname__]["calls"] >= calls
+    assert totals["fast_calls"] >= stats["fast_calls"]    # the process totals add them up
 
 
 def test_threads_share_the_fast_path() -> None:
