@@ -10,6 +10,7 @@ import contextlib
 import contextvars
 import dataclasses
 import logging
+import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -18,11 +19,41 @@ from typing import Any
 _LOGGER = logging.getLogger("autojit")
 
 
-def _default_threads() -> int:
+#: a container's CPU quota: cgroup v2's ``cpu.max``, else v1's quota and period files
+CGROUP_CPU_FILES = ("/sys/fs/cgroup/cpu.max",
+                    ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+
+
+def _read_first_line(path: str) -> str | None:
     try:
-        return len(os.sched_getaffinity(0))
+        with open(path) as handle:
+            return handle.readline().strip()
+    except OSError:
+        return None
+
+
+def cgroup_cpu_limit() -> float | None:
+    """Return the CPUs a CFS quota allows this process (2.5 for "250000 100000"), or None
+    when there is none or it cannot be read."""
+    v2, (v1_quota, v1_period) = CGROUP_CPU_FILES
+    line = _read_first_line(v2)
+    fields = line.split() if line else [_read_first_line(v1_quota), _read_first_line(v1_period)]
+    try:
+        quota, period = float(fields[0]), float(fields[1])
+    except (TypeError, ValueError, IndexError):   # "max", "-1" or missing: no quota
+        return None
+    return quota / period if quota > 0 and period > 0 else None
+
+
+def _default_threads() -> int:
+    """The usable cores: the CPUs this process may run on, fewer under a container's CPU
+    quota (threads beyond it only queue, and idle workers spinning would burn the quota)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    limit = cgroup_cpu_limit()
+    return max(1, min(cores, math.ceil(limit))) if limit else cores
 
 
 def _default_cache_dir() -> str:

@@ -5,6 +5,9 @@ do not divide the sizes evenly, and some exceed the rows there are to share."""
 
 from __future__ import annotations
 
+import importlib
+import math
+import os
 import threading
 
 import numpy as np
@@ -346,3 +349,28 @@ def test_decorator_thread_options_reach_the_launch(monkeypatch):
     finally:
         monkeypatch.undo()
         autojit.reload_environment()
+
+
+@pytest.mark.parametrize(("v2", "v1", "limit"), [
+    ("250000 100000", None, 2.5),          # cgroup v2: 2.5 CPUs
+    ("max 100000", None, None),            # v2, no quota
+    (None, ("200000", "100000"), 2.0),     # cgroup v1
+    (None, ("-1", "100000"), None),        # v1, no quota
+    (None, None, None),                    # no cgroup files
+])
+def test_default_threads_respect_a_container_cpu_quota(monkeypatch, tmp_path, v2, v1, limit):
+    """Under a CFS quota the default thread count is the quota rounded up, never more than
+    the CPUs the process may run on (threads beyond it only queue, spinning burns it)."""
+    config_module = importlib.import_module("autojit.policy.config")
+    paths = [tmp_path / "cpu.max", (tmp_path / "quota", tmp_path / "period")]
+    if v2 is not None:
+        paths[0].write_text(v2 + "\n")
+    if v1 is not None:
+        for path, text in zip(paths[1], v1, strict=True):
+            path.write_text(text + "\n")
+    monkeypatch.setattr(config_module, "CGROUP_CPU_FILES",
+                        (str(paths[0]), tuple(str(p) for p in paths[1])))
+    assert config_module.cgroup_cpu_limit() == limit
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    expected = cores if limit is None else max(1, min(cores, math.ceil(limit)))
+    assert config_module._default_threads() == expected
