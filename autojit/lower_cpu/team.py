@@ -15,7 +15,8 @@ Shared memory, all int64:
 
 * the job block: ``next`` chunk, chunks ``done``, ``count``, ``entry``, ``pointers``,
   ``pointer_stride``, ``metas``, ``meta_stride`` (``drain``'s arguments); then the
-  caller's CPU, the step-aside masks and their count, and the ``park`` flag;
+  caller's CPU, the step-aside masks and their count, the ``park`` flag, and the polls
+  a worker spins after its share (set by each call, so a new spin time holds at once);
 * one mailbox per worker (its own cache line): SLEEPING, SPINNING, POSTED or RUNNING.
   The caller moves SPINNING or SLEEPING to POSTED (a SLEEPING worker is then woken) and,
   once every chunk is done, takes back a post no worker claimed (POSTED to SPINNING)
@@ -57,7 +58,7 @@ _DrainFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void
 _ServeFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 _BeginFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                            ctypes.c_void_p, ctypes.c_int64)
+                            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 _FinishFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 _StepFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
@@ -135,6 +136,7 @@ start:
   br label %poll
 poll:
   %i = phi i64 [0, %start], [0, %run], [%j, %idle], [%j, %sleep]
+  %limit = phi i64 [%spins, %start], [%fresh, %run], [%limit, %idle], [%limit, %sleep]
   %state = load atomic i64, ptr %mailbox acquire, align 8
   %posted = icmp eq i64 %state, 2
   br i1 %posted, label %claim, label %idle
@@ -145,6 +147,8 @@ claim:
 run:
   call void @autojit.step_aside(ptr %job)
   call void @autojit.drain_job(ptr %job)
+  %fresh.p = getelementptr i8, ptr %job, i64 96
+  %fresh = load atomic i64, ptr %fresh.p monotonic, align 8
   store atomic i64 1, ptr %mailbox release, align 8
   br label %poll
 idle:
@@ -152,7 +156,7 @@ idle:
   %j = add i64 %i, 1
   %parked.p = getelementptr i8, ptr %job, i64 88
   %parked = load atomic i64, ptr %parked.p monotonic, align 8
-  %spun = icmp sge i64 %j, %spins
+  %spun = icmp sge i64 %j, %limit
   %leave = icmp ne i64 %parked, 0
   %over = or i1 %spun, %leave
   br i1 %over, label %sleep, label %poll
@@ -205,10 +209,13 @@ start:
 }
 
 define i64 @autojit.begin(ptr %job, ptr %boxes, i64 %helpers, i64 %count, ptr %entry,
-                          ptr %pointers, i64 %pstride, ptr %metas, i64 %mstride) nounwind {
+                          ptr %pointers, i64 %pstride, ptr %metas, i64 %mstride,
+                          i64 %spins) nounwind {
 start:
   %parked.p = getelementptr i8, ptr %job, i64 88
   store atomic i64 0, ptr %parked.p monotonic, align 8
+  %spins.p = getelementptr i8, ptr %job, i64 96
+  store atomic i64 %spins, ptr %spins.p monotonic, align 8
   store i64 0, ptr %job, align 8
   %done.p = getelementptr i8, ptr %job, i64 8
   store i64 0, ptr %done.p, align 8
@@ -378,7 +385,8 @@ class Team:
         self._lock = threading.Lock()
         self._job_address, self._boxes_address = self._job.ctypes.data, self._mailboxes.ctypes.data
         self._polls_per_second = 0.0
-        self._spin_s, self._spins = -1.0, 0
+        self._spins = 0
+        self._cores = len(_allowed_cpus()) or os.cpu_count() or 1
         self.hot_posts = self.wake_ups = 0     # how workers got their posts (tests, tuning)
 
     @property
@@ -423,16 +431,17 @@ class Team:
         if not self._lock.acquire(blocking=False):
             return False
         try:
-            if spin_s != self._spin_s:
-                if not self._polls_per_second:
-                    self._polls_per_second = self._calibrate()
-                self._spin_s, self._spins = spin_s, max(int(self._polls_per_second * spin_s), 1)
+            if not self._polls_per_second:
+                self._polls_per_second = self._calibrate()
+            # more threads than cores: a spinning worker would hold a core another needs
+            spin_s = spin_s if helpers < self._cores else 0.0
+            self._spins = max(int(self._polls_per_second * spin_s), 1)
             helpers = min(helpers, MAX_WORKERS)
             if len(self._wake) < helpers:
                 self._grow(helpers)
             code, job, boxes = self._code, self._job_address, self._boxes_address
             asleep = code.begin(job, boxes, helpers, count, entry, pointers, pointer_stride,
-                                metas, meta_stride)
+                                metas, meta_stride, self._spins)
             if asleep:
                 for w in range(helpers):
                     if asleep >> w & 1:
@@ -453,11 +462,15 @@ def park() -> None:
         _TEAM.park()
 
 
+def _allowed_cpus() -> list[int]:
+    """Return the CPUs this thread may run on ([] where the OS does not say)."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
 def _step_aside_masks() -> np.ndarray:
     """Return one ``cpu_set_t`` per CPU ``c`` the process may run on: the others it may
     run on (or all of them, where ``c`` is the only one)."""
-    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    allowed = [c for c in allowed if c < 8 * MASK_BYTES]
+    allowed = [c for c in _allowed_cpus() if c < 8 * MASK_BYTES]
     masks = np.zeros((max(allowed, default=-1) + 1, MASK_BYTES), np.uint8)
     for cpu in allowed:
         for other in (c for c in allowed if c != cpu) if len(allowed) > 1 else allowed:

@@ -152,3 +152,15 @@ def test_a_forked_child_starts_its_own_team():
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_workers_do_not_spin_when_there_are_more_threads_than_cores():
+    """With more threads than usable cores a spinning worker would hold a core another
+    thread needs: the workers sleep right after their share instead."""
+    crew = team_module.team()
+    f = autoroute(softmax, force="cpu")
+    x = np.random.default_rng(8).random((256, 300))
+    want = f(x)
+    with autojit.config(num_threads=crew._cores + 2, thread_min_work=0, thread_spin_us=1e7):
+        assert_same_value(f(x), want, rtol=1e-12, atol=1e-15)
+        assert _wait_until(lambda: set(_mailboxes(crew)) == {team_module.SLEEPING}, 2.0)
