@@ -115,13 +115,15 @@ done:
   ret void
 }
 
-define internal void @autojit.await(ptr %done, i64 %count) nounwind {
+define internal void @autojit.await(ptr %word, i64 %low, i64 %high) nounwind {
 start:
+  %span = sub i64 %high, %low
   br label %poll
 poll:
   %i = phi i64 [0, %start], [%j, %wait]
-  %seen = load atomic i64, ptr %done acquire, align 8
-  %finished = icmp sge i64 %seen, %count
+  %seen = load atomic i64, ptr %word acquire, align 8
+  %above = sub i64 %seen, %low
+  %finished = icmp ule i64 %above, %span
   br i1 %finished, label %yes, label %wait
 wait:
   call void @autojit.relax(i64 %i)
@@ -187,16 +189,10 @@ define internal i64 @autojit.retract(ptr %mailbox) nounwind {
 start:
   %back = cmpxchg ptr %mailbox, i64 2, i64 1 acq_rel acquire
   %unclaimed = extractvalue {i64, i1} %back, 1
-  br i1 %unclaimed, label %exit, label %poll
-poll:
-  %i = phi i64 [0, %start], [%j, %wait]
-  %state = load atomic i64, ptr %mailbox acquire, align 8
-  %running = icmp eq i64 %state, 3
-  br i1 %running, label %wait, label %exit
-wait:
-  call void @autojit.relax(i64 %i)
-  %j = add i64 %i, 1
-  br label %poll
+  br i1 %unclaimed, label %exit, label %left
+left:
+  call void @autojit.await(ptr %mailbox, i64 0, i64 2)
+  br label %exit
 exit:
   ret i64 0
 }
@@ -247,7 +243,7 @@ start:
   %count.p = getelementptr i8, ptr %job, i64 16
   %count = load i64, ptr %count.p, align 8
   %done.p = getelementptr i8, ptr %job, i64 8
-  call void @autojit.await(ptr %done.p, i64 %count)
+  call void @autojit.await(ptr %done.p, i64 %count, i64 9223372036854775807)
   br label %check
 check:
   %w = phi i64 [0, %start], [%next, %back]
