@@ -137,3 +137,49 @@ def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0
                       if not any(allowed in reason for allowed in allowed_fallbacks)]
         assert not unexpected, f"fell back: {unexpected}"
     return jitted
+
+
+def assert_same_types(actual: Any, expected: Any, label: str = "") -> None:
+    """Assert the result's Python type is NumPy's, through tuples: a Python ``bool`` is not
+    ``np.bool_``, a 0-d array is not a NumPy scalar, ``np.matrix`` is not ``ndarray``."""
+    if isinstance(expected, tuple):
+        assert isinstance(actual, tuple) and len(actual) == len(expected), f"{label}: tuple"
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_same_types(a, e, f"{label} output {i}")
+        return
+    assert type(actual) is type(expected), (
+        f"{label}: result type {type(actual).__name__}, NumPy {type(expected).__name__}")
+
+
+Call = Sequence[Any] | Callable[[], Sequence[Any]]
+
+
+def assert_calls_match_numpy(fn: Callable, calls: Sequence[Call],
+                             ulps: int | Sequence[int] = 0, force: str | None = "cpu",
+                             options: dict[str, Any] | None = None) -> Any:
+    """Call one compiled ``fn`` once per entry of ``calls`` (each an argument tuple, or a
+    callable making one, so aliased arguments can be built fresh) and compare every call
+    with plain NumPy on identical inputs: result, exception type, and the arguments after
+    the call. Sizes and layouts may change between calls: that is what it is for (a compiled
+    version must not answer for arguments it was not traced for). Returns the dispatcher."""
+    jitted = autoroute(fn, **({"force": force} if force else {}), **(options or {}))
+    for number, call in enumerate(calls, 1):
+        make = call if callable(call) else (lambda call=call: _copies(call))
+        numpy_args, autojit_args = list(make()), list(make())
+        expected, error = call_numpy(fn, numpy_args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with np.errstate(all="ignore"):
+                if error is not None:
+                    with pytest.raises(type(error)):
+                        jitted(*autojit_args)
+                    continue
+                actual = jitted(*autojit_args)
+        assert_same_types(actual, expected, f"call {number}")
+        compare_results(actual, expected, ulps, labels=[f"call {number} output {i}"
+                                                        for i in range(len(expected))]
+                        if isinstance(expected, tuple) else ())
+        for index, (want, got) in enumerate(zip(numpy_args, autojit_args)):
+            if isinstance(want, np.ndarray):
+                assert_same_value(got, want, label=f"call {number}: argument {index} after")
+    return jitted
