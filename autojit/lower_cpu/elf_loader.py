@@ -8,6 +8,10 @@ to libm and libmvec — is one absolute 64-bit address (``R_X86_64_64``), and ke
 writable data. Linking such an object is copying its sections into fresh memory, writing
 those addresses, and making the memory read-only and executable.
 
+The pages are mapped with the C library's ``mmap`` and never unmapped, not even when the
+interpreter finalises (a Python ``mmap`` object would be closed then, while a worker thread
+or a daemon thread may still be running the code: a SIGSEGV at exit).
+
 Anything else is declined with :class:`ObjectLoadError` — another machine or object type, a
 relocation other than ``R_X86_64_64``, writable or common data, an unresolved symbol, a
 system that refuses executable memory — and the caller falls back to LLVM's own linker
@@ -22,13 +26,11 @@ import functools
 import mmap
 import struct
 import sys
-import threading
 
 _ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
 _SECTION = struct.Struct("<IIQQQQIIQQ")
 _SYMBOL = struct.Struct("<IBBHQQ")
 _RELA = struct.Struct("<QQq")
-_ADDRESS = struct.Struct("<Q")
 
 _ET_REL, _EM_X86_64 = 1, 62
 _SHT_SYMTAB, _SHT_RELA, _SHT_NOBITS, _SHT_REL = 2, 4, 8, 9
@@ -36,13 +38,11 @@ _SHF_WRITE, _SHF_ALLOC = 0x1, 0x2
 _SHN_UNDEF, _SHN_ABS = 0, 0xFFF1
 _R_X86_64_NONE, _R_X86_64_64 = 0, 1
 _PROT_READ, _PROT_WRITE, _PROT_EXEC = 0x1, 0x2, 0x4
+_MAP_PRIVATE, _MAP_ANONYMOUS = 0x02, 0x20
+_MAP_FAILED = (1 << 64) - 1
 _MASK64 = (1 << 64) - 1
 #: Unwind tables: only debuggers and C++ exceptions read them, and kernels throw none.
 _SKIPPED = frozenset({".eh_frame"})
-
-#: Mappings stay alive for the life of the process: their code may be called at any time.
-_KEEP_ALIVE: list[tuple[mmap.mmap, ctypes.c_char]] = []
-_LOCK = threading.Lock()
 
 
 class ObjectLoadError(Exception):
@@ -156,9 +156,9 @@ def _address_of(symbol: tuple[str, int, int], base: int, placed: dict[int, int])
     return base + placed[shndx] + value
 
 
-def _relocate(image: mmap.mmap, data: bytes, sections: list[_Section], base: int,
-              placed: dict[int, int], symbols: list[tuple[str, int, int]]) -> None:
-    """Write every relocation of the loaded sections into ``image``."""
+def _relocate(data: bytes, sections: list[_Section], base: int, placed: dict[int, int],
+              symbols: list[tuple[str, int, int]]) -> None:
+    """Write every relocation of the loaded sections into the image at ``base``."""
     for section in sections:
         if section.type == _SHT_REL:
             raise ObjectLoadError("REL relocations")
@@ -173,15 +173,38 @@ def _relocate(image: mmap.mmap, data: bytes, sections: list[_Section], base: int
             if kind != _R_X86_64_64:
                 raise ObjectLoadError(f"relocation type {kind} in {section.name}")
             value = _address_of(symbols[info >> 32], base, placed) + addend
-            _ADDRESS.pack_into(image, target + offset, value & _MASK64)
+            ctypes.c_uint64.from_address(base + target + offset).value = value & _MASK64
+
+
+@functools.cache
+def _libc() -> tuple[ctypes._CFuncPtr, ctypes._CFuncPtr, ctypes._CFuncPtr]:
+    """Return the C library's ``mmap``, ``munmap`` and ``mprotect``, typed."""
+    libc = _libraries()[0]
+    mmap_, munmap, mprotect = libc.mmap, libc.munmap, libc.mprotect
+    mmap_.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long)
+    mmap_.restype = ctypes.c_void_p
+    munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    munmap.restype = mprotect.restype = ctypes.c_int
+    return mmap_, munmap, mprotect
+
+
+def lifelong_pages(size: int) -> int:
+    """Return the address of ``size`` bytes (rounded up to pages) of fresh zeroed read-write
+    memory that is never freed: not by the garbage collector, not when the interpreter
+    finalises (threads still running native code may read it then; the OS frees it when
+    the process ends). Raises OSError when the system refuses."""
+    size = -(-max(size, 1) // mmap.PAGESIZE) * mmap.PAGESIZE
+    address = _libc()[0](None, size, _PROT_READ | _PROT_WRITE, _MAP_PRIVATE | _MAP_ANONYMOUS,
+                         -1, 0)
+    if address is None or address == _MAP_FAILED:
+        raise OSError(ctypes.get_errno(), "mmap refused anonymous memory")
+    return address
 
 
 def _protect(base: int, size: int) -> None:
-    libc = _libraries()[0]
-    mprotect = libc.mprotect
-    mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    mprotect.restype = ctypes.c_int
-    if mprotect(base, size, _PROT_READ | _PROT_EXEC) != 0:
+    if _libc()[2](base, size, _PROT_READ | _PROT_EXEC) != 0:
         raise ObjectLoadError(f"mprotect refused executable memory (errno {ctypes.get_errno()})")
 
 
@@ -204,21 +227,20 @@ def load_functions(data: bytes, symbols: tuple[str, ...]) -> tuple[int, ...]:
         if len(defined) != 1:
             raise ObjectLoadError(f"symbol {symbol} is not defined exactly once")
         found.append(defined[0])
-    image = mmap.mmap(-1, size, prot=_PROT_READ | _PROT_WRITE)
-    anchor = ctypes.c_char.from_buffer(image)
-    base = ctypes.addressof(anchor)
+    try:
+        base = lifelong_pages(size)
+    except OSError as exc:
+        raise ObjectLoadError(f"no memory for the code ({exc})") from exc
     try:
         for index, offset in placed.items():
             section = sections[index]
             if section.type != _SHT_NOBITS:
-                image[offset:offset + section.size] = (
-                    data[section.offset:section.offset + section.size])
-        _relocate(image, data, sections, base, placed, table)
+                ctypes.memmove(base + offset, data[section.offset:section.offset + section.size],
+                               section.size)
+        _relocate(data, sections, base, placed, table)
         _protect(base, size)
     except BaseException:
-        del anchor
-        image.close()
+        _libc()[1](base, size)     # nothing can run it yet
         raise
-    with _LOCK:
-        _KEEP_ALIVE.append((image, anchor))
+    # the pages stay mapped for the life of the process: their code may be called any time
     return tuple(_address_of(symbol, base, placed) for symbol in found)

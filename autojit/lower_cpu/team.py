@@ -26,10 +26,25 @@ Shared memory, all int64:
 
 One call uses the team at a time: a second Python thread splitting a call meanwhile
 runs it alone (``Team.run`` returns False), which is slower, never wrong.
+
+Exit and fork. Workers are daemon threads that may be spinning in native code (for a day,
+with ``AUTOJIT_THREAD_SPIN_US=1e11``) when the interpreter exits; finalising it then frees
+module-level objects, and a worker reading freed memory or unmapped code kills the
+process (SIGSEGV). So nothing a worker touches is ever freed: the job block, the mailboxes
+and the step-aside masks live in pages that are never unmapped (``lifelong_pages``), as
+does linked code (``elf_loader``; LLVM's engine is never disposed at shutdown either).
+And an exit handler (``atexit``, registered at import, so it runs after the handlers a
+program registers later, which may still split calls) stops the team: it sets the job
+block's ``closing`` word, which makes every spinning worker leave ``serve`` as ``park``
+does (but no call clears it), sends each worker's Python loop a stop, and joins the workers
+(briefly: one still running a chunk of a daemon thread's call finishes it in memory that
+stays valid). Split calls after that run on the calling thread. A forked child has none of
+the parent's threads: it starts a team of its own (``_reset_after_fork``).
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import logging
@@ -42,6 +57,8 @@ import time
 
 import numpy as np
 
+from autojit.lower_cpu.elf_loader import lifelong_pages
+
 log = logging.getLogger("autojit")
 
 SLEEPING, SPINNING, POSTED, RUNNING = 0, 1, 2, 3
@@ -52,6 +69,14 @@ _MAILBOX_STRIDE = 8
 #: workers a team starts at most (a call on more threads uses this many and the caller);
 #: one bit each in what ``begin`` returns
 MAX_WORKERS = 63
+#: int64 slots of the job block (``closing`` is slot 13, byte 104)
+_JOB_SLOTS = 16
+_CLOSING = 13
+#: what a worker's wake queue receives to end its Python loop (exit: ``Team.close``)
+_STOP = object()
+#: how long exit waits for the workers to leave native code (a worker running a chunk of a
+#: daemon thread's call may take longer: the memory it uses stays valid)
+JOIN_SECONDS = 2.0
 
 _DrainFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                             ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
@@ -70,7 +95,8 @@ _StepFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 #: mailboxes; return a bit per worker that sleeps (to be woken). ``finish(job, mailboxes,
 #: helpers)``: drain on this thread, wait for every chunk, take back unclaimed posts and
 #: wait out running workers. ``park(job)``: spinning workers sleep now (``begin``
-#: clears it). Internal: ``post``, ``retract``, ``await``, ``relax`` (a
+#: clears it; so does the ``closing`` word, byte 104, which no call clears).
+#: Internal: ``post``, ``retract``, ``await``, ``relax`` (a
 #: ``pause``, and every 256th time a ``sched_yield``).
 _NATIVE_IR = """
 define void @autojit.drain(ptr %state, i64 %count, ptr %entry, ptr %pointers,
@@ -158,8 +184,11 @@ idle:
   %j = add i64 %i, 1
   %parked.p = getelementptr i8, ptr %job, i64 88
   %parked = load atomic i64, ptr %parked.p monotonic, align 8
+  %closing.p = getelementptr i8, ptr %job, i64 104
+  %closing = load atomic i64, ptr %closing.p monotonic, align 8
+  %stop = or i64 %parked, %closing
   %spun = icmp sge i64 %j, %limit
-  %leave = icmp ne i64 %parked, 0
+  %leave = icmp ne i64 %stop, 0
   %over = or i1 %spun, %leave
   br i1 %over, label %sleep, label %poll
 sleep:
@@ -373,11 +402,19 @@ class Team:
 
     def __init__(self, code: Native) -> None:
         self._code = code
-        self._job = np.zeros(16, np.int64)
-        self._masks = _step_aside_masks()
+        masks = _step_aside_masks()
+        boxes = MAX_WORKERS * _MAILBOX_STRIDE
+        # workers read these until they leave native code: pages never freed (docstring)
+        memory = _lifelong_int64(_JOB_SLOTS + boxes + -(-masks.size // 8))
+        self._job = memory[:_JOB_SLOTS]
+        self._mailboxes = memory[_JOB_SLOTS:_JOB_SLOTS + boxes]   # zeroed: all SLEEPING
+        self._masks = memory[_JOB_SLOTS + boxes:].view(np.uint8)[:masks.size]
+        self._masks = self._masks.reshape(masks.shape)
+        self._masks[...] = masks
         self._job[9:11] = self._masks.ctypes.data, len(self._masks)
-        self._mailboxes = np.zeros(MAX_WORKERS * _MAILBOX_STRIDE, np.int64)   # all SLEEPING
         self._wake: list[queue.SimpleQueue] = []
+        self._threads: list[threading.Thread] = []
+        self._closed = False
         self._lock = threading.Lock()
         self._job_address, self._boxes_address = self._job.ctypes.data, self._mailboxes.ctypes.data
         self._polls_per_second = 0.0
@@ -396,8 +433,10 @@ class Team:
     def _grow(self, workers: int) -> None:
         for w in range(len(self._wake), workers):
             wake: queue.SimpleQueue = queue.SimpleQueue()
-            threading.Thread(target=self._work, args=(self._box(w), wake), daemon=True,
-                             name=f"autojit-worker-{w}").start()
+            thread = threading.Thread(target=self._work, args=(self._box(w), wake),
+                                      daemon=True, name=f"autojit-worker-{w}")
+            thread.start()
+            self._threads.append(thread)
             self._wake.append(wake)
 
     def _calibrate(self) -> float:
@@ -411,13 +450,25 @@ class Team:
         return polls / max(time.perf_counter() - begin, 1e-7)
 
     def _work(self, box: int, wake: queue.SimpleQueue) -> None:
-        while True:
-            wake.get()
+        while wake.get() is not _STOP:
             self._code.serve(self._job_address, box, self._spins)
 
     def park(self) -> None:
         """Make every spinning worker sleep now (``park``)."""
         self._code.park(self._job_address)
+
+    def close(self, timeout: float = JOIN_SECONDS) -> bool:
+        """Stop the team for good (interpreter exit: module docstring): spinning workers
+        leave native code at once, each worker's loop ends, and later calls run on their
+        caller. Return True when every worker thread was joined within ``timeout``."""
+        self._closed = True                   # no call starts on the team after this
+        self._job[_CLOSING] = 1               # an aligned int64 store: serve reads it
+        for wake in self._wake:
+            wake.put(_STOP)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+        return not any(thread.is_alive() for thread in self._threads)
 
     def run(self, count: int, entry: int, pointers: int, pointer_stride: int, metas: int,
             meta_stride: int, helpers: int, spin_s: float = SPIN_SECONDS) -> bool:
@@ -427,6 +478,8 @@ class Team:
         if not self._lock.acquire(blocking=False):
             return False
         try:
+            if self._closed:
+                return False
             if not self._polls_per_second:
                 self._polls_per_second = self._calibrate()
             # more threads than cores: a spinning worker would hold a core another needs
@@ -456,6 +509,17 @@ def park() -> None:
     wakes them. Nothing to do before the team exists."""
     if _TEAM is not None:
         _TEAM.park()
+
+
+def _lifelong_int64(count: int) -> np.ndarray:
+    """Return ``count`` zeroed int64 in pages that are never freed (``lifelong_pages``);
+    NumPy memory where the system gives none (freed at exit, then, as it always was)."""
+    try:
+        address = lifelong_pages(8 * count)
+    except (OSError, AttributeError) as exc:   # AttributeError: no mmap in the C library
+        log.debug("autojit: team memory from NumPy (%s)", exc)
+        return np.zeros(count, np.int64)
+    return np.ctypeslib.as_array((ctypes.c_int64 * count).from_address(address))
 
 
 def _allowed_cpus() -> list[int]:
@@ -491,11 +555,21 @@ def team() -> Team | None:
     return _TEAM
 
 
+def close() -> None:
+    """Stop the process's team, if it has one (at interpreter exit: module docstring)."""
+    crew = _TEAM
+    if crew is not None and not crew.close():
+        log.debug("autojit: a worker was still running a chunk at exit")
+
+
 def _reset_after_fork() -> None:
-    """A forked child inherits the team object but not its threads: start afresh."""
-    global _TEAM
+    """A forked child inherits the team object but not its threads (nor a lock another
+    thread held): start afresh. Its exit handler then stops the child's own team."""
+    global _TEAM, _TEAM_LOCK
     _TEAM = None
+    _TEAM_LOCK = threading.Lock()
 
 
+atexit.register(close)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
