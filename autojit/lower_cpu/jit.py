@@ -4,9 +4,11 @@ Every kernel is compiled to object code (``emit_object``, the bytes the disk cac
 linked into one MCJIT engine, which owns it for the life of the process, so a
 ``CpuProgram``'s address stays valid: even while the interpreter finalises (worker or daemon
 threads may still run the code then), as llvmlite disposes of no object once its exit handler
-has run, and the engine is only freed with this module. ``CpuProgram`` itself lives in ``program.py``, which
-does not import llvmlite (loading cached code must not pay for LLVM). Numba runs its own
-engine on the same in-process LLVM; nothing here changes global LLVM options, so the two coexist.
+has run, and the engine is only freed with this module.
+
+``CpuProgram`` itself lives in ``program.py``, which does not import llvmlite (loading cached
+code must not pay for LLVM). Numba runs its own engine on the same in-process LLVM; nothing
+here changes global LLVM options, so the two coexist.
 """
 
 from __future__ import annotations
