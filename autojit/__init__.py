@@ -17,6 +17,8 @@ from autojit.errors import (
     AutojitWarning,
     CacheWarning,
     CompileError,
+    ConfigError,
+    ConfigWarning,
     FallbackWarning,
     TraceError,
     UnsupportedError,
@@ -52,7 +54,8 @@ def stats(format: str = "dict") -> Any:
 
 
 __all__ = [
-    "AutojitError", "AutojitWarning", "CacheWarning", "CompileError", "Dispatcher",
+    "AutojitError", "AutojitWarning", "CacheWarning", "CompileError", "ConfigError",
+    "ConfigWarning", "Dispatcher",
     "FallbackWarning", "TraceError", "UnsupportedError", "autoroute", "config",
     "reload_environment", "stats",
 ]

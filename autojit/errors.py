@@ -66,6 +66,18 @@ class DeviceUnavailableError(AutojitError):
     """A GPU route was requested but no usable CUDA device exists."""
 
 
+class ConfigError(AutojitError, ValueError):
+    """A setting's value is not allowed: an ``AUTOJIT_*`` variable (read again by
+    ``reload_environment()``), an ``@autoroute(...)`` or ``autojit.config(...)`` option.
+    ``name`` is the variable or option, ``value`` what was given, ``allowed`` what may be,
+    ``detail`` (optional) which part of the value is wrong."""
+
+    def __init__(self, name: str, value: object, allowed: str, detail: str = "") -> None:
+        self.name, self.value, self.allowed, self.detail = name, value, allowed, detail
+        super().__init__(f"{name} must be {allowed}, not {value!r}"
+                         + (f" ({detail})" if detail else ""))
+
+
 class AutojitWarning(UserWarning):
     """Base of autojit's warnings, so ``-W ignore::autojit.AutojitWarning`` works."""
 
@@ -77,3 +89,8 @@ class FallbackWarning(AutojitWarning):
 class CacheWarning(AutojitWarning):
     """The disk cache ignored a corrupt, truncated or other-format entry (it is recompiled and
     rewritten), or cannot write its folder (compiled code then stays in memory only)."""
+
+
+class ConfigWarning(AutojitWarning):
+    """An ``AUTOJIT_*`` variable had a value that is not allowed when autojit was imported:
+    that setting keeps its default (``autojit.reload_environment()`` raises instead)."""

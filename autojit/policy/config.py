@@ -1,7 +1,11 @@
 """All configuration in one place: ``AUTOJIT_*`` variables < decorator options < ``config()``.
 
 The environment is read once (at import, or again by :func:`reload_environment`): reading
-it on every call would cost more than the call itself.
+it on every call would cost more than the call itself. Every setting is one row of
+``KNOBS`` (variable, field, kind of value, what it does): each variable and each option is
+parsed there, so a value that is not allowed is always the same error, naming the variable
+or option, the value and what is allowed (``ConfigError``; at import a ``ConfigWarning``:
+``reload_environment`` says why).
 """
 
 from __future__ import annotations
@@ -11,10 +15,16 @@ import contextvars
 import dataclasses
 import logging
 import math
+import numbers
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+
+from autojit.errors import ConfigError, ConfigWarning
 
 _LOGGER = logging.getLogger("autojit")
 
@@ -91,53 +101,251 @@ class Settings:
     cost: tuple[tuple[str, float], ...] = ()  # cost-model overrides, e.g. gpu.launch_s=5e-6
 
 
-def _flag(text: str) -> bool:
-    return text.strip().lower() not in ("", "0", "false", "no", "off")
+# -- reading settings: one table, one parser per kind -----------------------------------------
+#: the spellings of a boolean (case-insensitive; the environment's, and an option's as text)
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+#: the cost-model parameters ``AUTOJIT_COST`` may override (``costmodel.DeviceParams``):
+#: times may be 0, speeds must be above 0 (``inf`` allowed)
+COST_TIMES = ("overhead_s", "launch_s")
+COST_SPEEDS = ("bandwidth", "flop_rate", "transfer")
+COST_DEVICES = ("cpu", "gpu")
 
 
-def _residency(text: str) -> str:
-    value = text.strip().lower()
-    if value not in ("host", "device", "auto"):
-        raise ValueError(f"residency must be host, device or auto, not {text!r}")
-    return value
+@dataclass(frozen=True)
+class Kind:
+    """How one setting's values are read. ``text`` parses an environment value (stripped,
+    not empty) or an option given as a string; ``value`` checks any other option value.
+    Both return the setting's value, or raise ValueError or TypeError, whose message (if
+    any) says more than ``allowed``: what the error message says may be given."""
+
+    allowed: str
+    text: Callable[[str], Any]
+    value: Callable[[Any], Any]
 
 
-def _cost(text: str) -> tuple[tuple[str, float], ...]:
-    """Parse ``"gpu.bandwidth=2e12, cpu.launch_s=1e-6"`` into ((name, value), ...)."""
-    pairs = [item.split("=", 1) for item in text.split(",") if item.strip()]
-    if any(len(pair) != 2 for pair in pairs):
-        raise ValueError(f"AUTOJIT_COST must be device.param=value,..., not {text!r}")
-    return tuple((name.strip(), float(value)) for name, value in pairs)
+def _flag_text(text: str) -> bool:
+    word = text.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ValueError()
 
 
-def _force(text: str) -> str | None:
-    value = text.strip().lower() or None
-    if value not in (None, "cpu", "gpu", "python"):
-        raise ValueError(f"AUTOJIT_FORCE must be cpu, gpu or python, not {text!r}")
-    return value
+def _flag_value(value: Any) -> bool:
+    if isinstance(value, bool | np.bool_) or (
+            isinstance(value, numbers.Integral) and value in (0, 1)):
+        return bool(value)
+    raise TypeError()
 
 
-#: environment variable -> (field, parser)
-ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "AUTOJIT_FORCE": ("force", _force),
-    "AUTOJIT_DISABLE": ("disable", _flag),
-    "AUTOJIT_FUSION_MAX_OPS": ("fusion_max_ops", int),
-    "AUTOJIT_GPU_MIN_ELEMS": ("gpu_min_elems", int),
-    "AUTOJIT_GPU_UTIL_THRESH": ("gpu_util_thresh", float),
-    "AUTOJIT_BACKENDS": ("backends", lambda t: tuple(s.strip() for s in t.split(",") if s)),
-    "AUTOJIT_LOG": ("log", str.lower),
-    "AUTOJIT_STATS": ("stats_at_exit", _flag),
-    "AUTOJIT_CACHE_DIR": ("cache_dir", str),
-    "AUTOJIT_CACHE_MAX_MB": ("cache_max_mb", float),
-    "AUTOJIT_NUM_THREADS": ("num_threads", int),
-    "AUTOJIT_THREAD_MIN_WORK": ("thread_min_work", int),
-    "AUTOJIT_THREAD_SPIN_US": ("thread_spin_us", float),
-    "AUTOJIT_OUTPUT_POOL_MB": ("output_pool_mb", float),
-    "AUTOJIT_STRICT": ("strict", _flag),
-    "AUTOJIT_RESIDENCY": ("residency", _residency),
-    "AUTOJIT_EXPLORE": ("explore", float),
-    "AUTOJIT_COST": ("cost", _cost),
-}
+FLAG = Kind(f"a boolean: {'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)} (any case)",
+            _flag_text, _flag_value)
+
+
+def integer(minimum: int) -> Kind:
+    """Return the kind of whole numbers of at least ``minimum``."""
+    def checked(number: int) -> int:
+        if number < minimum:
+            raise ValueError()
+        return number
+
+    def value(given: Any) -> int:
+        if isinstance(given, bool | np.bool_) or not isinstance(given, numbers.Integral):
+            raise TypeError()
+        return checked(int(given))
+
+    return Kind(f"an integer >= {minimum}", lambda text: checked(int(text.strip())), value)
+
+
+def number(minimum: float, maximum: float = math.inf, above: bool = False) -> Kind:
+    """Return the kind of finite real numbers from ``minimum`` (excluded when ``above``) to
+    ``maximum``: never NaN or infinite (they break the arithmetic these settings feed)."""
+    low = f"> {minimum:g}" if above else f">= {minimum:g}"
+    allowed = (f"a finite number {low}" if maximum == math.inf
+               else f"a number from {minimum:g} to {maximum:g}")
+
+    def checked(found: float) -> float:
+        if not (math.isfinite(found) and minimum <= found <= maximum) or (
+                above and found == minimum):
+            raise ValueError()
+        return found
+
+    def value(given: Any) -> float:
+        if isinstance(given, bool | np.bool_) or not isinstance(given, numbers.Real):
+            raise TypeError()
+        return checked(float(given))
+
+    return Kind(allowed, lambda text: checked(float(text.strip())), value)
+
+
+def choice(*words: str, none: str | None = None, aliases: dict[str, str] | None = None
+           ) -> Kind:
+    """Return the kind of one of ``words`` (any case). ``none``: the word that means None
+    (an option may also be None then); ``aliases``: other words and what they mean."""
+    table: dict[str, Any] = {w: w for w in words} | (aliases or {})
+    if none is not None:
+        table[none] = None
+    listed = list(table)
+    allowed = f"{', '.join(listed[:-1])} or {listed[-1]}" if len(listed) > 1 else listed[0]
+
+    def text(given: str) -> Any:
+        word = given.strip().lower()
+        if word not in table:
+            raise ValueError()
+        return table[word]
+
+    def value(given: Any) -> Any:
+        if given is None and none is not None:
+            return None
+        raise TypeError()
+
+    return Kind(allowed, text, value)
+
+
+def _backends_text(text: str) -> tuple[str, ...]:
+    return _backends_value([part for part in text.split(",") if part.strip()])
+
+
+def _backends_value(given: Any) -> tuple[str, ...]:
+    if isinstance(given, str) or not isinstance(given, list | tuple):
+        raise TypeError()
+    found: list[str] = []
+    for name in given:
+        word = name.strip().lower() if isinstance(name, str) else None
+        if word not in ("cpu", "gpu"):
+            raise ValueError(f"{name!r} is not a backend")
+        if word not in found:
+            found.append(word)
+    if not found:
+        raise ValueError("no backend named")
+    return tuple(found)
+
+
+BACKENDS = Kind("a comma-separated list of cpu and gpu", _backends_text, _backends_value)
+
+
+def _path_value(given: Any) -> str:
+    if isinstance(given, str | os.PathLike) and isinstance(os.fspath(given), str):
+        return os.fspath(given)
+    raise TypeError()
+
+
+PATH = Kind("a folder path", lambda text: text, _path_value)
+
+
+def _cost_pair(name: Any, given: Any) -> tuple[str, float]:
+    """Return one checked ``device.param`` override; ValueError saying what is wrong."""
+    key = name.strip().lower() if isinstance(name, str) else ""
+    device, _, param = key.partition(".")
+    if device not in COST_DEVICES or param not in COST_TIMES + COST_SPEEDS:
+        raise ValueError(f"{name!r} is not a cost parameter")
+    try:
+        found = float(given.strip() if isinstance(given, str) else given)
+    except (TypeError, ValueError):
+        raise ValueError(f"{key}: {given!r} is not a number") from None
+    if isinstance(given, bool) or math.isnan(found) or (
+            found < 0 if param in COST_TIMES else found <= 0) or (
+            param in COST_TIMES and math.isinf(found)):
+        bound = "a finite number >= 0" if param in COST_TIMES else "a number > 0"
+        raise ValueError(f"{key} must be {bound}")
+    return key, found
+
+
+def _cost_text(text: str) -> tuple[tuple[str, float], ...]:
+    items = [item for item in text.split(",") if item.strip()]
+    pairs = [item.split("=", 1) for item in items]
+    for item, pair in zip(items, pairs):
+        if len(pair) != 2:
+            raise ValueError(f"{item.strip()!r} has no '='")
+    return tuple(_cost_pair(name, value) for name, value in pairs)
+
+
+def _cost_value(given: Any) -> tuple[tuple[str, float], ...]:
+    pairs = tuple(given.items()) if isinstance(given, dict) else given
+    if not isinstance(pairs, list | tuple) or not all(
+            isinstance(pair, list | tuple) and len(pair) == 2 for pair in pairs):
+        raise TypeError()
+    return tuple(_cost_pair(name, value) for name, value in pairs)
+
+
+COST = Kind("comma-separated device.param=number (device cpu or gpu; param "
+            f"{', '.join(COST_TIMES)} (>= 0), {', '.join(COST_SPEEDS)} (> 0))",
+            _cost_text, _cost_value)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One setting: its ``AUTOJIT_*`` variable, its ``Settings`` field (the option's name),
+    how its values are read, and what it does (the README's knobs table says the same)."""
+
+    variable: str
+    field: str
+    kind: Kind
+    doc: str
+
+    def parse(self, text: str, name: str | None = None) -> Any:
+        """Return the value of environment ``text`` (or of option ``name`` given as a
+        string). Raises ConfigError naming the variable, the value and what is allowed."""
+        try:
+            return self.kind.text(text)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(name or self.variable, text, self.kind.allowed,
+                              _detail(exc)) from None
+
+    def check(self, value: Any) -> Any:
+        """Return an option's value, checked and normalised (a list of backends becomes a
+        tuple, a dict of costs pairs). Raises ConfigError."""
+        name = f"option {self.field}"
+        if isinstance(value, str):
+            return self.parse(value, name)
+        try:
+            return self.kind.value(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(name, value, self.kind.allowed, _detail(exc)) from None
+
+
+def _detail(exc: Exception) -> str:
+    """Return what a parser said beyond "not allowed" (Python's own words are dropped:
+    "could not convert string to float" says less than the allowed values do)."""
+    return str(exc) if type(exc) is ValueError and exc.args and exc.__cause__ is None \
+        and not str(exc).startswith(("could not convert", "invalid literal")) else ""
+
+
+#: every setting, in the README's order; the only place ``AUTOJIT_*`` variables are named
+KNOBS: tuple[Knob, ...] = (
+    Knob("AUTOJIT_FORCE", "force", choice("cpu", "gpu", "python", none="auto"),
+         "route every call to one place (auto: the router decides)"),
+    Knob("AUTOJIT_DISABLE", "disable", FLAG, "run everything as plain Python"),
+    Knob("AUTOJIT_FUSION_MAX_OPS", "fusion_max_ops", integer(1),
+         "most ops fused into one kernel"),
+    Knob("AUTOJIT_GPU_MIN_ELEMS", "gpu_min_elems", integer(0),
+         "smaller calls never go to the GPU"),
+    Knob("AUTOJIT_GPU_UTIL_THRESH", "gpu_util_thresh", number(0.0),
+         "GPU busier than this fraction: its estimate doubles again (above 1: never)"),
+    Knob("AUTOJIT_BACKENDS", "backends", BACKENDS, "the backends calls may use"),
+    Knob("AUTOJIT_LOG", "log", choice("debug", aliases={"off": ""}),
+         "log each routing decision and its reason"),
+    Knob("AUTOJIT_STATS", "stats_at_exit", FLAG, "print a summary at exit"),
+    Knob("AUTOJIT_CACHE_DIR", "cache_dir", PATH, "the persistent compile cache"),
+    Knob("AUTOJIT_CACHE_MAX_MB", "cache_max_mb", number(0.0),
+         "the disk cache's size bound; 0 turns it off"),
+    Knob("AUTOJIT_NUM_THREADS", "num_threads", integer(1), "threads for one big CPU call"),
+    Knob("AUTOJIT_THREAD_MIN_WORK", "thread_min_work", integer(0),
+         "split a CPU call from this much work"),
+    Knob("AUTOJIT_THREAD_SPIN_US", "thread_spin_us", number(0.0),
+         "how long idle workers spin for the next call"),
+    Knob("AUTOJIT_OUTPUT_POOL_MB", "output_pool_mb", number(0.0),
+         "idle pages of dropped big results kept for reuse; 0 turns it off"),
+    Knob("AUTOJIT_STRICT", "strict", FLAG, "a fallback to Python raises StrictFallbackError"),
+    Knob("AUTOJIT_RESIDENCY", "residency", choice("host", "device", "auto"),
+         "where results live"),
+    Knob("AUTOJIT_EXPLORE", "explore", number(0.0, 1.0),
+         "most calls per size bucket that try the other device"),
+    Knob("AUTOJIT_COST", "cost", COST, "cost-model overrides"),
+)
+_BY_FIELD = {knob.field: knob for knob in KNOBS}
 
 _FIELDS = {f.name for f in dataclasses.fields(Settings)}
 _environment_settings = Settings()
@@ -146,14 +354,52 @@ _overrides: contextvars.ContextVar[tuple[tuple[str, Any], ...]] = contextvars.Co
     "autojit_config", default=())
 
 
+def _read_environment() -> tuple[dict[str, Any], list[ConfigError]]:
+    """Return the fields the ``AUTOJIT_*`` variables set (an empty value sets nothing) and
+    the errors of those whose value is not allowed."""
+    values: dict[str, Any] = {}
+    errors: list[ConfigError] = []
+    for knob in KNOBS:
+        text = os.environ.get(knob.variable)
+        if text is None or not text.strip():
+            continue
+        try:
+            values[knob.field] = knob.parse(text)
+        except ConfigError as exc:
+            errors.append(exc)
+    return values, errors
+
+
 def reload_environment() -> Settings:
-    """Re-read ``AUTOJIT_*`` variables; return the environment-level settings."""
+    """Re-read ``AUTOJIT_*`` variables; return the environment-level settings.
+
+    A value that is not allowed raises ``ConfigError`` (a ValueError) naming the variable,
+    its value and what is allowed (other bad variables are added as notes), and the
+    settings stay as they were. At import, instead, each bad variable gives a
+    ``ConfigWarning`` with the same words and that setting keeps its default: importing
+    autojit must not break a program that only imports it (a library that uses autojit,
+    a test collector), nor should a typo in the shell stop a program that would run
+    without autojit at all; whoever wants the error calls this function, as the pytest
+    plugin does at the start of a session."""
+    values, errors = _read_environment()
+    if errors:
+        first = errors[0]
+        for other in errors[1:]:
+            first.add_note(str(other))
+        raise first
+    return _install(values)
+
+
+def _load_environment_at_import() -> Settings:
+    """Read the environment at import: warn about bad variables (``reload_environment``)."""
+    values, errors = _read_environment()
+    for exc in errors:
+        warnings.warn(f"{exc}; it keeps its default", ConfigWarning, stacklevel=2)
+    return _install(values)
+
+
+def _install(values: dict[str, Any]) -> Settings:
     global _environment_settings
-    values = {}
-    for variable, (name, parse) in ENVIRONMENT.items():
-        text = os.environ.get(variable)
-        if text is not None and text != "":
-            values[name] = parse(text)
     _environment_settings = Settings(**values)
     _MEMO.clear()
     if _environment_settings.log == "debug":
@@ -170,16 +416,13 @@ def _enable_debug_log() -> None:
 
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Validate option names and values; return them. Raises TypeError or ValueError."""
+    """Return the options, their values checked and normalised (``Knob.check``). Raises
+    TypeError for an unknown name, ConfigError (a ValueError) for a value not allowed."""
     unknown = set(options) - _FIELDS
     if unknown:
         raise TypeError(f"unknown autojit option(s): {', '.join(sorted(unknown))}; "
                         f"known: {', '.join(sorted(_FIELDS))}")
-    if "force" in options and options["force"] is not None:
-        _force(str(options["force"]))
-    if "residency" in options:
-        _residency(str(options["residency"]))
-    return options
+    return {name: _BY_FIELD[name].check(value) for name, value in options.items()}
 
 
 def current_settings(options: tuple[tuple[str, Any], ...] = ()) -> Settings:
@@ -204,7 +447,7 @@ def current_settings(options: tuple[tuple[str, Any], ...] = ()) -> Settings:
 @contextlib.contextmanager
 def config(**options: Any) -> Iterator[Settings]:
     """``with autojit.config(force="cpu"): ...`` — overrides for the block (innermost wins)."""
-    check_options(options)
+    options = check_options(options)
     if options.get("log") == "debug":
         _enable_debug_log()
     token = _overrides.set(_overrides.get() + tuple(options.items()))
@@ -214,4 +457,4 @@ def config(**options: Any) -> Iterator[Settings]:
         _overrides.reset(token)
 
 
-reload_environment()
+_load_environment_at_import()
