@@ -38,7 +38,6 @@ _SHF_WRITE, _SHF_ALLOC = 0x1, 0x2
 _SHN_UNDEF, _SHN_ABS = 0, 0xFFF1
 _R_X86_64_NONE, _R_X86_64_64 = 0, 1
 _PROT_READ, _PROT_WRITE, _PROT_EXEC = 0x1, 0x2, 0x4
-_MAP_PRIVATE, _MAP_ANONYMOUS = 0x02, 0x20
 _MAP_FAILED = (1 << 64) - 1
 _MASK64 = (1 << 64) - 1
 #: Unwind tables: only debuggers and C++ exceptions read them, and kernels throw none.
@@ -196,7 +195,10 @@ def lifelong_pages(size: int) -> int:
     finalises (threads still running native code may read it then; the OS frees it when
     the process ends). Raises OSError when the system refuses."""
     size = -(-max(size, 1) // mmap.PAGESIZE) * mmap.PAGESIZE
-    address = _libc()[0](None, size, _PROT_READ | _PROT_WRITE, _MAP_PRIVATE | _MAP_ANONYMOUS,
+    anonymous = getattr(mmap, "MAP_ANONYMOUS", None)   # the platform's own flag values
+    if anonymous is None or sys.platform == "win32":
+        raise OSError("no anonymous mmap here")
+    address = _libc()[0](None, size, _PROT_READ | _PROT_WRITE, mmap.MAP_PRIVATE | anonymous,
                          -1, 0)
     if address is None or address == _MAP_FAILED:
         raise OSError(ctypes.get_errno(), "mmap refused anonymous memory")

@@ -76,7 +76,7 @@ _CLOSING = 13
 _STOP = object()
 #: how long exit waits for the workers to leave native code (a worker running a chunk of a
 #: daemon thread's call may take longer: the memory it uses stays valid)
-JOIN_SECONDS = 2.0
+JOIN_SECONDS = 1.0
 
 _DrainFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                             ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
@@ -516,7 +516,7 @@ def _lifelong_int64(count: int) -> np.ndarray:
     NumPy memory where the system gives none (freed at exit, then, as it always was)."""
     try:
         address = lifelong_pages(8 * count)
-    except (OSError, AttributeError) as exc:   # AttributeError: no mmap in the C library
+    except (OSError, AttributeError, TypeError) as exc:   # no C library mmap to call
         log.debug("autojit: team memory from NumPy (%s)", exc)
         return np.zeros(count, np.int64)
     return np.ctypeslib.as_array((ctypes.c_int64 * count).from_address(address))
