@@ -3,10 +3,11 @@
 Why: a call split across the worker team leaves the workers spinning in native code (for
 ``AUTOJIT_THREAD_SPIN_US``) after it returns. At interpreter exit, module-level objects are
 freed, among them the pages the ELF loader linked cached code into and the team's job
-block; a worker still spinning there crashed the process (SIGSEGV, 9 of 60 exits idle, every
-exit with a long spin time). Each child here exits right after such a call, with the code
-linked from a warm disk cache, a spin time of 1e11 µs (a worker would spin for a day) and
-every call split. The 200-process run takes ~30 s on two shared cores (8 children at a time).
+block; a worker still spinning there crashed the process (SIGSEGV: 31 of these 200 exits
+before the fix, more on a busy machine). Each child here exits right after such a call,
+with the code linked from a warm disk cache, a spin time of 1e11 µs (a worker would spin for
+a day) and every call split. The 200-process run takes ~25 s on two idle cores (8 children
+at a time), so it runs with the rest of the suite.
 
 ``python tests/cpu/test_shutdown.py [count]`` prints the figures (processes, deaths, time).
 """
@@ -150,17 +151,22 @@ class Outcome:
     err: str
 
 
+#: seconds a child may take, far more than one needs even on a busy machine
+CHILD_SECONDS = 60.0
+
+
 def run_children(source: str, env: dict[str, str], count: int, at_once: int = 8,
-                 timeout: float = 120.0) -> list[Outcome]:
+                 timeout: float = CHILD_SECONDS) -> list[Outcome]:
     """Run ``count`` copies of ``source``, ``at_once`` at a time; return their outcomes."""
     outcomes: list[Outcome] = []
     for start in range(0, count, at_once):
         procs = [subprocess.Popen([sys.executable, "-c", source], env=env, cwd=ROOT,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for _ in range(min(at_once, count - start))]
+        deadline = time.monotonic() + timeout
         for proc in procs:
             try:
-                out, err = proc.communicate(timeout=timeout)
+                out, err = proc.communicate(timeout=max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 out, err = proc.communicate()
@@ -205,11 +211,11 @@ PROCESSES = 200
 
 
 def test_two_hundred_exits_right_after_a_split_call_never_crash(warm_cache: str) -> None:
-    started = time.perf_counter()
+    """A spin of 1e11 µs must not delay exit either: a child that does not end within
+    ``CHILD_SECONDS`` is killed and counted (a busy machine slows each child to ~2 s)."""
     outcomes = run_children(child_program("plain exit"), child_env(warm_cache), PROCESSES)
     bad = failures(outcomes, 0, "done")
     assert not bad, describe(bad)
-    assert time.perf_counter() - started < 120     # a spin of 1e11 µs must not delay exit
 
 
 @pytest.mark.parametrize("name", [n for n in SCENARIOS if n != "plain exit"])
