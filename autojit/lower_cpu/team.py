@@ -461,13 +461,19 @@ class Team:
         """Stop the team for good (interpreter exit: module docstring): spinning workers
         leave native code at once, each worker's loop ends, and later calls run on their
         caller. Return True when every worker thread was joined within ``timeout``."""
+        deadline = time.monotonic() + timeout
         self._closed = True                   # no call starts on the team after this
         self._job[_CLOSING] = 1               # an aligned int64 store: serve reads it
-        for wake in self._wake:
-            wake.put(_STOP)
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(deadline - time.monotonic(), 0.0))
+        # a call in flight (a daemon thread's) ends first, unless it takes too long
+        idle = self._lock.acquire(timeout=timeout)
+        try:
+            for wake in self._wake:
+                wake.put(_STOP)
+            for thread in list(self._threads):
+                thread.join(max(deadline - time.monotonic(), 0.0))
+        finally:
+            if idle:
+                self._lock.release()
         return not any(thread.is_alive() for thread in self._threads)
 
     def run(self, count: int, entry: int, pointers: int, pointer_stride: int, metas: int,
