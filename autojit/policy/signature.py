@@ -18,6 +18,19 @@ _PYTHON_SCALARS = {float: ("py", "float"), int: ("py", "int"), bool: ("py", "boo
 _SUPPORTED_CHARS = {dtype: dtype.char for dtype in SUPPORTED_DTYPES}
 _IS_ONE = (1).__eq__
 
+#: Array types compiled as plain arrays. Exactly ``np.ndarray``, not its subclasses: a
+#: subclass may override operators, ``__array_ufunc__`` or ``__array_function__`` (np.matrix's
+#: ``*`` is a matrix product, masked arrays carry a mask) and the compiled kernels would
+#: silently compute the plain-array answer; such arguments run as plain Python. Subclasses
+#: known to behave exactly like ndarray join with :func:`register_array_type`.
+ARRAY_TYPES: set[type] = {np.ndarray}
+
+
+def register_array_type(kind: type) -> type:
+    """Declare the ndarray subclass ``kind`` safe to compile as a plain array; return it."""
+    ARRAY_TYPES.add(kind)
+    return kind
+
 
 def is_cupy_array(value: Any) -> bool:
     """Return True for a CuPy array, without importing CuPy."""
@@ -43,10 +56,12 @@ def argument_key(value: Any) -> tuple | None:
     scalar = _PYTHON_SCALARS.get(type(value))
     if scalar is not None:
         return scalar
-    if isinstance(value, np.ndarray):
+    kind = type(value)
+    if kind in ARRAY_TYPES:
         return _array_key("a", value)
     if isinstance(value, np.generic):
-        return ("np", value.dtype.char) if is_supported(value.dtype) else None
+        dtype = value.dtype
+        return ("np", dtype.char) if kind is dtype.type and is_supported(dtype) else None
     if is_cupy_array(value):
         return _array_key("g", value)
     return None
