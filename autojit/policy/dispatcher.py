@@ -38,6 +38,8 @@ from autojit.policy.rules import BucketState, Decision, cpu_rerun
 from autojit.policy.signature import Signature, describe_argument, signature_of
 from autojit.policy.static_args import (
     MAX_SPECIALISATIONS,
+    CallForm,
+    callable_name,
     specialise,
     split_call,
     static_positions,
@@ -61,19 +63,38 @@ class Entry:
     disk: Any = field(default=None, compare=False, repr=False)  # disk_cache.DiskSlot or None
 
 
+def _signature_of_callable(fn: Callable) -> pyinspect.Signature:
+    """Return ``fn``'s signature; ``(*args, **kwargs)`` for a callable that has none that
+    Python can tell (some builtins): positional calls are traced, keyword calls run it
+    as it is. TypeError for what is not callable at all."""
+    if not callable(fn):
+        raise TypeError(f"autoroute needs a callable, not {type(fn).__name__}")
+    try:
+        return pyinspect.signature(fn)
+    except (TypeError, ValueError):
+        kinds = pyinspect.Parameter
+        return pyinspect.Signature([kinds("args", kinds.VAR_POSITIONAL),
+                                    kinds("kwargs", kinds.VAR_KEYWORD)])
+
+
 class Dispatcher:
     """What ``@autoroute`` returns: call it like the original function."""
 
     def __init__(self, fn: Callable, options: dict[str, Any], registered: bool = True) -> None:
         self.fn = fn
         options = dict(options)
-        self._signature = pyinspect.signature(fn)
+        self._signature = _signature_of_callable(fn)
         self._static = static_positions(self._signature, options.pop("static_argnames", ()),
                                         options.pop("static_argnums", ()))
         self._specialised: dict[tuple, Dispatcher] = {}
         self.options = tuple(check_options(options).items())
         self._has_varargs = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                                 for p in self._signature.parameters.values())
+        # calls that must be bound first: static values, or a keyword-only argument that has
+        # no default (a call without it raises Python's TypeError, not a failed trace)
+        self._bind_always = bool(self._static) or any(
+            p.kind is p.KEYWORD_ONLY and p.default is p.empty
+            for p in self._signature.parameters.values())
         self._cache: dict[Signature, list[Entry]] = {}
         self._lock = threading.RLock()
         self._warned = False
@@ -82,6 +103,7 @@ class Dispatcher:
         self._fastpath = FastPath()   # repeat calls served natively (policy/fastpath.py)
         self._fast: Any = None        # its native table, once a signature is armed
         functools.update_wrapper(self, fn)
+        self.__qualname__ = callable_name(fn)   # a partial has none to copy
         if registered:
             register(self)
 
@@ -92,16 +114,15 @@ class Dispatcher:
             result = fast(args)
             if result is not MISS:
                 return result
-        if self._static:
-            static, dynamic = split_call(self._signature, self._static, args, kwargs)
-            return self._specialisation(static)(*dynamic)
-        settings = current_settings(self.options)
-        if settings.disable:
-            return self._run_python(args, kwargs)
-        if kwargs:
+        if kwargs or self._bind_always:
             if self._has_varargs:
                 return self._run_python(args, kwargs)
-            args = self._signature.bind(*args, **kwargs).args
+            key, form, args = split_call(self._signature, self._static, args, kwargs)
+            if form is not None:
+                return self._specialisation(key, form)(*args)
+        settings = current_settings(self.options)
+        if settings.disable:
+            return self._run_python(args, {})
         entry, sizes = self._entry_for(args, settings)
         if entry is None or entry.plan is None:
             return self._run_python(args, {})
@@ -168,35 +189,39 @@ class Dispatcher:
         self._stats.add_transfers(*transfer_counts(args, result, "cpu", decision, gpu))
         return result
 
-    def _specialisation(self, static: tuple) -> Callable:
-        """Return the function for these static values: a Dispatcher of its own (sharing
-        this one's stats), or beyond MAX_SPECIALISATIONS the plain Python function."""
-        found = self._specialised.get(static)
+    def _specialisation(self, key: Any, form: CallForm) -> Callable:
+        """Return the function for calls of this form (static values, keyword arguments): a
+        Dispatcher of its own (sharing this one's stats), or beyond MAX_SPECIALISATIONS the
+        plain Python function."""
+        found = self._specialised.get(key)
         if found is not None:
             return found
         with self._lock:
-            if static not in self._specialised:
+            if key not in self._specialised:
                 if len(self._specialised) >= MAX_SPECIALISATIONS:
                     self._note_fallback(f"more than {MAX_SPECIALISATIONS} distinct values of "
-                                        "the static arguments (one compile each)")
-                    return functools.partial(self._run_python_static, static)
-                fn = specialise(self.fn, self._signature, self._static, static)
+                                        "the static arguments or keyword-argument forms "
+                                        "(one compile each)")
+                    return functools.partial(self._run_python_static, form)
+                fn = specialise(self.fn, self._signature, form)
                 found = Dispatcher(fn, dict(self.options), registered=False)
                 found._stats = self._stats
-                self._specialised[static] = found
-            return self._specialised[static]
+                self._specialised[key] = found
+            return self._specialised[key]
 
-    def _run_python_static(self, static: tuple, *dynamic: Any) -> Any:
+    def _run_python_static(self, form: CallForm, *dynamic: Any) -> Any:
         self._stats.count_call("python")
-        return specialise(self.fn, self._signature, self._static, static)(*dynamic)
+        return specialise(self.fn, self._signature, form)(*dynamic)
 
     # -- cache -------------------------------------------------------------------------------
     def _entry_for(self, args: tuple, settings: Settings) -> tuple[Entry | None, dict]:
         """Return the entry for these arguments (tracing on a miss) and the size values."""
         signature = signature_of(args)
         if signature is None:
-            self._note_fallback("an argument is not a NumPy array or scalar of a supported "
-                                "dtype (bool, int8-64, uint8-64, float32, float64)")
+            self._note_fallback("an argument is not a NumPy array (exactly ndarray: "
+                                "subclasses such as np.matrix or masked arrays run as they "
+                                "are) or scalar of a supported dtype (bool, int8-64, "
+                                "uint8-64, float32, float64)")
             return None, {}
         found = self._lookup(signature, args)
         if found is not None:
@@ -327,15 +352,17 @@ class Dispatcher:
     def inspect(self, *args: Any, **kwargs: Any) -> Any:
         """Return an Inspection of every stage for these arguments (nothing is run)."""
         from autojit.inspect.inspection import Inspection
-        if self._static:
-            static, dynamic = split_call(self._signature, self._static, args, kwargs)
-            target = self._specialisation(static)
-            if isinstance(target, Dispatcher):
-                return target.inspect(*dynamic)
-            return Inspection(self.__qualname__, None, None, "python",
-                              f"more than {MAX_SPECIALISATIONS} static specialisations")
-        if kwargs:
-            args = self._signature.bind(*args, **kwargs).args
+        if kwargs or self._bind_always:
+            if self._has_varargs:
+                return Inspection(self.__qualname__, None, None, "python",
+                                  "keyword arguments to a function taking *args/**kwargs")
+            key, form, args = split_call(self._signature, self._static, args, kwargs)
+            if form is not None:
+                target = self._specialisation(key, form)
+                if isinstance(target, Dispatcher):
+                    return target.inspect(*args)
+                return Inspection(self.__qualname__, None, None, "python",
+                                  f"more than {MAX_SPECIALISATIONS} static specialisations")
         settings = current_settings(self.options)
         entry, sizes = self._entry_for(args, settings)
         if entry is None:

@@ -39,37 +39,101 @@ def static_positions(signature: inspect.Signature, names: Iterable[str] | str,
     return tuple(sorted({by_name[n] for n in names} | {n % len(params) for n in numbers}))
 
 
+def callable_name(fn: Any) -> str:
+    """Return the name to show for ``fn``: its qualified name, or for a callable without
+    one (a ``functools.partial``, an instance with ``__call__``) a readable stand-in."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if isinstance(name, str):
+        return name
+    if isinstance(fn, functools.partial):
+        return f"partial({callable_name(fn.func)})"
+    return type(fn).__qualname__
+
+
+def typed_key(value: Any) -> Any:
+    """Return ``value`` as a dict key that also tells its type: ``2``, ``2.0`` and ``True``
+    are equal and hash alike, yet trace differently (NEP 50 dtypes), and so do ``0.0`` and
+    ``-0.0`` (signs of zero); floats are keyed by their bits (``hex``: NaN finds itself)."""
+    kind = type(value)
+    if kind is tuple or kind is frozenset:
+        items = tuple(map(typed_key, value))
+        return kind, items if kind is tuple else frozenset(items)
+    if isinstance(value, float):
+        return kind, value.hex()
+    if isinstance(value, complex):
+        return kind, value.real.hex(), value.imag.hex()
+    return kind, value
+
+
+#: what a child dispatcher needs to call ``fn``: per parameter present in the call, its
+#: name, whether it is passed by position, and whether it is static; then the static values
+CallForm = tuple[tuple[tuple[str, bool, bool], ...], tuple]
+
+
 def split_call(signature: inspect.Signature, positions: tuple[int, ...], args: tuple,
-               kwargs: dict[str, Any]) -> tuple[tuple, tuple]:
-    """Return (static values, the other arguments in order) for one call."""
+               kwargs: dict[str, Any]) -> tuple[Any, CallForm | None, tuple]:
+    """Return (key, form, the dynamic arguments in order) for one call.
+
+    ``form`` is None when the call needs no child dispatcher: no static parameters and
+    every argument passed by position (the dynamic arguments then are the positional
+    ones). Otherwise ``key`` (the typed static values and the form's layout) names the
+    child dispatcher compiled for calls of this form. Static parameters take their defaults
+    when not passed; keyword-only or out-of-order keyword arguments are passed by keyword
+    (their values reach the trace as arguments instead of being dropped)."""
     bound = signature.bind(*args, **kwargs)
-    bound.apply_defaults()
-    values = tuple(bound.arguments.values())
-    static = tuple(values[i] for i in positions)
+    if not positions and not bound.kwargs:
+        return None, None, bound.args
+    if positions:
+        bound.apply_defaults()
+    params = signature.parameters
+    index = {name: i for i, name in enumerate(params)}
+    by_position = len(bound.args)
+    layout = tuple((name, i < by_position, index[name] in positions)
+                   for i, name in enumerate(bound.arguments))
+    static = tuple(value for (_, _, is_static), value in zip(layout, bound.arguments.values())
+                   if is_static)
     try:
-        hash(static)
+        key = (layout, typed_key(static))
+        hash(key)
     except TypeError:
-        names = [list(signature.parameters)[i] for i in positions]
+        names = [name for name, _, is_static in layout if is_static]
         raise TypeError(f"static arguments ({', '.join(names)}) must be hashable; got "
                         f"{', '.join(type(v).__name__ for v in static)}") from None
-    return static, tuple(v for i, v in enumerate(values) if i not in positions)
+    dynamic = tuple(value for (_, _, is_static), value in zip(layout, bound.arguments.values())
+                    if not is_static)
+    return key, (layout, static), dynamic
 
 
-def specialise(fn: Callable, signature: inspect.Signature, positions: tuple[int, ...],
-               static: tuple) -> Callable:
-    """Return ``fn`` with the static values bound: a function of the other parameters whose
-    signature, name and closure (which the disk cache fingerprints) say which values."""
+def specialise(fn: Callable, signature: inspect.Signature, form: CallForm) -> Callable:
+    """Return ``fn`` with the static values bound and the call's keyword arguments taken by
+    position: a function of the dynamic arguments whose signature, name and closure (which
+    the disk cache fingerprints) say which values and which keywords."""
+    layout, static = form
+
     def specialised(*dynamic: Any) -> Any:
-        merged = list(dynamic)
-        for position, value in zip(positions, static):
-            merged.insert(position, value)
-        return fn(*merged)
+        given, fixed = iter(dynamic), iter(static)
+        positional: list[Any] = []
+        keywords: dict[str, Any] = {}
+        for name, by_position, is_static in layout:
+            value = next(fixed) if is_static else next(given)
+            if by_position:
+                positional.append(value)
+            else:
+                keywords[name] = value
+        return fn(*positional, **keywords)
 
     functools.update_wrapper(specialised, fn)
-    params = list(signature.parameters.values())
+    params = signature.parameters
     specialised.__signature__ = signature.replace(   # type: ignore[attr-defined]
-        parameters=[p for i, p in enumerate(params) if i not in positions])
-    shown = ", ".join(f"{params[i].name}={v!r}" for i, v in zip(positions, static))
-    specialised.__qualname__ = f"{fn.__qualname__}[{shown}]"
+        parameters=[params[name].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                         default=inspect.Parameter.empty)
+                    for name, _, is_static in layout if not is_static])
+    values = iter(static)
+    shown = ", ".join(f"{name}={next(values)!r}" for name, _, is_static in layout
+                      if is_static)
+    keywords = ", ".join(f"{name}=" for name, by_position, is_static in layout
+                         if not by_position and not is_static)
+    specialised.__qualname__ = (f"{callable_name(fn)}"
+                                f"[{'; '.join(p for p in (shown, keywords) if p)}]")
     del specialised.__wrapped__      # the signature above, not fn's, is the traced one
     return specialised
