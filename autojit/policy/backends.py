@@ -330,7 +330,37 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
         sizes.setdefault(symbol, value)   # sizes the code itself fixed (np.zeros(3))
     if any(sizes[s] == 0 for s in plan.graph.nonempty):
         return None
+    if sizes and _may_be_too_big(plan, sizes) and _too_big(plan, sizes):
+        return None   # NumPy raises ValueError ("iterator is too large", "array is too big")
     return sizes
+
+
+#: NumPy refuses arrays (and broadcasts) of more bytes than an npy_intp holds
+_MAX_BYTES = (1 << 63) - 1
+
+
+def _may_be_too_big(plan: Plan, sizes: dict[str, int]) -> bool:
+    """Return True when some value of the plan could exceed NumPy's size limit: a bound
+    from the largest size and the largest rank, so the usual call pays one max()."""
+    shapes = plan.schedule_cache.get("value_shapes")
+    if shapes is None:
+        shapes = plan.schedule_cache["value_shapes"] = sorted({
+            (node.type.dtype.itemsize, node.type.shape) for node in plan.graph.nodes
+            if node.type.shape}, key=repr)
+    rank = max((len(shape) for _, shape in shapes), default=0)
+    biggest = max(max(sizes.values()), max((d for _, shape in shapes for d in shape
+                                             if d.__class__ is int), default=1))
+    return rank > 0 and biggest ** rank * 16 > _MAX_BYTES
+
+
+def _too_big(plan: Plan, sizes: dict[str, int]) -> bool:
+    """Return True when a value of the plan (an argument's broadcast with another, an
+    intermediate, a result) has more bytes than NumPy can address: NumPy raises then."""
+    for itemsize, shape in plan.schedule_cache["value_shapes"]:
+        if math.prod(sizes.get(d, 1) if d.__class__ is str else d for d in shape) \
+                * max(itemsize, 1) > _MAX_BYTES:
+            return True
+    return False
 
 
 def _view_source(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, int],
