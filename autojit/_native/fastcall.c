@@ -15,7 +15,10 @@
  * them into f.stats()).
  *
  * A Spec is described by a flat tuple of ints built in fastpath.py (see encode_spec there);
- * the layout is parsed once, here, into fixed-size C arrays.
+ * the layout is parsed once, here, into fixed-size C arrays. Its guards (policy/guards.py:
+ * what the trace read from globals, closure cells, defaults, ...) are a tuple of lists
+ * [kind, holder, key, expected], checked by identity on every call; the Python side may
+ * replace ``expected`` by an equal value's object, so they are read from the lists each time.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -24,6 +27,7 @@
 #include <numpy/arrayscalars.h>
 #include <math.h>
 #include <float.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -44,6 +48,9 @@
 
 enum { ARG_ARRAY = 1, ARG_PYFLOAT = 2, ARG_PYINT = 3, ARG_PYBOOL = 4, ARG_NPSCALAR = 5 };
 enum { BUF_ARG = 0, BUF_ALLOC = 1, BUF_CONST = 2 };
+/* guard kinds: the numbers of policy/guards.py */
+enum { G_DICT = 0, G_CELL, G_DEFAULTS, G_KWDEFAULTS, G_LENGTH, G_ITEMS, G_BYTES, G_SET,
+       G_ATTR, G_KINDS };
 
 typedef void (*kernel_fn)(void **data, const int64_t *meta);
 
@@ -94,6 +101,7 @@ typedef struct {
     CallSpec calls[MAX_CALLS];
     int out_alloc[MAX_OUT], out_scalar[MAX_OUT];
     PyArrayObject *consts[MAX_BUFS];   /* borrowed: the Table's keep list holds them */
+    PyObject *guards;                  /* borrowed likewise: a tuple of 4-item lists */
 } Spec;
 
 typedef struct {
@@ -108,7 +116,7 @@ typedef struct {
     Spec *specs[MAX_SPECS];
 } Table;
 
-static PyObject *MISS;
+static PyObject *MISS, *ABSENT;
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -253,12 +261,109 @@ static int parse_rest(Reader *r, Spec *s) {
     return 0;
 }
 
-/* Parse (code, constants, addresses) into a new Spec, or set ValueError. */
+/* Return 0 when guards is a tuple of [kind, holder, key, expected] lists whose holders
+ * have the types their kind reads; -1 otherwise. */
+static int check_guards(PyObject *guards) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(guards); i++) {
+        PyObject *g = PyTuple_GET_ITEM(guards, i);
+        if (!PyList_CheckExact(g) || PyList_GET_SIZE(g) != 4) return -1;
+        long kind = PyLong_AsLong(PyList_GET_ITEM(g, 0));
+        if (kind == -1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        PyObject *holder = PyList_GET_ITEM(g, 1), *key = PyList_GET_ITEM(g, 2);
+        int ok = kind == G_DICT ? PyDict_Check(holder)
+               : kind == G_CELL ? PyCell_Check(holder)
+               : kind == G_DEFAULTS || kind == G_KWDEFAULTS ? PyFunction_Check(holder)
+               : kind == G_LENGTH ? PyList_CheckExact(holder) || PyDict_CheckExact(holder)
+               : kind == G_ITEMS ? PyList_CheckExact(holder)
+               : kind == G_BYTES ? PyArray_CheckExact(holder)
+               : kind == G_SET ? PyAnySet_CheckExact(holder)
+               : kind == G_ATTR ? PyUnicode_CheckExact(key) : 0;
+        if (!ok) return -1;
+    }
+    return 0;
+}
+
+/* Return 1 when every guard reads its expected object (identity), 0 otherwise (MISS: the
+ * Python side compares values and retraces or refreshes). Errors are cleared: a MISS. */
+static int guards_hold(PyObject *guards) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(guards); i++) {
+        PyObject *g = PyTuple_GET_ITEM(guards, i);
+        PyObject *holder = PyList_GET_ITEM(g, 1), *key = PyList_GET_ITEM(g, 2);
+        PyObject *expected = PyList_GET_ITEM(g, 3), *now;
+        switch ((int)PyLong_AsLong(PyList_GET_ITEM(g, 0))) {
+        case G_DICT:
+            now = PyDict_GetItemWithError(holder, key);
+            if (now == NULL) {
+                if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+                now = ABSENT;
+            }
+            if (now != expected) return 0;
+            break;
+        case G_CELL:
+            now = PyCell_GET(holder);
+            if ((now == NULL ? ABSENT : now) != expected) return 0;
+            break;
+        case G_DEFAULTS:
+            now = PyFunction_GET_DEFAULTS(holder);
+            if ((now == NULL ? Py_None : now) != expected) return 0;
+            break;
+        case G_KWDEFAULTS:
+            now = PyFunction_GET_KW_DEFAULTS(holder);
+            if ((now == NULL ? Py_None : now) != expected) return 0;
+            break;
+        case G_LENGTH: {
+            Py_ssize_t n = PyList_CheckExact(holder) ? PyList_GET_SIZE(holder)
+                                                     : PyDict_GET_SIZE(holder);
+            if (!PyLong_CheckExact(expected) || PyLong_AsSsize_t(expected) != n) {
+                PyErr_Clear();
+                return 0;
+            }
+            break;
+        }
+        case G_ITEMS: {
+            Py_ssize_t n = PyList_GET_SIZE(holder);
+            if (!PyTuple_CheckExact(expected) || PyTuple_GET_SIZE(expected) != n) return 0;
+            for (Py_ssize_t k = 0; k < n; k++)
+                if (PyList_GET_ITEM(holder, k) != PyTuple_GET_ITEM(expected, k)) return 0;
+            break;
+        }
+        case G_BYTES: {
+            PyArrayObject *a = (PyArrayObject *)holder;
+            if (!PyBytes_CheckExact(expected) || !PyArray_IS_C_CONTIGUOUS(a) ||
+                PyArray_NBYTES(a) != PyBytes_GET_SIZE(expected) ||
+                memcmp(PyArray_DATA(a), PyBytes_AS_STRING(expected),
+                       (size_t)PyArray_NBYTES(a)) != 0)
+                return 0;
+            break;
+        }
+        case G_SET: {
+            int same = PyObject_RichCompareBool(holder, expected, Py_EQ);
+            if (same != 1) { PyErr_Clear(); return 0; }
+            break;
+        }
+        case G_ATTR:
+            now = PyObject_GetAttr(holder, key);
+            if (now == NULL) { PyErr_Clear(); now = Py_NewRef(ABSENT); }
+            Py_DECREF(now);
+            if (now != expected) return 0;
+            break;
+        default:
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Parse (code, constants, addresses, guards) into a new Spec, or set ValueError. */
 static Spec *parse_spec(PyObject *item, PyObject *keep) {
-    PyObject *code, *consts, *addresses;
-    if (!PyArg_ParseTuple(item, "O!O!O!", &PyTuple_Type, &code, &PyTuple_Type, &consts,
-                          &PyTuple_Type, &addresses))
+    PyObject *code, *consts, *addresses, *guards;
+    if (!PyArg_ParseTuple(item, "O!O!O!O!", &PyTuple_Type, &code, &PyTuple_Type, &consts,
+                          &PyTuple_Type, &addresses, &PyTuple_Type, &guards))
         return NULL;
+    if (check_guards(guards) < 0) {
+        PyErr_SetString(PyExc_ValueError, "malformed fast-path guards");
+        return NULL;
+    }
     Spec *s = PyMem_Calloc(1, sizeof(Spec));
     if (s == NULL) { PyErr_NoMemory(); return NULL; }
     Reader r = {code, 0, PyTuple_GET_SIZE(code), 0};
@@ -291,6 +396,8 @@ static Spec *parse_spec(PyObject *item, PyObject *keep) {
         PyErr_SetString(PyExc_ValueError, "malformed fast-path spec");
         return NULL;
     }
+    if (PyList_Append(keep, guards) < 0) { PyMem_Free(s); return NULL; }
+    s->guards = guards;
     return s;
 }
 
@@ -325,7 +432,8 @@ static int store_scalar(const Spec *s, const ScalSpec *c, PyObject *args,
                         const long long *sizes, void *out) {
     if (c->from_sizes) {
         long long v = 1;
-        for (int k = 0; k < c->count; k++) v *= sizes[c->syms[k]];
+        for (int k = 0; k < c->count; k++)
+            if (__builtin_mul_overflow(v, sizes[c->syms[k]], &v)) return -1;
         return store_int(c->type_num, v, out);
     }
     PyObject *o = PyTuple_GET_ITEM(args, c->arg);
@@ -401,7 +509,7 @@ static long long bind(const Spec *s, PyObject *args, long long *sizes) {
         }
         if (y->nonempty && v == 0) return -1;
         sizes[i] = v;
-        product *= v;
+        if (__builtin_mul_overflow(product, v, &product)) return -1;  /* NumPy's sizes */
     }
     return s->single >= 0 ? sizes[s->single] : product;
 }
@@ -411,9 +519,10 @@ static long long loop_work(const CallSpec *c, const long long *sizes, int64_t *m
     long long work = 1;
     for (int i = 0; i < c->nloop; i++) {
         long long v = 1;
-        for (int k = 0; k < c->loops[i].count; k++) v *= sizes[c->loops[i].syms[k]];
+        for (int k = 0; k < c->loops[i].count; k++)
+            if (__builtin_mul_overflow(v, sizes[c->loops[i].syms[k]], &v)) return LLONG_MAX;
         meta[i] = v;
-        work *= v;
+        if (__builtin_mul_overflow(work, v, &work)) return LLONG_MAX;
     }
     return work;
 }
@@ -443,6 +552,7 @@ static PyObject *run_spec(Table *t, const Spec *s, PyObject *args) {
     if (PyTuple_GET_SIZE(args) != s->nargs) return MISS;
     for (int i = 0; i < s->nargs; i++)
         if (match_arg(&s->args[i], PyTuple_GET_ITEM(args, i))) return MISS;
+    if (!guards_hold(s->guards)) return MISS;
     long long sizes[MAX_SYMS];
     long long n = bind(s, args, sizes);
     if (n < 0 || n >= t->n_limit) return MISS;
@@ -452,7 +562,9 @@ static PyObject *run_spec(Table *t, const Spec *s, PyObject *args) {
     long long work = 0;
     for (int c = 0; c < s->ncalls; c++) {
         const CallSpec *call = &s->calls[c];
-        work += loop_work(call, sizes, meta[c]);
+        long long calls_work = loop_work(call, sizes, meta[c]);
+        if (calls_work > t->work_limit) return MISS;
+        work += calls_work;
         for (int i = 0; i < call->nscal; i++)
             if (store_scalar(s, &call->scal[i], args, sizes, &holders[c][i])) return MISS;
     }
@@ -611,7 +723,25 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_guards_hold(PyObject *mod, PyObject *guards) {
+    if (!PyTuple_CheckExact(guards) || check_guards(guards) < 0) {
+        PyErr_SetString(PyExc_TypeError, "guards_hold(a tuple of [kind, holder, key, "
+                        "expected] lists)");
+        return NULL;
+    }
+    return PyBool_FromLong(guards_hold(guards));
+}
+
+static PyObject *set_absent(PyObject *mod, PyObject *absent) {
+    Py_XSETREF(ABSENT, Py_NewRef(absent));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"guards_hold", py_guards_hold, METH_O,
+     "guards_hold(guards): True when every guard reads its expected object (identity)"},
+    {"set_absent", set_absent, METH_O,
+     "set_absent(obj): the object guards expect where a dict key or cell is missing"},
     {"configure", configure, METH_VARARGS,
      "configure(overrides_var, config_globals, route_globals, logger_cache): where the gate "
      "reads the config() overrides, the environment settings, the router and the log level"},
@@ -630,6 +760,7 @@ PyMODINIT_FUNC PyInit_fastcall(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     MISS = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    ABSENT = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);   /* until set_absent */
     s_env = PyUnicode_InternFromString("_environment_settings");
     s_router = PyUnicode_InternFromString("_ROUTER");
     s_debug = PyLong_FromLong(10);   /* logging.DEBUG */

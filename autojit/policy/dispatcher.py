@@ -31,6 +31,7 @@ from autojit.policy.backends import (
 )
 from autojit.policy.config import Settings, check_options, current_settings
 from autojit.policy.fastpath import MISS, FastPath
+from autojit.policy.guards import NO_GUARDS, Guards, Unguardable, collect
 from autojit.policy.observe import log_decision
 from autojit.policy.registry import register
 from autojit.policy.route import Router, choose_route, current_router
@@ -48,6 +49,10 @@ from autojit.policy.stats import FunctionStats, transfer_counts
 from autojit.tracer import trace_function
 
 _LOGGER = logging.getLogger("autojit")
+#: traces after a guard failed (a global, closure cell or default changed) before a function
+#: runs as plain Python for environments it has not seen: one that changes every call
+#: (a counter) would otherwise compile on every call
+MAX_GUARD_RETRACES = 16
 BACKENDS: dict[str, Backend] = {"cpu": CpuBackend(), "gpu": GpuBackend()}
 
 
@@ -61,6 +66,9 @@ class Entry:
     programs: dict[str, list[Any]] = field(default_factory=dict)
     routing: Any = field(default=None, compare=False, repr=False)   # route.RouteTable
     disk: Any = field(default=None, compare=False, repr=False)  # disk_cache.DiskSlot or None
+    # what the trace read besides the arguments (globals, cells, defaults, helpers): the
+    # entry answers only while they hold (policy/guards.py)
+    guards: Guards = field(default=NO_GUARDS, compare=False, repr=False)
 
 
 def _signature_of_callable(fn: Callable) -> pyinspect.Signature:
@@ -100,6 +108,7 @@ class Dispatcher:
         self._warned = False
         self._stats = FunctionStats()
         self._last_signature: Signature | None = None
+        self._guard_retraces = 0
         self._fastpath = FastPath()   # repeat calls served natively (policy/fastpath.py)
         self._fast: Any = None        # its native table, once a signature is armed
         functools.update_wrapper(self, fn)
@@ -232,12 +241,30 @@ class Dispatcher:
             if found is not None:
                 self._stats.add("cache_hits", 1)
                 return self._recheck_fallback(found, settings)
-            return self._trace(signature, args, settings)
+            return self._trace_guarded(signature, args, settings)
+
+    def _trace_guarded(self, signature: Signature, args: tuple,
+                       settings: Settings) -> tuple[Entry | None, dict]:
+        """Trace on a miss; a miss because the environment changed (an entry's guards
+        failed) counts towards MAX_GUARD_RETRACES, beyond which calls run as Python."""
+        entries = self._cache.get(signature, ())
+        if any(not entry.guards.hold() for entry in entries):
+            if self._guard_retraces >= MAX_GUARD_RETRACES:
+                self._note_fallback(f"the globals, closure variables or defaults it reads "
+                                    f"changed more than {MAX_GUARD_RETRACES} times (one "
+                                    "compile each)")
+                return None, {}
+            self._guard_retraces += 1
+            self._stats.add("recompiles", "a global, closure variable, default or helper "
+                            "it reads changed")
+        return self._trace(signature, args, settings)
 
     def _lookup(self, signature: Signature, args: tuple) -> tuple[Entry | None, dict] | None:
         """Return (entry, sizes) from the memory cache, (None, {}) when NumPy would raise
         for these arguments, or None on a miss."""
         for entry in self._cache.get(signature, ()):
+            if entry.guards.checks and not entry.guards.hold():
+                continue   # traced under other globals / cells / defaults
             if entry.plan is None:
                 return entry, {}
             sizes = bind_sizes(entry.plan, args)
@@ -252,19 +279,27 @@ class Dispatcher:
                settings: Settings) -> tuple[Entry | None, dict]:
         self._stats.add("cache_misses", 1)
         self._explain_miss(signature)
+        try:
+            guards = collect(self.fn)   # before the trace: the values it is about to read
+        except Unguardable as exc:
+            entry = Entry(signature, None, str(exc))
+            self._cache.setdefault(signature, []).append(entry)
+            self._note_fallback(str(exc))
+            return entry, {}
         slot = disk_cache.open_slot(self.fn, self.__qualname__, signature, settings)
-        found = self._load_from_disk(slot, signature, args)
+        found = self._load_from_disk(slot, signature, args, guards)
         if found is not None:
             return found
         started = time.perf_counter()
         try:
             graph = trace_function(self.fn, args, self.__qualname__)
             contiguous = [bool(k[0] in "ag" and k[4]) for k in signature]
-            entry = Entry(signature, plan_kernels(graph, contiguous, settings.fusion_max_ops))
+            entry = Entry(signature, plan_kernels(graph, contiguous, settings.fusion_max_ops),
+                          guards=guards)
         except BroadcastError:
             return None, {}
         except TraceError as exc:
-            entry = Entry(signature, None, str(exc))
+            entry = Entry(signature, None, str(exc), guards=guards)
             self._note_fallback(str(exc))
         self._stats.add("compile_seconds", time.perf_counter() - started)
         if slot is not None and entry.plan is not None:
@@ -278,7 +313,7 @@ class Dispatcher:
         return entry, sizes
 
     def _load_from_disk(self, slot: disk_cache.DiskSlot | None, signature: Signature,
-                        args: tuple) -> tuple[Entry, dict] | None:
+                        args: tuple, guards: Guards) -> tuple[Entry, dict] | None:
         """Return (entry, sizes) for a plan the disk cache holds (no trace), or None."""
         if slot is None:
             return None
@@ -287,7 +322,7 @@ class Dispatcher:
         if found is None:
             return None
         plan, sizes, slot = found
-        entry = Entry(signature, plan, disk=slot)
+        entry = Entry(signature, plan, disk=slot, guards=guards)
         self._cache.setdefault(signature, []).append(entry)
         return entry, sizes
 

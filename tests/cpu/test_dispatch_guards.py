@@ -6,6 +6,7 @@ raises when NumPy would refuse the sizes, and which changes of the function's en
 from __future__ import annotations
 
 import functools
+import types
 import warnings
 from typing import Any
 
@@ -166,3 +167,203 @@ def test_a_broadcast_too_large_to_address_raises_value_error():
         compare_results(f(np.ones((2, 1)), np.ones((1, 3))), np.ones((2, 3)))
     with pytest.raises(ValueError):
         autoroute(lambda a, b: (a * b).sum(), force="cpu")(x, y)
+
+
+# -- guards: the function's environment, read again on every call --------------------------------
+SCALE = 2.0
+FN = np.negative
+WEIGHTS = [1.0, 2.0]
+PARAMS = {"gain": 2.0}
+OFFSET = np.array(1.5)
+SETTINGS = types.SimpleNamespace(bias=1.0)
+CONFIG = types.ModuleType("autojit_test_config")   # a user module (not installed)
+CONFIG.FACTOR = 3
+
+
+def _set(name: str, value: Any) -> None:
+    globals()[name] = value
+
+
+def _global_scale(x):
+    return x * SCALE
+
+
+def _helper(x):
+    return x + SCALE
+
+
+def _calls_helper(x):
+    return _helper(x) * 2.0
+
+
+def _aliased(x):
+    return FN(x) + 1.0
+
+
+def _weighted(x):
+    total = x * 0.0
+    for w in WEIGHTS:
+        total = total + x * w
+    return total * PARAMS["gain"]
+
+
+def _zero_d(x):
+    return x + OFFSET
+
+
+def _settings(x):
+    return x * CONFIG.FACTOR + SETTINGS.bias
+
+
+def _calls(changes: list[tuple[str, Any]], make: Any = lambda: (np.arange(4.0),)) -> list:
+    """One call per change: the change is made, then the call's arguments (the oracle
+    makes them twice, for NumPy and for autojit, so both see the same environment)."""
+    def call(name: str, value: Any) -> Any:
+        return lambda: (_set(name, value), make())[1]
+    return [call(name, value) for name, value in changes]
+
+
+@pytest.mark.parametrize("fn, changes", [
+    (_global_scale, [("SCALE", 2.0), ("SCALE", 2.0), ("SCALE", 3.0), ("SCALE", -0.0),
+                     ("SCALE", 3), ("SCALE", np.float32(3)), ("SCALE", 2.0)]),
+    (_calls_helper, [("SCALE", 2.0), ("SCALE", 5.0)]),
+    (_aliased, [("FN", np.negative), ("FN", np.negative), ("FN", np.abs),
+                ("FN", np.negative)]),
+    (_calls_helper, [("_helper", _helper), ("_helper", lambda x: x - 1.0),
+                     ("_helper", _global_scale)]),
+    (_zero_d, [("OFFSET", np.array(1.5)), ("OFFSET", np.array(-2.0)), ("OFFSET", np.array(7))]),
+], ids=["global", "helper-reads-global", "alias", "helper-redefined", "zero-d-array"])
+def test_a_changed_global_is_seen_on_the_next_call(fn, changes):
+    saved = {name: globals()[name] for name, _ in changes}
+    try:
+        # repeat each call: the second one is served by the fast path once it is armed
+        assert_calls_match_numpy(fn, [c for c in _calls(changes) for _ in range(3)])
+    finally:
+        globals().update(saved)
+
+
+def test_values_changed_in_place_are_seen():
+    f = autoroute(_weighted, force="cpu")
+    g = autoroute(_zero_d, force="cpu")
+    x = np.arange(3.0)
+    try:
+        for change in (lambda: None, lambda: WEIGHTS.append(0.5),
+                       lambda: WEIGHTS.__setitem__(0, -1.0), lambda: PARAMS.update(gain=0.25),
+                       lambda: OFFSET.__setitem__((), -4.0), lambda: None):
+            change()
+            for _ in range(3):
+                compare_results(f(x), _weighted(x))
+                compare_results(g(x), _zero_d(x))
+    finally:
+        WEIGHTS[:] = [1.0, 2.0]
+        PARAMS["gain"] = 2.0
+        OFFSET[()] = 1.5
+
+
+def test_module_and_object_attributes_are_guarded():
+    f = autoroute(_settings, force="cpu")
+    x = np.arange(3.0)
+    try:
+        for factor, bias in ((3, 1.0), (3, 1.0), (4, 1.0), (4, -2.5), (3, 1.0)):
+            CONFIG.FACTOR, SETTINGS.bias = factor, bias
+            for _ in range(3):
+                compare_results(f(x), _settings(x))
+    finally:
+        CONFIG.FACTOR, SETTINGS.bias = 3, 1.0
+
+
+def test_closure_cells_and_defaults_are_guarded():
+    k = 2.0
+
+    def scaled(x):
+        return x * k
+
+    def with_defaults(x, scale=2.0, *, shift=1.0):
+        return x * scale + shift
+
+    f, g = autoroute(scaled, force="cpu"), autoroute(with_defaults, force="cpu")
+    x = np.arange(3.0)
+    for step in range(4):
+        for _ in range(3):
+            compare_results(f(x), scaled(x))
+            compare_results(g(x), with_defaults(x))
+            compare_results(g(x, 3.0), with_defaults(x, 3.0))
+        k = [9.0, 9.0, -1.0, 2.0][step]
+        with_defaults.__defaults__ = ((10.0,), (10.0,), (0.5,), (2.0,))[step]
+        with_defaults.__kwdefaults__["shift"] = [-3.0, 5.0, 5.0, 1.0][step]
+
+
+def test_an_equal_value_does_not_retrace_and_the_fast_path_keeps_serving():
+    f = autoroute(_global_scale, force="cpu")
+    x = np.arange(4.0)
+    saved = SCALE
+    try:
+        for step in range(40):
+            if step % 10 == 0:
+                _set("SCALE", float("2.0"))      # a new float object, equal bits
+            compare_results(f(x), x * 2.0)
+        stats = f.stats()
+        assert stats["compiles"] == 1
+        if stats.get("fast_calls") is not None and _fast_path_built():
+            assert stats["fast_calls"] >= 30
+    finally:
+        _set("SCALE", saved)
+
+
+def _fast_path_built() -> bool:
+    from autojit.policy import fastpath
+    return fastpath.available()
+
+
+def test_a_global_changing_on_every_call_stops_compiling_and_stays_right():
+    from autojit.policy.dispatcher import MAX_GUARD_RETRACES
+    f = autoroute(_global_scale, force="cpu")
+    x = np.arange(4.0)
+    saved = SCALE
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for step in range(MAX_GUARD_RETRACES + 6):
+                _set("SCALE", float(step))
+                compare_results(f(x), x * float(step))
+        stats = f.stats()
+        assert stats["compiles"] <= MAX_GUARD_RETRACES + 1
+        assert any("changed more than" in reason for reason in stats["fallbacks"])
+    finally:
+        _set("SCALE", saved)
+
+
+COUNTER = 0
+
+
+def _counts(x):
+    global COUNTER
+    COUNTER += 1
+    return x + COUNTER
+
+
+def test_a_function_assigning_a_global_runs_as_python():
+    f = autoroute(_counts, force="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first, second = f(np.zeros(2)), f(np.zeros(2))
+    assert second[0] == first[0] + 1
+    assert any("assigns the global COUNTER" in r for r in f.stats()["fallbacks"])
+
+
+def test_static_specialisations_and_autoroute_helpers_see_changes():
+    helper = autoroute(_global_scale, force="cpu")
+
+    def outer(x, n):
+        return helper(x) + n
+
+    f = autoroute(outer, static_argnames=("n",), force="cpu")
+    x = np.arange(3.0)
+    saved = SCALE
+    try:
+        for scale in (2.0, 2.0, 7.0, 7.0):
+            _set("SCALE", scale)
+            compare_results(f(x, 1), x * scale + 1)
+            compare_results(f(x, n=2), x * scale + 2)
+    finally:
+        _set("SCALE", saved)
