@@ -16,7 +16,8 @@ parts, ``@autoroute`` helpers, user modules and instances. How each value is com
   the fast path); Python scalars that are equal by type and bits (a re-assigned ``2.0``)
   count as unchanged, and the guard then takes the new object so the fast path hits again;
 * lists by length and their items' identity, dicts by length and each item, sets by
-  equality: a mutation in place is seen;
+  equality: a mutation in place is seen (lists of more than ``MAX_LIST_ITEMS`` and dicts of
+  more than ``MAX_ITEMS`` items by identity and length only);
 * NumPy arrays by identity, and those of at most ``ARRAY_BYTES`` bytes also by their bytes
   (a 0-d array read as a constant, ``W[0] = 5``). A bigger array changed *in place* is not
   seen (NumPy has no version counter and hashing it on every call would cost more than the
@@ -46,10 +47,13 @@ from autojit.policy.cache_key import _is_library_file, library_version
 
 #: arrays up to this many bytes are also compared by content on every call
 ARRAY_BYTES = 4096
-#: containers beyond this many items are guarded by identity and length only
+#: lists beyond this many items are guarded by identity and length only (a list's items
+#: are one native check: a pointer compare each)
+MAX_LIST_ITEMS = 4096
+#: dicts beyond this many items (one check each) are guarded by identity and length only
 MAX_ITEMS = 256
-#: a walk visiting more guards than this stops adding (the rest by identity of the root)
-MAX_GUARDS = 1024
+#: a function whose environment needs more checks than this runs as plain Python
+MAX_GUARDS = 2048
 
 # guard kinds: how the current value is read from (holder, key); the native fast path
 # (fastcall.c) reads the same kinds with the same numbers
@@ -73,7 +77,8 @@ _CELL_WRITE_OPS = frozenset({"STORE_DEREF", "DELETE_DEREF"})
 
 
 class Unguardable(Exception):
-    """The function changes its own environment (assigns a global or a nonlocal)."""
+    """The function changes its own environment (assigns a global or a nonlocal), or reads
+    more of it than is worth checking on every call."""
 
 
 def _cell_contents(cell: Any, _key: Any = None) -> Any:
@@ -189,8 +194,10 @@ class _Walk:
         self.attributes: set[str] = set()   # attribute names any visited code reads
 
     def add(self, kind: int, holder: Any, key: Any, value: Any) -> None:
-        if len(self.checks) < MAX_GUARDS:
-            self.checks.append([kind, holder, key, value])
+        if len(self.checks) >= MAX_GUARDS:
+            raise Unguardable(f"it reads more than {MAX_GUARDS} values from its globals, "
+                              "closures and defaults (each checked on every call)")
+        self.checks.append([kind, holder, key, value])
 
     def first_visit(self, value: Any) -> bool:
         if id(value) in self.seen:
@@ -248,8 +255,10 @@ class _Walk:
             for item in value[:MAX_ITEMS]:
                 self.value(item)
         elif kind is list:
+            if not self.first_visit(value):
+                return
             self.add(LENGTH, value, None, len(value))
-            if len(value) <= MAX_ITEMS:
+            if len(value) <= MAX_LIST_ITEMS:
                 self.add(ITEMS, value, None, tuple(value))
                 for item in value:
                     self.value(item)

@@ -367,3 +367,22 @@ def test_static_specialisations_and_autoroute_helpers_see_changes():
             compare_results(f(x, n=2), x * scale + 2)
     finally:
         _set("SCALE", saved)
+
+
+CYCLE: list = [2.0]
+CYCLE.append(CYCLE)
+
+
+def _reads_cycle(x):
+    return x * CYCLE[0]
+
+
+def test_a_self_referencing_global_is_guarded_without_looping():
+    f = autoroute(_reads_cycle, force="cpu")
+    x = np.arange(3.0)
+    try:
+        for value in (2.0, 2.0, 5.0):
+            CYCLE[0] = value
+            compare_results(f(x), x * value)
+    finally:
+        CYCLE[0] = 2.0
