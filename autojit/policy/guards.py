@@ -352,16 +352,23 @@ def _is_library_object(kind: type) -> bool:
 
 def collect(fn: Any) -> Guards:
     """Return the guards of everything ``fn`` reads besides its arguments, as it is now.
-    Raises Unguardable when ``fn`` (or a helper) assigns a global or a nonlocal."""
-    walk = _Walk()
-    walk.root(fn)
-    # module and instance attributes are found by name: the names of every visited code
-    # object count, so walk again now that they are all known (cheap: seen once each)
-    if walk.attributes:
-        again = _Walk()
-        again.attributes = walk.attributes
-        again.root(fn)
-        walk = again
+    Raises Unguardable when ``fn`` (or a helper) assigns a global or a nonlocal, or when
+    something it reads cannot be inspected (an attribute that raises)."""
+    try:
+        walk = _Walk()
+        walk.root(fn)
+        # module and instance attributes are found by name: the names of every visited code
+        # object count, so walk again now that they are all known (cheap: seen once each)
+        if walk.attributes:
+            again = _Walk()
+            again.attributes = walk.attributes
+            again.root(fn)
+            walk = again
+    except Unguardable:
+        raise
+    except Exception as exc:  # user objects may raise anything from an attribute read
+        raise Unguardable(f"what it reads could not be inspected ({type(exc).__name__}: "
+                          f"{exc}); its changes could not be seen") from exc
     return Guards(tuple(walk.checks)) if walk.checks else NO_GUARDS
 
 
