@@ -339,24 +339,31 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
 _MAX_BYTES = (1 << 63) - 1
 
 
+def _value_shapes(plan: Plan) -> tuple[list, int, int]:
+    """Return (the distinct (itemsize, shape) of the plan's values, their largest rank,
+    their largest literal size), computed once per plan."""
+    found = plan.schedule_cache.get("value_shapes")
+    if found is None:
+        shapes = sorted({(node.type.dtype.itemsize, node.type.shape)
+                         for node in plan.graph.nodes if node.type.shape}, key=repr)
+        rank = max((len(shape) for _, shape in shapes), default=0)
+        literal = max((d for _, shape in shapes for d in shape if d.__class__ is int),
+                      default=1)
+        found = plan.schedule_cache["value_shapes"] = (shapes, rank, literal)
+    return found
+
+
 def _may_be_too_big(plan: Plan, sizes: dict[str, int]) -> bool:
     """Return True when some value of the plan could exceed NumPy's size limit: a bound
     from the largest size and the largest rank, so the usual call pays one max()."""
-    shapes = plan.schedule_cache.get("value_shapes")
-    if shapes is None:
-        shapes = plan.schedule_cache["value_shapes"] = sorted({
-            (node.type.dtype.itemsize, node.type.shape) for node in plan.graph.nodes
-            if node.type.shape}, key=repr)
-    rank = max((len(shape) for _, shape in shapes), default=0)
-    biggest = max(max(sizes.values()), max((d for _, shape in shapes for d in shape
-                                             if d.__class__ is int), default=1))
-    return rank > 0 and biggest ** rank * 16 > _MAX_BYTES
+    _, rank, literal = _value_shapes(plan)
+    return rank > 0 and max(max(sizes.values()), literal) ** rank * 16 > _MAX_BYTES
 
 
 def _too_big(plan: Plan, sizes: dict[str, int]) -> bool:
     """Return True when a value of the plan (an argument's broadcast with another, an
     intermediate, a result) has more bytes than NumPy can address: NumPy raises then."""
-    for itemsize, shape in plan.schedule_cache["value_shapes"]:
+    for itemsize, shape in _value_shapes(plan)[0]:
         if math.prod(sizes.get(d, 1) if d.__class__ is str else d for d in shape) \
                 * max(itemsize, 1) > _MAX_BYTES:
             return True
