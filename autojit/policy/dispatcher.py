@@ -7,6 +7,7 @@ import inspect as pyinspect
 import logging
 import threading
 import time
+import types
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -111,7 +112,10 @@ class Dispatcher:
         self._guard_retraces = 0
         self._fastpath = FastPath()   # repeat calls served natively (policy/fastpath.py)
         self._fast: Any = None        # its native table, once a signature is armed
-        functools.update_wrapper(self, fn)
+        # a function's attributes are copied as any decorator does; a callable object's
+        # (an instance's own state: ``options``, ``fn``, ...) would overwrite the Dispatcher's
+        functools.update_wrapper(self, fn, updated=functools.WRAPPER_UPDATES
+                                 if isinstance(fn, types.FunctionType) else ())
         self.__qualname__ = callable_name(fn)   # a partial has none to copy
         if registered:
             register(self)

@@ -117,6 +117,19 @@ def test_a_callable_instance_and_a_ufunc_are_compiled():
     assert_matches_numpy(np.add, np.arange(3.0), 2.0)
 
 
+def test_a_callable_objects_own_attributes_do_not_replace_the_dispatchers():
+    class Scaler:
+        def __init__(self):
+            self.options, self.fn, self.scale = {"x": 1}, None, 3.0
+
+        def __call__(self, x):
+            return x * self.scale
+    scaler = Scaler()
+    f = assert_matches_numpy(scaler, np.arange(3.0))
+    scaler.scale = -1.0               # an attribute its __call__ reads: guarded
+    compare_results(f(np.arange(3.0)), np.arange(3.0) * -1.0)
+
+
 def test_a_non_callable_is_refused_at_decoration():
     with pytest.raises(TypeError, match="callable"):
         autoroute(3)
