@@ -335,6 +335,11 @@ class _Walk:
                 self.add(DICT, namespace, name, namespace[name])
                 self.value(namespace[name])
         kind = type(value)
+        for name in sorted(self.attributes):   # __slots__ attributes
+            if isinstance(getattr(kind, name, None), types.MemberDescriptorType):
+                item = getattr(value, name, ABSENT)
+                self.add(ATTR, value, name, item)
+                self.value(item)
         if not _is_library_object(kind):
             self.user_class(kind)
             call = next((vars(k)["__call__"] for k in kind.__mro__ if "__call__" in vars(k)),

@@ -291,6 +291,32 @@ def test_module_and_object_attributes_are_guarded():
         CONFIG.FACTOR, SETTINGS.bias = 3, 1.0
 
 
+class _Slotted:
+    __slots__ = ("gain",)
+
+    def __init__(self, gain: float) -> None:
+        self.gain = gain
+
+
+SLOTTED = _Slotted(2.0)
+
+
+def _slotted(x):
+    return x * SLOTTED.gain
+
+
+def test_slot_attributes_are_guarded():
+    f = autoroute(_slotted, force="cpu")
+    x = np.arange(3.0)
+    try:
+        for gain in (2.0, 2.0, -3.0):
+            SLOTTED.gain = gain
+            for _ in range(3):
+                compare_results(f(x), x * gain)
+    finally:
+        SLOTTED.gain = 2.0
+
+
 def test_closure_cells_and_defaults_are_guarded():
     k = 2.0
 
