@@ -48,6 +48,7 @@ from autojit.policy.static_args import (
 )
 from autojit.policy.stats import FunctionStats, transfer_counts
 from autojit.tracer import trace_function
+from autojit.tracer.state import CURRENT_TRACE
 
 _LOGGER = logging.getLogger("autojit")
 #: traces after a guard failed (a global, closure cell or default changed) before a function
@@ -127,6 +128,10 @@ class Dispatcher:
             result = fast(args)
             if result is not MISS:
                 return result
+        if CURRENT_TRACE.get() is not None:
+            # called by a function being traced: its body joins that trace (the arguments
+            # are the tracer's proxies, not arrays: no fallback of its own to note)
+            return self.fn(*args, **kwargs)
         if kwargs or self._bind_always:
             if self._has_varargs:
                 return self._run_python(args, kwargs)

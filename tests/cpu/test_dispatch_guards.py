@@ -20,6 +20,7 @@ from oracle import (
     compare_results,
 )
 
+import autojit
 from autojit import autoroute
 
 
@@ -128,6 +129,17 @@ def test_a_callable_objects_own_attributes_do_not_replace_the_dispatchers():
     f = assert_matches_numpy(scaler, np.arange(3.0))
     scaler.scale = -1.0               # an attribute its __call__ reads: guarded
     compare_results(f(np.arange(3.0)), np.arange(3.0) * -1.0)
+
+
+def test_an_autoroute_helper_called_while_tracing_joins_the_trace():
+    helper = autoroute(_global_scale)
+
+    def outer(x):
+        return helper(x) + 1.0
+    with autojit.config(strict=True):
+        f = assert_matches_numpy(outer, np.arange(3.0))
+    assert f.stats()["routes"]["cpu"] == 1
+    assert not helper.stats()["fallbacks"]
 
 
 def test_a_non_callable_is_refused_at_decoration():
