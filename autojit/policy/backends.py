@@ -330,13 +330,16 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
         sizes.setdefault(symbol, value)   # sizes the code itself fixed (np.zeros(3))
     if any(sizes[s] == 0 for s in plan.graph.nonempty):
         return None
-    if sizes and _may_be_too_big(plan, sizes) and _too_big(plan, sizes):
-        return None   # NumPy raises ValueError ("iterator is too large", "array is too big")
+    if sizes:   # a bound from the largest size and rank first: the usual call stops there
+        _, rank, literal = plan.schedule_cache.get("value_shapes") or _value_shapes(plan)
+        if max(max(sizes.values()), literal) ** rank > _MAX_ELEMENTS and _too_big(plan, sizes):
+            return None   # NumPy raises ValueError ("iterator is too large", "array is too big")
     return sizes
 
 
 #: NumPy refuses arrays (and broadcasts) of more bytes than an npy_intp holds
 _MAX_BYTES = (1 << 63) - 1
+_MAX_ELEMENTS = _MAX_BYTES // 16      # no value can be too big below this many elements
 
 
 def _value_shapes(plan: Plan) -> tuple[list, int, int]:
@@ -351,13 +354,6 @@ def _value_shapes(plan: Plan) -> tuple[list, int, int]:
                       default=1)
         found = plan.schedule_cache["value_shapes"] = (shapes, rank, literal)
     return found
-
-
-def _may_be_too_big(plan: Plan, sizes: dict[str, int]) -> bool:
-    """Return True when some value of the plan could exceed NumPy's size limit: a bound
-    from the largest size and the largest rank, so the usual call pays one max()."""
-    _, rank, literal = _value_shapes(plan)
-    return rank > 0 and max(max(sizes.values()), literal) ** rank * 16 > _MAX_BYTES
 
 
 def _too_big(plan: Plan, sizes: dict[str, int]) -> bool:
