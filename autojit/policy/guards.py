@@ -234,9 +234,12 @@ class _Walk:
                 self.add(DICT, builtin, name, builtin_value)
                 value = builtin_value
             self.value(value)
-        self.add(DEFAULTS, fn, None, fn.__defaults__)
-        self.value(fn.__defaults__)
-        if fn.__kwdefaults__ is not None or code.co_kwonlyargcount:
+        # no defaults: nothing was read from them (a call leaving an argument out raised
+        # TypeError in the trace, and that fallback runs the function as it is now)
+        if fn.__defaults__ is not None:
+            self.add(DEFAULTS, fn, None, fn.__defaults__)
+            self.value(fn.__defaults__)
+        if fn.__kwdefaults__ is not None:
             self.add(KWDEFAULTS, fn, None, fn.__kwdefaults__)
             self.value(fn.__kwdefaults__)
         for cell in fn.__closure__ or ():
