@@ -101,8 +101,14 @@ typedef struct {
     CallSpec calls[MAX_CALLS];
     int out_alloc[MAX_OUT], out_scalar[MAX_OUT];
     PyArrayObject *consts[MAX_BUFS];   /* borrowed: the Table's keep list holds them */
-    PyObject *guards;                  /* borrowed likewise: a tuple of 4-item lists */
+    Py_ssize_t nguards;
+    struct Guard *guards;              /* parsed from a tuple of lists the keep list holds */
 } Spec;
+
+typedef struct Guard {        /* one [kind, holder, key, expected] list, parsed */
+    int kind;
+    PyObject *holder, *key, *list;     /* borrowed; expected is read from list[3] each call */
+} Guard;
 
 typedef struct {
     PyObject_HEAD
@@ -283,75 +289,84 @@ static int check_guards(PyObject *guards) {
     return 0;
 }
 
-/* Return 1 when every guard reads its expected object (identity), 0 otherwise (MISS: the
- * Python side compares values and retraces or refreshes). Errors are cleared: a MISS. */
-static int guards_hold(PyObject *guards) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(guards); i++) {
-        PyObject *g = PyTuple_GET_ITEM(guards, i);
-        PyObject *holder = PyList_GET_ITEM(g, 1), *key = PyList_GET_ITEM(g, 2);
-        PyObject *expected = PyList_GET_ITEM(g, 3), *now;
-        switch ((int)PyLong_AsLong(PyList_GET_ITEM(g, 0))) {
-        case G_DICT:
-            now = PyDict_GetItemWithError(holder, key);
-            if (now == NULL) {
-                if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
-                now = ABSENT;
-            }
-            if (now != expected) return 0;
-            break;
-        case G_CELL:
-            now = PyCell_GET(holder);
-            if ((now == NULL ? ABSENT : now) != expected) return 0;
-            break;
-        case G_DEFAULTS:
-            now = PyFunction_GET_DEFAULTS(holder);
-            if ((now == NULL ? Py_None : now) != expected) return 0;
-            break;
-        case G_KWDEFAULTS:
-            now = PyFunction_GET_KW_DEFAULTS(holder);
-            if ((now == NULL ? Py_None : now) != expected) return 0;
-            break;
-        case G_LENGTH: {
-            Py_ssize_t n = PyList_CheckExact(holder) ? PyList_GET_SIZE(holder)
-                                                     : PyDict_GET_SIZE(holder);
-            if (!PyLong_CheckExact(expected) || PyLong_AsSsize_t(expected) != n) {
-                PyErr_Clear();
-                return 0;
-            }
-            break;
+/* Return 1 when the guard's holder reads its expected object (identity), 0 otherwise
+ * (MISS: the Python side compares values and retraces or refreshes). Errors are cleared. */
+static inline int guard_holds(int kind, PyObject *holder, PyObject *key, PyObject *expected) {
+    PyObject *now;
+    switch (kind) {
+    case G_DICT:
+        now = PyDict_GetItemWithError(holder, key);
+        if (now == NULL) {
+            if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+            now = ABSENT;
         }
-        case G_ITEMS: {
-            Py_ssize_t n = PyList_GET_SIZE(holder);
-            if (!PyTuple_CheckExact(expected) || PyTuple_GET_SIZE(expected) != n) return 0;
-            for (Py_ssize_t k = 0; k < n; k++)
-                if (PyList_GET_ITEM(holder, k) != PyTuple_GET_ITEM(expected, k)) return 0;
-            break;
-        }
-        case G_BYTES: {
-            PyArrayObject *a = (PyArrayObject *)holder;
-            if (!PyBytes_CheckExact(expected) || !PyArray_IS_C_CONTIGUOUS(a) ||
-                PyArray_NBYTES(a) != PyBytes_GET_SIZE(expected) ||
-                memcmp(PyArray_DATA(a), PyBytes_AS_STRING(expected),
-                       (size_t)PyArray_NBYTES(a)) != 0)
-                return 0;
-            break;
-        }
-        case G_SET: {
-            int same = PyObject_RichCompareBool(holder, expected, Py_EQ);
-            if (same != 1) { PyErr_Clear(); return 0; }
-            break;
-        }
-        case G_ATTR:
-            now = PyObject_GetAttr(holder, key);
-            if (now == NULL) { PyErr_Clear(); now = Py_NewRef(ABSENT); }
-            Py_DECREF(now);
-            if (now != expected) return 0;
-            break;
-        default:
-            return 0;
-        }
+        return now == expected;
+    case G_CELL:
+        now = PyCell_GET(holder);
+        return (now == NULL ? ABSENT : now) == expected;
+    case G_DEFAULTS:
+        now = PyFunction_GET_DEFAULTS(holder);
+        return (now == NULL ? Py_None : now) == expected;
+    case G_KWDEFAULTS:
+        now = PyFunction_GET_KW_DEFAULTS(holder);
+        return (now == NULL ? Py_None : now) == expected;
+    case G_LENGTH: {
+        Py_ssize_t n = PyList_CheckExact(holder) ? PyList_GET_SIZE(holder)
+                                                 : PyDict_GET_SIZE(holder);
+        if (!PyLong_CheckExact(expected)) return 0;
+        Py_ssize_t want = PyLong_AsSsize_t(expected);
+        if (want == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        return want == n;
     }
+    case G_ITEMS: {
+        Py_ssize_t n = PyList_GET_SIZE(holder);
+        if (!PyTuple_CheckExact(expected) || PyTuple_GET_SIZE(expected) != n) return 0;
+        for (Py_ssize_t k = 0; k < n; k++)
+            if (PyList_GET_ITEM(holder, k) != PyTuple_GET_ITEM(expected, k)) return 0;
+        return 1;
+    }
+    case G_BYTES: {
+        PyArrayObject *a = (PyArrayObject *)holder;
+        return PyBytes_CheckExact(expected) && PyArray_IS_C_CONTIGUOUS(a) &&
+               PyArray_NBYTES(a) == PyBytes_GET_SIZE(expected) &&
+               memcmp(PyArray_DATA(a), PyBytes_AS_STRING(expected),
+                      (size_t)PyArray_NBYTES(a)) == 0;
+    }
+    case G_SET: {
+        int same = PyObject_RichCompareBool(holder, expected, Py_EQ);
+        if (same < 0) PyErr_Clear();
+        return same == 1;
+    }
+    case G_ATTR:
+        now = PyObject_GetAttr(holder, key);
+        if (now == NULL) { PyErr_Clear(); now = Py_NewRef(ABSENT); }
+        Py_DECREF(now);
+        return now == expected;
+    }
+    return 0;
+}
+
+/* Return 1 when every parsed guard holds. */
+static int guards_hold(const Guard *g, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!guard_holds(g[i].kind, g[i].holder, g[i].key, PyList_GET_ITEM(g[i].list, 3)))
+            return 0;
     return 1;
+}
+
+/* Return a new array of the parsed guards of a checked tuple (NULL: no memory, or n 0). */
+static Guard *parse_guards(PyObject *guards) {
+    Py_ssize_t n = PyTuple_GET_SIZE(guards);
+    Guard *g = n ? PyMem_Calloc((size_t)n, sizeof(Guard)) : NULL;
+    if (n && g == NULL) { PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *list = PyTuple_GET_ITEM(guards, i);
+        g[i].kind = (int)PyLong_AsLong(PyList_GET_ITEM(list, 0));
+        g[i].holder = PyList_GET_ITEM(list, 1);
+        g[i].key = PyList_GET_ITEM(list, 2);
+        g[i].list = list;
+    }
+    return g;
 }
 
 /* Parse (code, constants, addresses, guards) into a new Spec, or set ValueError. */
@@ -396,8 +411,13 @@ static Spec *parse_spec(PyObject *item, PyObject *keep) {
         PyErr_SetString(PyExc_ValueError, "malformed fast-path spec");
         return NULL;
     }
-    if (PyList_Append(keep, guards) < 0) { PyMem_Free(s); return NULL; }
-    s->guards = guards;
+    s->nguards = PyTuple_GET_SIZE(guards);
+    s->guards = parse_guards(guards);
+    if ((s->nguards && s->guards == NULL) || PyList_Append(keep, guards) < 0) {
+        PyMem_Free(s->guards);
+        PyMem_Free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -552,7 +572,7 @@ static PyObject *run_spec(Table *t, const Spec *s, PyObject *args) {
     if (PyTuple_GET_SIZE(args) != s->nargs) return MISS;
     for (int i = 0; i < s->nargs; i++)
         if (match_arg(&s->args[i], PyTuple_GET_ITEM(args, i))) return MISS;
-    if (!guards_hold(s->guards)) return MISS;
+    if (s->nguards && !guards_hold(s->guards, s->nguards)) return MISS;
     long long sizes[MAX_SYMS];
     long long n = bind(s, args, sizes);
     if (n < 0 || n >= t->n_limit) return MISS;
@@ -650,7 +670,10 @@ static PyObject *table_vectorcall(PyObject *self, PyObject *const *argv, size_t 
 /* ---- the Table type ----------------------------------------------------------------- */
 
 static void table_dealloc(Table *t) {
-    for (int i = 0; i < t->nspecs; i++) PyMem_Free(t->specs[i]);
+    for (int i = 0; i < t->nspecs; i++) {
+        PyMem_Free(t->specs[i]->guards);
+        PyMem_Free(t->specs[i]);
+    }
     Py_XDECREF(t->overrides); Py_XDECREF(t->env); Py_XDECREF(t->router);
     Py_XDECREF(t->counter); Py_XDECREF(t->keep);
     Py_TYPE(t)->tp_free((PyObject *)t);
@@ -729,7 +752,13 @@ static PyObject *py_guards_hold(PyObject *mod, PyObject *guards) {
                         "expected] lists)");
         return NULL;
     }
-    return PyBool_FromLong(guards_hold(guards));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(guards); i++) {
+        PyObject *g = PyTuple_GET_ITEM(guards, i);
+        if (!guard_holds((int)PyLong_AsLong(PyList_GET_ITEM(g, 0)), PyList_GET_ITEM(g, 1),
+                         PyList_GET_ITEM(g, 2), PyList_GET_ITEM(g, 3)))
+            Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
 }
 
 static PyObject *set_absent(PyObject *mod, PyObject *absent) {
