@@ -97,6 +97,8 @@ class Dispatcher:
         self._static = static_positions(self._signature, options.pop("static_argnames", ()),
                                         options.pop("static_argnums", ()))
         self._specialised: dict[tuple, Dispatcher] = {}
+        # (argument count, keyword names) -> (child or None, keyword names in order)
+        self._keyword_forms: dict[tuple, tuple[Callable | None, tuple[str, ...]]] = {}
         self.options = tuple(check_options(options).items())
         self._has_varargs = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                                 for p in self._signature.parameters.values())
@@ -135,9 +137,13 @@ class Dispatcher:
         if kwargs or self._bind_always:
             if self._has_varargs:
                 return self._run_python(args, kwargs)
-            key, form, args = split_call(self._signature, self._static, args, kwargs)
-            if form is not None:
-                return self._specialisation(key, form)(*args)
+            target, args = self._bind(args, kwargs)
+            if target is not None:
+                return target(*args)
+            if fast is not None:
+                result = fast(args)
+                if result is not MISS:
+                    return result
         settings = current_settings(self.options)
         if settings.disable:
             return self._run_python(args, {})
@@ -155,6 +161,25 @@ class Dispatcher:
         if decision.route == "cpu" and not (decision.to_device or decision.fetch_inputs):
             self._fastpath.after_cpu_call(self, entry, settings, n)
         return result
+
+    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[Callable | None, tuple]:
+        """Return (the child dispatcher for this call's form or None for this one, the
+        arguments to pass it). Without static arguments the form depends only on the
+        argument count and the keyword names, so it is bound once per such shape: later
+        calls of that shape only pick the keyword values out in order."""
+        if self._static:
+            key, form, args = split_call(self._signature, self._static, args, kwargs)
+            return (None if form is None else self._specialisation(key, form)), args
+        shape = (len(args), *kwargs)
+        known = self._keyword_forms.get(shape)
+        if known is None:
+            key, form, _ = split_call(self._signature, (), args, kwargs)   # TypeError as Python
+            order = tuple(name for name in self._signature.parameters if name in kwargs)
+            known = (None if form is None else self._specialisation(key, form)), order
+            if len(self._keyword_forms) < MAX_SPECIALISATIONS:
+                self._keyword_forms[shape] = known
+        target, order = known
+        return target, (*args, *map(kwargs.__getitem__, order))
 
     def _run_python(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         self._stats.count_call("python")

@@ -73,6 +73,21 @@ def test_keywords_out_of_order_and_after_a_skipped_default_are_kept():
                                   ((x, 3.0), {"c": -1.0}), ((), {"x": x, "b": 1.0})])
 
 
+def test_repeated_keyword_calls_are_served_by_the_fast_path_and_bad_ones_raise():
+    f = autoroute(_scaled, force="cpu")
+    x = np.arange(3.0)
+    for _ in range(20):
+        compare_results(f(x, shift=3.0), _scaled(x, shift=3.0))
+        compare_results(f(x, scale=0.5), _scaled(x, scale=0.5))
+    if _fast_path_built():
+        assert f.stats()["fast_calls"] >= 30
+    for _ in range(2):
+        with pytest.raises(TypeError):
+            f(x, x=x)
+        with pytest.raises(TypeError):
+            f(x, nope=1.0)
+
+
 def test_static_keyword_only_argument_specialises():
     def power(x, *, n):
         return x ** n
