@@ -41,6 +41,8 @@ from autojit.policy.signature import Signature, describe_argument, signature_of
 from autojit.policy.static_args import (
     MAX_SPECIALISATIONS,
     CallForm,
+    CallShape,
+    call_shape,
     callable_name,
     specialise,
     split_call,
@@ -97,8 +99,7 @@ class Dispatcher:
         self._static = static_positions(self._signature, options.pop("static_argnames", ()),
                                         options.pop("static_argnums", ()))
         self._specialised: dict[tuple, Dispatcher] = {}
-        # (argument count, keyword names) -> (child or None, keyword names in order)
-        self._keyword_forms: dict[tuple, tuple[Callable | None, tuple[str, ...]]] = {}
+        self._shapes: dict[tuple, CallShape] = {}   # (argument count, keyword names) ->
         self.options = tuple(check_options(options).items())
         self._has_varargs = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                                 for p in self._signature.parameters.values())
@@ -163,23 +164,17 @@ class Dispatcher:
         return result
 
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[Callable | None, tuple]:
-        """Return (the child dispatcher for this call's form or None for this one, the
-        arguments to pass it). Without static arguments the form depends only on the
-        argument count and the keyword names, so it is bound once per such shape: later
-        calls of that shape only pick the keyword values out in order."""
-        if self._static:
-            key, form, args = split_call(self._signature, self._static, args, kwargs)
-            return (None if form is None else self._specialisation(key, form)), args
-        shape = (len(args), *kwargs)
-        known = self._keyword_forms.get(shape)
-        if known is None:
-            key, form, _ = split_call(self._signature, (), args, kwargs)   # TypeError as Python
-            order = tuple(name for name in self._signature.parameters if name in kwargs)
-            known = (None if form is None else self._specialisation(key, form)), order
-            if len(self._keyword_forms) < MAX_SPECIALISATIONS:
-                self._keyword_forms[shape] = known
-        target, order = known
-        return target, (*args, *map(kwargs.__getitem__, order))
+        """Return (the child dispatcher for this call's form, or None for this one; the
+        arguments to pass). The call is bound once per shape (argument count, keyword
+        names); later calls of that shape only pick their values out."""
+        key = (len(args), *kwargs)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = call_shape(self._signature, self._static, args, kwargs)   # TypeError
+            if len(self._shapes) < MAX_SPECIALISATIONS:
+                self._shapes[key] = shape
+        key, form, args = shape.split(self.fn, args, kwargs)
+        return (None if form is None else self._specialisation(key, form)), args
 
     def _run_python(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         self._stats.count_call("python")
@@ -425,7 +420,8 @@ class Dispatcher:
             if self._has_varargs:
                 return Inspection(self.__qualname__, None, None, "python",
                                   "keyword arguments to a function taking *args/**kwargs")
-            key, form, args = split_call(self._signature, self._static, args, kwargs)
+            key, form, args = split_call(self._signature, self._static, args, kwargs,
+                                         self.fn)
             if form is not None:
                 target = self._specialisation(key, form)
                 if isinstance(target, Dispatcher):

@@ -365,6 +365,26 @@ def test_closure_cells_and_defaults_are_guarded():
         with_defaults.__kwdefaults__["shift"] = [-3.0, 5.0, 5.0, 1.0][step]
 
 
+def test_changed_defaults_of_static_parameters_are_used():
+    def positional(x, n=2):
+        return x * n
+
+    def keyword(x, *, n=2):
+        return x * n
+    f = autoroute(positional, static_argnames=("n",), force="cpu")
+    g = autoroute(keyword, static_argnames=("n",), force="cpu")
+    x = np.arange(3.0)
+    for n in (2, 5, 2.5):
+        positional.__defaults__ = (n,)
+        keyword.__kwdefaults__["n"] = n
+        for _ in range(2):
+            compare_results(f(x), positional(x))
+            compare_results(g(x), keyword(x))
+    positional.__defaults__ = None
+    with pytest.raises(TypeError):
+        f(x)
+
+
 def test_an_equal_value_does_not_retrace_and_the_fast_path_keeps_serving():
     f = autoroute(_global_scale, force="cpu")
     x = np.arange(4.0)
