@@ -117,6 +117,16 @@ def test_static_values_of_different_types_do_not_share_a_specialisation():
         compare_results(g(x, pair), second(x, pair))
 
 
+def test_a_python_int_beyond_int64_does_not_stop_later_calls_compiling():
+    def add(x, k):
+        return x + k
+    x = np.arange(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = assert_calls_match_numpy(add, [(x, 2 ** 70), (x, 3), (x, -4), (x, -(2 ** 64))])
+    assert f.stats()["routes"]["cpu"] == 2
+
+
 # -- callables without a name or code ------------------------------------------------------------
 def test_a_functools_partial_is_compiled():
     f = assert_matches_numpy(functools.partial(np.add, 1.0), np.ones(3))
