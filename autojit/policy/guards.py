@@ -366,12 +366,13 @@ def collect(fn: Any) -> Guards:
         walk = _Walk()
         walk.root(fn)
         # module and instance attributes are found by name: the names of every visited code
-        # object count, so walk again now that they are all known (cheap: seen once each)
-        if walk.attributes:
-            again = _Walk()
-            again.attributes = walk.attributes
-            again.root(fn)
-            walk = again
+        # object count, so walk again until no new name turns up (one more walk, usually)
+        known: set[str] = set()
+        while walk.attributes != known:
+            known = set(walk.attributes)
+            walk = _Walk()
+            walk.attributes = set(known)
+            walk.root(fn)
     except Unguardable:
         raise
     except Exception as exc:  # user objects may raise anything from an attribute read
