@@ -488,3 +488,37 @@ def test_a_self_referencing_global_is_guarded_without_looping():
             compare_results(f(x), x * value)
     finally:
         CYCLE[0] = 2.0
+
+
+INNER = types.ModuleType("autojit_test_inner")
+INNER.VALUE = 2.0
+MIDDLE = types.ModuleType("autojit_test_middle")
+OUTER = types.ModuleType("autojit_test_outer")
+
+
+def _inner_helper(x):
+    return x * INNER.VALUE
+
+
+def _middle_helper(x):
+    return MIDDLE.inner(x) + 1.0
+
+
+MIDDLE.inner = _inner_helper
+OUTER.middle = _middle_helper
+
+
+def _through_modules(x):
+    return OUTER.middle(x)
+
+
+def test_helpers_reached_through_module_attributes_are_guarded():
+    f = autoroute(_through_modules, force="cpu")
+    x = np.arange(3.0)
+    try:
+        for value in (2.0, 2.0, 5.0):
+            INNER.VALUE = value
+            for _ in range(2):
+                compare_results(f(x), x * value + 1.0)
+    finally:
+        INNER.VALUE = 2.0
