@@ -99,7 +99,7 @@ class Dispatcher:
         self._static = static_positions(self._signature, options.pop("static_argnames", ()),
                                         options.pop("static_argnums", ()))
         self._specialised: dict[tuple, Dispatcher] = {}
-        self._shapes: dict[tuple, CallShape] = {}   # (argument count, keyword names) ->
+        self._shapes: dict[tuple, CallShape] = {}   # by (argument count, keyword names)
         self.options = tuple(check_options(options).items())
         self._has_varargs = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                                 for p in self._signature.parameters.values())
@@ -277,16 +277,15 @@ class Dispatcher:
         """Trace on a miss; a miss because the environment changed (an entry's guards
         failed) counts towards MAX_GUARD_RETRACES, beyond which calls run as Python."""
         entries = self._cache.get(signature, ())
-        if any(not entry.guards.hold() for entry in entries):
+        changed = any(not entry.guards.hold() for entry in entries)
+        if changed:
             if self._guard_retraces >= MAX_GUARD_RETRACES:
                 self._note_fallback(f"the globals, closure variables or defaults it reads "
                                     f"changed more than {MAX_GUARD_RETRACES} times (one "
                                     "compile each)")
                 return None, {}
             self._guard_retraces += 1
-            self._stats.add("recompiles", "a global, closure variable, default or helper "
-                            "it reads changed")
-        return self._trace(signature, args, settings)
+        return self._trace(signature, args, settings, changed)
 
     def _lookup(self, signature: Signature, args: tuple) -> tuple[Entry | None, dict] | None:
         """Return (entry, sizes) from the memory cache, (None, {}) when NumPy would raise
@@ -304,10 +303,10 @@ class Dispatcher:
                 return entry, sizes
         return None
 
-    def _trace(self, signature: Signature, args: tuple,
-               settings: Settings) -> tuple[Entry | None, dict]:
+    def _trace(self, signature: Signature, args: tuple, settings: Settings,
+               environment_changed: bool = False) -> tuple[Entry | None, dict]:
         self._stats.add("cache_misses", 1)
-        self._explain_miss(signature)
+        self._explain_miss(signature, environment_changed)
         try:
             guards = collect(self.fn)   # before the trace: the values it is about to read
         except Unguardable as exc:
@@ -355,11 +354,13 @@ class Dispatcher:
         self._cache.setdefault(signature, []).append(entry)
         return entry, sizes
 
-    def _explain_miss(self, signature: Signature) -> None:
+    def _explain_miss(self, signature: Signature, environment_changed: bool = False) -> None:
         previous, self._last_signature = self._last_signature, signature
         if previous is None:
             return
-        if previous == signature:
+        if environment_changed:
+            why = "a global, closure variable, default or helper it reads changed"
+        elif previous == signature:
             why = "a size the function reads (x.shape) changed"
         else:
             names = [p for p in self._signature.parameters]
