@@ -1,8 +1,12 @@
 """Static arguments (``@autoroute(static_argnames=("steps",))``): values the trace sees as
 plain Python objects, so ``for t in range(steps)`` unrolls and ``if mode == "fast"`` picks
 a branch. Each distinct tuple of static values gets its own specialised function (contract
-3: the values of declared static arguments are part of the signature); the other arguments
-are traced and compiled as usual.
+3: the values of declared static arguments are part of the signature, keyed by type and
+value: ``2`` and ``2.0`` are two); the other arguments are traced and compiled as usual.
+
+The same child-function mechanism serves calls passing arguments by keyword (keyword-only
+ones included): each call form (which parameters come by position, which by keyword) gets
+a function of the dynamic arguments taken by position, so every value reaches the trace.
 """
 
 from __future__ import annotations
