@@ -15,7 +15,10 @@
  * them into f.stats()).
  *
  * A Spec is described by a flat tuple of ints built in fastpath.py (see encode_spec there);
- * the layout is parsed once, here, into fixed-size C arrays.
+ * the layout is parsed once, here, into fixed-size C arrays. Its guards (policy/guards.py:
+ * what the trace read from globals, closure cells, defaults, ...) are a tuple of lists
+ * [kind, holder, key, expected], checked by identity on every call; the Python side may
+ * replace ``expected`` by an equal value's object, so they are read from the lists each time.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -24,6 +27,7 @@
 #include <numpy/arrayscalars.h>
 #include <math.h>
 #include <float.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -44,6 +48,9 @@
 
 enum { ARG_ARRAY = 1, ARG_PYFLOAT = 2, ARG_PYINT = 3, ARG_PYBOOL = 4, ARG_NPSCALAR = 5 };
 enum { BUF_ARG = 0, BUF_ALLOC = 1, BUF_CONST = 2 };
+/* guard kinds: the numbers of policy/guards.py */
+enum { G_DICT = 0, G_CELL, G_DEFAULTS, G_KWDEFAULTS, G_LENGTH, G_ITEMS, G_BYTES, G_SET,
+       G_ATTR, G_KINDS };
 
 typedef void (*kernel_fn)(void **data, const int64_t *meta);
 
@@ -94,7 +101,14 @@ typedef struct {
     CallSpec calls[MAX_CALLS];
     int out_alloc[MAX_OUT], out_scalar[MAX_OUT];
     PyArrayObject *consts[MAX_BUFS];   /* borrowed: the Table's keep list holds them */
+    Py_ssize_t nguards;
+    struct Guard *guards;              /* parsed from a tuple of lists the keep list holds */
 } Spec;
+
+typedef struct Guard {        /* one [kind, holder, key, expected] list, parsed */
+    int kind;
+    PyObject *holder, *key, *list;     /* borrowed; expected is read from list[3] each call */
+} Guard;
 
 typedef struct {
     PyObject_HEAD
@@ -108,7 +122,7 @@ typedef struct {
     Spec *specs[MAX_SPECS];
 } Table;
 
-static PyObject *MISS;
+static PyObject *MISS, *ABSENT;
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -253,12 +267,118 @@ static int parse_rest(Reader *r, Spec *s) {
     return 0;
 }
 
-/* Parse (code, constants, addresses) into a new Spec, or set ValueError. */
+/* Return 0 when guards is a tuple of [kind, holder, key, expected] lists whose holders
+ * have the types their kind reads; -1 otherwise. */
+static int check_guards(PyObject *guards) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(guards); i++) {
+        PyObject *g = PyTuple_GET_ITEM(guards, i);
+        if (!PyList_CheckExact(g) || PyList_GET_SIZE(g) != 4) return -1;
+        long kind = PyLong_AsLong(PyList_GET_ITEM(g, 0));
+        if (kind == -1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        PyObject *holder = PyList_GET_ITEM(g, 1), *key = PyList_GET_ITEM(g, 2);
+        int ok = kind == G_DICT ? PyDict_Check(holder)
+               : kind == G_CELL ? PyCell_Check(holder)
+               : kind == G_DEFAULTS || kind == G_KWDEFAULTS ? PyFunction_Check(holder)
+               : kind == G_LENGTH ? PyList_CheckExact(holder) || PyDict_CheckExact(holder)
+               : kind == G_ITEMS ? PyList_CheckExact(holder)
+               : kind == G_BYTES ? PyArray_CheckExact(holder)
+               : kind == G_SET ? PyAnySet_CheckExact(holder)
+               : kind == G_ATTR ? PyUnicode_CheckExact(key) : 0;
+        if (!ok) return -1;
+    }
+    return 0;
+}
+
+/* Return 1 when the guard's holder reads its expected object (identity), 0 otherwise
+ * (MISS: the Python side compares values and retraces or refreshes). Errors are cleared. */
+static inline int guard_holds(int kind, PyObject *holder, PyObject *key, PyObject *expected) {
+    PyObject *now;
+    switch (kind) {
+    case G_DICT:
+        now = PyDict_GetItemWithError(holder, key);
+        if (now == NULL) {
+            if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+            now = ABSENT;
+        }
+        return now == expected;
+    case G_CELL:
+        now = PyCell_GET(holder);
+        return (now == NULL ? ABSENT : now) == expected;
+    case G_DEFAULTS:
+        now = PyFunction_GET_DEFAULTS(holder);
+        return (now == NULL ? Py_None : now) == expected;
+    case G_KWDEFAULTS:
+        now = PyFunction_GET_KW_DEFAULTS(holder);
+        return (now == NULL ? Py_None : now) == expected;
+    case G_LENGTH: {
+        Py_ssize_t n = PyList_CheckExact(holder) ? PyList_GET_SIZE(holder)
+                                                 : PyDict_GET_SIZE(holder);
+        if (!PyLong_CheckExact(expected)) return 0;
+        Py_ssize_t want = PyLong_AsSsize_t(expected);
+        if (want == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        return want == n;
+    }
+    case G_ITEMS: {
+        Py_ssize_t n = PyList_GET_SIZE(holder);
+        if (!PyTuple_CheckExact(expected) || PyTuple_GET_SIZE(expected) != n) return 0;
+        for (Py_ssize_t k = 0; k < n; k++)
+            if (PyList_GET_ITEM(holder, k) != PyTuple_GET_ITEM(expected, k)) return 0;
+        return 1;
+    }
+    case G_BYTES: {
+        PyArrayObject *a = (PyArrayObject *)holder;
+        return PyBytes_CheckExact(expected) && PyArray_IS_C_CONTIGUOUS(a) &&
+               PyArray_NBYTES(a) == PyBytes_GET_SIZE(expected) &&
+               memcmp(PyArray_DATA(a), PyBytes_AS_STRING(expected),
+                      (size_t)PyArray_NBYTES(a)) == 0;
+    }
+    case G_SET: {
+        int same = PyObject_RichCompareBool(holder, expected, Py_EQ);
+        if (same < 0) PyErr_Clear();
+        return same == 1;
+    }
+    case G_ATTR:
+        now = PyObject_GetAttr(holder, key);
+        if (now == NULL) { PyErr_Clear(); now = Py_NewRef(ABSENT); }
+        Py_DECREF(now);
+        return now == expected;
+    }
+    return 0;
+}
+
+/* Return 1 when every parsed guard holds. */
+static int guards_hold(const Guard *g, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!guard_holds(g[i].kind, g[i].holder, g[i].key, PyList_GET_ITEM(g[i].list, 3)))
+            return 0;
+    return 1;
+}
+
+/* Return a new array of the parsed guards of a checked tuple (NULL: no memory, or n 0). */
+static Guard *parse_guards(PyObject *guards) {
+    Py_ssize_t n = PyTuple_GET_SIZE(guards);
+    Guard *g = n ? PyMem_Calloc((size_t)n, sizeof(Guard)) : NULL;
+    if (n && g == NULL) { PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *list = PyTuple_GET_ITEM(guards, i);
+        g[i].kind = (int)PyLong_AsLong(PyList_GET_ITEM(list, 0));
+        g[i].holder = PyList_GET_ITEM(list, 1);
+        g[i].key = PyList_GET_ITEM(list, 2);
+        g[i].list = list;
+    }
+    return g;
+}
+
+/* Parse (code, constants, addresses, guards) into a new Spec, or set ValueError. */
 static Spec *parse_spec(PyObject *item, PyObject *keep) {
-    PyObject *code, *consts, *addresses;
-    if (!PyArg_ParseTuple(item, "O!O!O!", &PyTuple_Type, &code, &PyTuple_Type, &consts,
-                          &PyTuple_Type, &addresses))
+    PyObject *code, *consts, *addresses, *guards;
+    if (!PyArg_ParseTuple(item, "O!O!O!O!", &PyTuple_Type, &code, &PyTuple_Type, &consts,
+                          &PyTuple_Type, &addresses, &PyTuple_Type, &guards))
         return NULL;
+    if (check_guards(guards) < 0) {
+        PyErr_SetString(PyExc_ValueError, "malformed fast-path guards");
+        return NULL;
+    }
     Spec *s = PyMem_Calloc(1, sizeof(Spec));
     if (s == NULL) { PyErr_NoMemory(); return NULL; }
     Reader r = {code, 0, PyTuple_GET_SIZE(code), 0};
@@ -289,6 +409,13 @@ static Spec *parse_spec(PyObject *item, PyObject *keep) {
     if (bad) {
         PyMem_Free(s);
         PyErr_SetString(PyExc_ValueError, "malformed fast-path spec");
+        return NULL;
+    }
+    s->nguards = PyTuple_GET_SIZE(guards);
+    s->guards = parse_guards(guards);
+    if ((s->nguards && s->guards == NULL) || PyList_Append(keep, guards) < 0) {
+        PyMem_Free(s->guards);
+        PyMem_Free(s);
         return NULL;
     }
     return s;
@@ -325,7 +452,8 @@ static int store_scalar(const Spec *s, const ScalSpec *c, PyObject *args,
                         const long long *sizes, void *out) {
     if (c->from_sizes) {
         long long v = 1;
-        for (int k = 0; k < c->count; k++) v *= sizes[c->syms[k]];
+        for (int k = 0; k < c->count; k++)
+            if (__builtin_mul_overflow(v, sizes[c->syms[k]], &v)) return -1;
         return store_int(c->type_num, v, out);
     }
     PyObject *o = PyTuple_GET_ITEM(args, c->arg);
@@ -401,7 +529,7 @@ static long long bind(const Spec *s, PyObject *args, long long *sizes) {
         }
         if (y->nonempty && v == 0) return -1;
         sizes[i] = v;
-        product *= v;
+        if (__builtin_mul_overflow(product, v, &product)) return -1;  /* NumPy's sizes */
     }
     return s->single >= 0 ? sizes[s->single] : product;
 }
@@ -411,9 +539,10 @@ static long long loop_work(const CallSpec *c, const long long *sizes, int64_t *m
     long long work = 1;
     for (int i = 0; i < c->nloop; i++) {
         long long v = 1;
-        for (int k = 0; k < c->loops[i].count; k++) v *= sizes[c->loops[i].syms[k]];
+        for (int k = 0; k < c->loops[i].count; k++)
+            if (__builtin_mul_overflow(v, sizes[c->loops[i].syms[k]], &v)) return LLONG_MAX;
         meta[i] = v;
-        work *= v;
+        if (__builtin_mul_overflow(work, v, &work)) return LLONG_MAX;
     }
     return work;
 }
@@ -443,6 +572,7 @@ static PyObject *run_spec(Table *t, const Spec *s, PyObject *args) {
     if (PyTuple_GET_SIZE(args) != s->nargs) return MISS;
     for (int i = 0; i < s->nargs; i++)
         if (match_arg(&s->args[i], PyTuple_GET_ITEM(args, i))) return MISS;
+    if (s->nguards && !guards_hold(s->guards, s->nguards)) return MISS;
     long long sizes[MAX_SYMS];
     long long n = bind(s, args, sizes);
     if (n < 0 || n >= t->n_limit) return MISS;
@@ -452,7 +582,9 @@ static PyObject *run_spec(Table *t, const Spec *s, PyObject *args) {
     long long work = 0;
     for (int c = 0; c < s->ncalls; c++) {
         const CallSpec *call = &s->calls[c];
-        work += loop_work(call, sizes, meta[c]);
+        long long calls_work = loop_work(call, sizes, meta[c]);
+        if (calls_work > t->work_limit) return MISS;
+        work += calls_work;
         for (int i = 0; i < call->nscal; i++)
             if (store_scalar(s, &call->scal[i], args, sizes, &holders[c][i])) return MISS;
     }
@@ -538,7 +670,10 @@ static PyObject *table_vectorcall(PyObject *self, PyObject *const *argv, size_t 
 /* ---- the Table type ----------------------------------------------------------------- */
 
 static void table_dealloc(Table *t) {
-    for (int i = 0; i < t->nspecs; i++) PyMem_Free(t->specs[i]);
+    for (int i = 0; i < t->nspecs; i++) {
+        PyMem_Free(t->specs[i]->guards);
+        PyMem_Free(t->specs[i]);
+    }
     Py_XDECREF(t->overrides); Py_XDECREF(t->env); Py_XDECREF(t->router);
     Py_XDECREF(t->counter); Py_XDECREF(t->keep);
     Py_TYPE(t)->tp_free((PyObject *)t);
@@ -611,7 +746,31 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_guards_hold(PyObject *mod, PyObject *guards) {
+    if (!PyTuple_CheckExact(guards) || check_guards(guards) < 0) {
+        PyErr_SetString(PyExc_TypeError, "guards_hold(a tuple of [kind, holder, key, "
+                        "expected] lists)");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(guards); i++) {
+        PyObject *g = PyTuple_GET_ITEM(guards, i);
+        if (!guard_holds((int)PyLong_AsLong(PyList_GET_ITEM(g, 0)), PyList_GET_ITEM(g, 1),
+                         PyList_GET_ITEM(g, 2), PyList_GET_ITEM(g, 3)))
+            Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyObject *set_absent(PyObject *mod, PyObject *absent) {
+    Py_XSETREF(ABSENT, Py_NewRef(absent));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"guards_hold", py_guards_hold, METH_O,
+     "guards_hold(guards): True when every guard reads its expected object (identity)"},
+    {"set_absent", set_absent, METH_O,
+     "set_absent(obj): the object guards expect where a dict key or cell is missing"},
     {"configure", configure, METH_VARARGS,
      "configure(overrides_var, config_globals, route_globals, logger_cache): where the gate "
      "reads the config() overrides, the environment settings, the router and the log level"},
@@ -630,6 +789,7 @@ PyMODINIT_FUNC PyInit_fastcall(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     MISS = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    ABSENT = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);   /* until set_absent */
     s_env = PyUnicode_InternFromString("_environment_settings");
     s_router = PyUnicode_InternFromString("_ROUTER");
     s_debug = PyLong_FromLong(10);   /* logging.DEBUG */

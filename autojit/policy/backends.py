@@ -330,7 +330,40 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
         sizes.setdefault(symbol, value)   # sizes the code itself fixed (np.zeros(3))
     if any(sizes[s] == 0 for s in plan.graph.nonempty):
         return None
+    if sizes:   # a bound from the largest size and rank first: the usual call stops there
+        _, rank, literal = plan.schedule_cache.get("value_shapes") or _value_shapes(plan)
+        if max(max(sizes.values()), literal) ** rank > _MAX_ELEMENTS and _too_big(plan, sizes):
+            return None   # NumPy raises ValueError ("iterator is too large", "array is too big")
     return sizes
+
+
+#: NumPy refuses arrays (and broadcasts) of more bytes than an npy_intp holds
+_MAX_BYTES = (1 << 63) - 1
+_MAX_ELEMENTS = _MAX_BYTES // 16      # no value can be too big below this many elements
+
+
+def _value_shapes(plan: Plan) -> tuple[list, int, int]:
+    """Return (the distinct (itemsize, shape) of the plan's values, their largest rank,
+    their largest literal size), computed once per plan."""
+    found = plan.schedule_cache.get("value_shapes")
+    if found is None:
+        shapes = sorted({(node.type.dtype.itemsize, node.type.shape)
+                         for node in plan.graph.nodes if node.type.shape}, key=repr)
+        rank = max((len(shape) for _, shape in shapes), default=0)
+        literal = max((d for _, shape in shapes for d in shape if d.__class__ is int),
+                      default=1)
+        found = plan.schedule_cache["value_shapes"] = (shapes, rank, literal)
+    return found
+
+
+def _too_big(plan: Plan, sizes: dict[str, int]) -> bool:
+    """Return True when a value of the plan (an argument's broadcast with another, an
+    intermediate, a result) has more bytes than NumPy can address: NumPy raises then."""
+    for itemsize, shape in _value_shapes(plan)[0]:
+        if math.prod(sizes.get(d, 1) if d.__class__ is str else d for d in shape) \
+                * max(itemsize, 1) > _MAX_BYTES:
+            return True
+    return False
 
 
 def _view_source(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, int],

@@ -116,6 +116,7 @@ class _Walk:
         self.seen: set[int] = set()
         self.origins: list[tuple[str, int]] = []
         self.budget = _MAX_ITEMS
+        self.open: set[int] = set()      # containers being fed (one inside itself: a cycle)
 
     def feed(self, *parts: object) -> None:
         for part in parts:
@@ -173,17 +174,16 @@ class _Walk:
         kind = type(value)
         if kind in _SCALARS:
             self.feed(kind.__name__, repr(value))
-        elif kind in (tuple, list):
+        elif kind in (tuple, list, dict):
+            if id(value) in self.open:
+                raise Unkeyable(f"{label}: a {kind.__name__} that contains itself")
+            self.open.add(id(value))
             self.spend(len(value))
             self.feed(kind.__name__, len(value))
-            for item in value:
-                self.value(item, names, label)
-        elif kind is dict:
-            self.spend(len(value))
-            self.feed("dict", len(value))
-            for key, item in value.items():
-                self.value(key, names, label)
-                self.value(item, names, label)
+            for item in (value.items() if kind is dict else value):
+                for part in (item if kind is dict else (item,)):
+                    self.value(part, names, label)
+            self.open.discard(id(value))
         elif kind in (set, frozenset):
             self.spend(len(value))
             if not all(type(item) in _SCALARS for item in value):

@@ -7,6 +7,7 @@ import inspect as pyinspect
 import logging
 import threading
 import time
+import types
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from autojit.policy.backends import (
 )
 from autojit.policy.config import Settings, check_options, current_settings
 from autojit.policy.fastpath import MISS, FastPath
+from autojit.policy.guards import NO_GUARDS, Guards, Unguardable, collect
 from autojit.policy.observe import log_decision
 from autojit.policy.registry import register
 from autojit.policy.route import Router, choose_route, current_router
@@ -38,14 +40,23 @@ from autojit.policy.rules import BucketState, Decision, cpu_rerun
 from autojit.policy.signature import Signature, describe_argument, signature_of
 from autojit.policy.static_args import (
     MAX_SPECIALISATIONS,
+    CallForm,
+    CallShape,
+    call_shape,
+    callable_name,
     specialise,
     split_call,
     static_positions,
 )
 from autojit.policy.stats import FunctionStats, transfer_counts
 from autojit.tracer import trace_function
+from autojit.tracer.state import CURRENT_TRACE
 
 _LOGGER = logging.getLogger("autojit")
+#: traces after a guard failed (a global, closure cell or default changed) before a function
+#: runs as plain Python for environments it has not seen: one that changes every call
+#: (a counter) would otherwise compile on every call
+MAX_GUARD_RETRACES = 16
 BACKENDS: dict[str, Backend] = {"cpu": CpuBackend(), "gpu": GpuBackend()}
 
 
@@ -59,6 +70,23 @@ class Entry:
     programs: dict[str, list[Any]] = field(default_factory=dict)
     routing: Any = field(default=None, compare=False, repr=False)   # route.RouteTable
     disk: Any = field(default=None, compare=False, repr=False)  # disk_cache.DiskSlot or None
+    # what the trace read besides the arguments (globals, cells, defaults, helpers): the
+    # entry answers only while they hold (policy/guards.py)
+    guards: Guards = field(default=NO_GUARDS, compare=False, repr=False)
+
+
+def _signature_of_callable(fn: Callable) -> pyinspect.Signature:
+    """Return ``fn``'s signature; ``(*args, **kwargs)`` for a callable that has none that
+    Python can tell (some builtins): positional calls are traced, keyword calls run it
+    as it is. TypeError for what is not callable at all."""
+    if not callable(fn):
+        raise TypeError(f"autoroute needs a callable, not {type(fn).__name__}")
+    try:
+        return pyinspect.signature(fn)
+    except (TypeError, ValueError):
+        kinds = pyinspect.Parameter
+        return pyinspect.Signature([kinds("args", kinds.VAR_POSITIONAL),
+                                    kinds("kwargs", kinds.VAR_KEYWORD)])
 
 
 class Dispatcher:
@@ -67,21 +95,32 @@ class Dispatcher:
     def __init__(self, fn: Callable, options: dict[str, Any], registered: bool = True) -> None:
         self.fn = fn
         options = dict(options)
-        self._signature = pyinspect.signature(fn)
+        self._signature = _signature_of_callable(fn)
         self._static = static_positions(self._signature, options.pop("static_argnames", ()),
                                         options.pop("static_argnums", ()))
         self._specialised: dict[tuple, Dispatcher] = {}
+        self._shapes: dict[tuple, CallShape] = {}   # by (argument count, keyword names)
         self.options = tuple(check_options(options).items())
         self._has_varargs = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                                 for p in self._signature.parameters.values())
+        # calls that must be bound first: static values, or a keyword-only argument that has
+        # no default (a call without it raises Python's TypeError, not a failed trace)
+        self._bind_always = bool(self._static) or any(
+            p.kind is p.KEYWORD_ONLY and p.default is p.empty
+            for p in self._signature.parameters.values())
         self._cache: dict[Signature, list[Entry]] = {}
         self._lock = threading.RLock()
         self._warned = False
         self._stats = FunctionStats()
         self._last_signature: Signature | None = None
+        self._guard_retraces = 0
         self._fastpath = FastPath()   # repeat calls served natively (policy/fastpath.py)
         self._fast: Any = None        # its native table, once a signature is armed
-        functools.update_wrapper(self, fn)
+        # a function's attributes are copied as any decorator does; a callable object's
+        # (an instance's own state: ``options``, ``fn``, ...) would overwrite the Dispatcher's
+        functools.update_wrapper(self, fn, updated=functools.WRAPPER_UPDATES
+                                 if isinstance(fn, types.FunctionType) else ())
+        self.__qualname__ = callable_name(fn)   # a partial has none to copy
         if registered:
             register(self)
 
@@ -92,16 +131,23 @@ class Dispatcher:
             result = fast(args)
             if result is not MISS:
                 return result
-        if self._static:
-            static, dynamic = split_call(self._signature, self._static, args, kwargs)
-            return self._specialisation(static)(*dynamic)
-        settings = current_settings(self.options)
-        if settings.disable:
-            return self._run_python(args, kwargs)
-        if kwargs:
+        if CURRENT_TRACE.get() is not None:
+            # called by a function being traced: its body joins that trace (the arguments
+            # are the tracer's proxies, not arrays: no fallback of its own to note)
+            return self.fn(*args, **kwargs)
+        if kwargs or self._bind_always:
             if self._has_varargs:
                 return self._run_python(args, kwargs)
-            args = self._signature.bind(*args, **kwargs).args
+            target, args = self._bind(args, kwargs)
+            if target is not None:
+                return target(*args)
+            if fast is not None:
+                result = fast(args)
+                if result is not MISS:
+                    return result
+        settings = current_settings(self.options)
+        if settings.disable:
+            return self._run_python(args, {})
         entry, sizes = self._entry_for(args, settings)
         if entry is None or entry.plan is None:
             return self._run_python(args, {})
@@ -116,6 +162,19 @@ class Dispatcher:
         if decision.route == "cpu" and not (decision.to_device or decision.fetch_inputs):
             self._fastpath.after_cpu_call(self, entry, settings, n)
         return result
+
+    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[Callable | None, tuple]:
+        """Return (the child dispatcher for this call's form, or None for this one; the
+        arguments to pass). The call is bound once per shape (argument count, keyword
+        names); later calls of that shape only pick their values out."""
+        key = (len(args), *kwargs)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = call_shape(self._signature, self._static, args, kwargs)   # TypeError
+            if len(self._shapes) < MAX_SPECIALISATIONS:
+                self._shapes[key] = shape
+        key, form, args = shape.split(self.fn, args, kwargs)
+        return (None if form is None else self._specialisation(key, form)), args
 
     def _run_python(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         self._stats.count_call("python")
@@ -168,35 +227,39 @@ class Dispatcher:
         self._stats.add_transfers(*transfer_counts(args, result, "cpu", decision, gpu))
         return result
 
-    def _specialisation(self, static: tuple) -> Callable:
-        """Return the function for these static values: a Dispatcher of its own (sharing
-        this one's stats), or beyond MAX_SPECIALISATIONS the plain Python function."""
-        found = self._specialised.get(static)
+    def _specialisation(self, key: Any, form: CallForm) -> Callable:
+        """Return the function for calls of this form (static values, keyword arguments): a
+        Dispatcher of its own (sharing this one's stats), or beyond MAX_SPECIALISATIONS the
+        plain Python function."""
+        found = self._specialised.get(key)
         if found is not None:
             return found
         with self._lock:
-            if static not in self._specialised:
+            if key not in self._specialised:
                 if len(self._specialised) >= MAX_SPECIALISATIONS:
                     self._note_fallback(f"more than {MAX_SPECIALISATIONS} distinct values of "
-                                        "the static arguments (one compile each)")
-                    return functools.partial(self._run_python_static, static)
-                fn = specialise(self.fn, self._signature, self._static, static)
+                                        "the static arguments or keyword-argument forms "
+                                        "(one compile each)")
+                    return functools.partial(self._run_python_static, form)
+                fn = specialise(self.fn, self._signature, form)
                 found = Dispatcher(fn, dict(self.options), registered=False)
                 found._stats = self._stats
-                self._specialised[static] = found
-            return self._specialised[static]
+                self._specialised[key] = found
+            return self._specialised[key]
 
-    def _run_python_static(self, static: tuple, *dynamic: Any) -> Any:
+    def _run_python_static(self, form: CallForm, *dynamic: Any) -> Any:
         self._stats.count_call("python")
-        return specialise(self.fn, self._signature, self._static, static)(*dynamic)
+        return specialise(self.fn, self._signature, form)(*dynamic)
 
     # -- cache -------------------------------------------------------------------------------
     def _entry_for(self, args: tuple, settings: Settings) -> tuple[Entry | None, dict]:
         """Return the entry for these arguments (tracing on a miss) and the size values."""
         signature = signature_of(args)
         if signature is None:
-            self._note_fallback("an argument is not a NumPy array or scalar of a supported "
-                                "dtype (bool, int8-64, uint8-64, float32, float64)")
+            self._note_fallback("an argument is not a NumPy array (exactly ndarray: "
+                                "subclasses such as np.matrix or masked arrays run as they "
+                                "are) or scalar of a supported dtype (bool, int8-64, "
+                                "uint8-64, float32, float64)")
             return None, {}
         found = self._lookup(signature, args)
         if found is not None:
@@ -207,12 +270,29 @@ class Dispatcher:
             if found is not None:
                 self._stats.add("cache_hits", 1)
                 return self._recheck_fallback(found, settings)
-            return self._trace(signature, args, settings)
+            return self._trace_guarded(signature, args, settings)
+
+    def _trace_guarded(self, signature: Signature, args: tuple,
+                       settings: Settings) -> tuple[Entry | None, dict]:
+        """Trace on a miss; a miss because the environment changed (an entry's guards
+        failed) counts towards MAX_GUARD_RETRACES, beyond which calls run as Python."""
+        entries = self._cache.get(signature, ())
+        changed = any(not entry.guards.hold() for entry in entries)
+        if changed:
+            if self._guard_retraces >= MAX_GUARD_RETRACES:
+                self._note_fallback(f"the globals, closure variables or defaults it reads "
+                                    f"changed more than {MAX_GUARD_RETRACES} times (one "
+                                    "compile each)")
+                return None, {}
+            self._guard_retraces += 1
+        return self._trace(signature, args, settings, changed)
 
     def _lookup(self, signature: Signature, args: tuple) -> tuple[Entry | None, dict] | None:
         """Return (entry, sizes) from the memory cache, (None, {}) when NumPy would raise
         for these arguments, or None on a miss."""
         for entry in self._cache.get(signature, ()):
+            if entry.guards.checks and not entry.guards.hold():
+                continue   # traced under other globals / cells / defaults
             if entry.plan is None:
                 return entry, {}
             sizes = bind_sizes(entry.plan, args)
@@ -223,23 +303,31 @@ class Dispatcher:
                 return entry, sizes
         return None
 
-    def _trace(self, signature: Signature, args: tuple,
-               settings: Settings) -> tuple[Entry | None, dict]:
+    def _trace(self, signature: Signature, args: tuple, settings: Settings,
+               environment_changed: bool = False) -> tuple[Entry | None, dict]:
         self._stats.add("cache_misses", 1)
-        self._explain_miss(signature)
+        self._explain_miss(signature, environment_changed)
+        try:
+            guards = collect(self.fn)   # before the trace: the values it is about to read
+        except Unguardable as exc:
+            entry = Entry(signature, None, str(exc))
+            self._cache.setdefault(signature, []).append(entry)
+            self._note_fallback(str(exc))
+            return entry, {}
         slot = disk_cache.open_slot(self.fn, self.__qualname__, signature, settings)
-        found = self._load_from_disk(slot, signature, args)
+        found = self._load_from_disk(slot, signature, args, guards)
         if found is not None:
             return found
         started = time.perf_counter()
         try:
             graph = trace_function(self.fn, args, self.__qualname__)
             contiguous = [bool(k[0] in "ag" and k[4]) for k in signature]
-            entry = Entry(signature, plan_kernels(graph, contiguous, settings.fusion_max_ops))
+            entry = Entry(signature, plan_kernels(graph, contiguous, settings.fusion_max_ops),
+                          guards=guards)
         except BroadcastError:
             return None, {}
         except TraceError as exc:
-            entry = Entry(signature, None, str(exc))
+            entry = Entry(signature, None, str(exc), guards=guards)
             self._note_fallback(str(exc))
         self._stats.add("compile_seconds", time.perf_counter() - started)
         if slot is not None and entry.plan is not None:
@@ -253,7 +341,7 @@ class Dispatcher:
         return entry, sizes
 
     def _load_from_disk(self, slot: disk_cache.DiskSlot | None, signature: Signature,
-                        args: tuple) -> tuple[Entry, dict] | None:
+                        args: tuple, guards: Guards) -> tuple[Entry, dict] | None:
         """Return (entry, sizes) for a plan the disk cache holds (no trace), or None."""
         if slot is None:
             return None
@@ -262,15 +350,17 @@ class Dispatcher:
         if found is None:
             return None
         plan, sizes, slot = found
-        entry = Entry(signature, plan, disk=slot)
+        entry = Entry(signature, plan, disk=slot, guards=guards)
         self._cache.setdefault(signature, []).append(entry)
         return entry, sizes
 
-    def _explain_miss(self, signature: Signature) -> None:
+    def _explain_miss(self, signature: Signature, environment_changed: bool = False) -> None:
         previous, self._last_signature = self._last_signature, signature
         if previous is None:
             return
-        if previous == signature:
+        if environment_changed:
+            why = "a global, closure variable, default or helper it reads changed"
+        elif previous == signature:
             why = "a size the function reads (x.shape) changed"
         else:
             names = [p for p in self._signature.parameters]
@@ -327,15 +417,18 @@ class Dispatcher:
     def inspect(self, *args: Any, **kwargs: Any) -> Any:
         """Return an Inspection of every stage for these arguments (nothing is run)."""
         from autojit.inspect.inspection import Inspection
-        if self._static:
-            static, dynamic = split_call(self._signature, self._static, args, kwargs)
-            target = self._specialisation(static)
-            if isinstance(target, Dispatcher):
-                return target.inspect(*dynamic)
-            return Inspection(self.__qualname__, None, None, "python",
-                              f"more than {MAX_SPECIALISATIONS} static specialisations")
-        if kwargs:
-            args = self._signature.bind(*args, **kwargs).args
+        if kwargs or self._bind_always:
+            if self._has_varargs:
+                return Inspection(self.__qualname__, None, None, "python",
+                                  "keyword arguments to a function taking *args/**kwargs")
+            key, form, args = split_call(self._signature, self._static, args, kwargs,
+                                         self.fn)
+            if form is not None:
+                target = self._specialisation(key, form)
+                if isinstance(target, Dispatcher):
+                    return target.inspect(*args)
+                return Inspection(self.__qualname__, None, None, "python",
+                                  f"more than {MAX_SPECIALISATIONS} static specialisations")
         settings = current_settings(self.options)
         entry, sizes = self._entry_for(args, settings)
         if entry is None:

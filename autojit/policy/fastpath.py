@@ -3,9 +3,11 @@
 After a normal CPU call the dispatcher may *arm* the call's compiled entry: its plan is
 encoded (:func:`encode_spec`) for the native ``Table`` of ``autojit/_native/fastcall.c``,
 which then serves later calls by itself — it checks each argument (exact type, dtype,
-ndim, layout, the size equalities of the plan, Python scalar ranges), allocates the
-outputs, packs ``(data, meta)`` and calls the kernel. Anything it is not sure of returns
-``MISS`` and the full path runs, so the fast path can make a call slower, never different.
+ndim, layout, the size equalities of the plan, Python scalar ranges) and the entry's
+guards (the globals, closure cells and defaults the trace read: policy/guards.py, by
+identity), allocates the outputs, packs ``(data, meta)`` and calls the kernel. Anything
+it is not sure of returns ``MISS`` and the full path runs, so the fast path can make a call
+slower, never different.
 
 An entry is armed only when the full path could not have chosen anything else:
 
@@ -155,8 +157,11 @@ def _call_codes(call: Any, kernel: Any, argument_count: int, allocations: int,
     return codes
 
 
-def encode_spec(plan: Any, signature: tuple, addresses: Sequence[int]) -> tuple:
-    """Return ``(codes, constants, addresses)``, the native form of a plan of kernels only.
+def encode_spec(plan: Any, signature: tuple, addresses: Sequence[int],
+                guards: tuple = ()) -> tuple:
+    """Return ``(codes, constants, addresses, guards)``, the native form of a plan of
+    kernels only; ``guards`` are the entry's ``Guards.checks`` (policy/guards.py), which
+    the native table checks by identity on every call.
 
     ``codes`` lists, in order: counts (arguments, symbols, element-count rule, allocations,
     constants, kernel calls, outputs, tuple flag); 5 ints per argument; per symbol its
@@ -188,7 +193,7 @@ def encode_spec(plan: Any, signature: tuple, addresses: Sequence[int]) -> tuple:
               len(schedule.constants), len(plan.kernels), len(schedule.outputs),
               int(schedule.output_tuple)]
     return (tuple(header + codes), tuple(schedule.constants),
-            tuple(int(a) for a in addresses))
+            tuple(int(a) for a in addresses), tuple(guards))
 
 
 def _same(gate: tuple, other: tuple) -> bool:
@@ -249,7 +254,8 @@ class FastPath:
             if any(key[0] not in ("a", "py", "np") for key in entry.signature):
                 raise Unsupported("GPU arguments")
             programs = dispatcher.programs(entry, "cpu")
-            spec = encode_spec(entry.plan, entry.signature, [p.address for p in programs])
+            spec = encode_spec(entry.plan, entry.signature, [p.address for p in programs],
+                               entry.guards.checks)
             _native.Table((), None, None, _SCRATCH, (spec,), 0, 0, 0)   # validates it
         except (Unsupported, ValueError, AttributeError, TypeError) as exc:
             _LOGGER.debug("%s: no fast path for %s: %s", dispatcher.__qualname__,

@@ -69,7 +69,12 @@ class OutputPool:
             self.clear()
             return np.empty(shape, dtype)
         size = -(-nbytes // _PAGE) * _PAGE
-        block = self._take(size)
+        try:
+            block = self._take(size)
+        except (OSError, OverflowError, ValueError):
+            # the system cannot map it (ENOMEM) or the size does not fit: NumPy's own
+            # allocation then raises what NumPy raises (MemoryError "Unable to allocate")
+            return np.empty(shape, dtype)
         array = np.ndarray(shape, dtype, buffer=block)      # base: the block itself
         weakref.finalize(array, self._give_back, block)
         return array

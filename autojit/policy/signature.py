@@ -13,10 +13,25 @@ Signature = tuple
 ('py', type name) for Python scalars, ('np', dtype) for NumPy scalars."""
 
 _PYTHON_SCALARS = {float: ("py", "float"), int: ("py", "int"), bool: ("py", "bool")}
+_PY_INT = _PYTHON_SCALARS[int]
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # A dict lookup answers the common dtypes in ~50 ns (``is_supported`` compares against each
 # supported dtype: ~1.5 us); map() with bound methods avoids a generator per call.
 _SUPPORTED_CHARS = {dtype: dtype.char for dtype in SUPPORTED_DTYPES}
 _IS_ONE = (1).__eq__
+
+#: Array types compiled as plain arrays. Exactly ``np.ndarray``, not its subclasses: a
+#: subclass may override operators, ``__array_ufunc__`` or ``__array_function__`` (np.matrix's
+#: ``*`` is a matrix product, masked arrays carry a mask) and the compiled kernels would
+#: silently compute the plain-array answer; such arguments run as plain Python. Subclasses
+#: known to behave exactly like ndarray join with :func:`register_array_type`.
+ARRAY_TYPES: set[type] = {np.ndarray}
+
+
+def register_array_type(kind: type) -> type:
+    """Declare the ndarray subclass ``kind`` safe to compile as a plain array; return it."""
+    ARRAY_TYPES.add(kind)
+    return kind
 
 
 def is_cupy_array(value: Any) -> bool:
@@ -42,11 +57,15 @@ def argument_key(value: Any) -> tuple | None:
     """Return the signature entry of one argument, or None if autojit cannot compile it."""
     scalar = _PYTHON_SCALARS.get(type(value))
     if scalar is not None:
+        if scalar is _PY_INT and not _INT64_MIN <= value <= _INT64_MAX:
+            return None   # this call runs as Python; later int64-sized calls still compile
         return scalar
-    if isinstance(value, np.ndarray):
+    kind = type(value)
+    if kind in ARRAY_TYPES:
         return _array_key("a", value)
     if isinstance(value, np.generic):
-        return ("np", value.dtype.char) if is_supported(value.dtype) else None
+        dtype = value.dtype
+        return ("np", dtype.char) if kind is dtype.type and is_supported(dtype) else None
     if is_cupy_array(value):
         return _array_key("g", value)
     return None

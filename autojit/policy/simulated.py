@@ -32,6 +32,7 @@ from autojit.policy.costmodel import (
 from autojit.policy.devices import Load, map_results
 from autojit.policy.route import Router
 from autojit.policy.rules import Decision
+from autojit.policy.signature import register_array_type
 
 SIM_CPU = DeviceParams(overhead_s=4e-6, launch_s=1e-6, bandwidth=8e9, flop_rate=3e9)
 SIM_GPU = DeviceParams(overhead_s=20e-6, launch_s=6e-6, bandwidth=4e11, flop_rate=2e12,
@@ -69,8 +70,10 @@ class SimulatedClock:
         self.now += seconds
 
 
+@register_array_type
 class DeviceArray(np.ndarray):
-    """A NumPy array standing for data in the simulated GPU's memory."""
+    """A NumPy array standing for data in the simulated GPU's memory (it overrides nothing:
+    safe to compile as a plain array)."""
 
 
 class _FailingBackend(CpuBackend):
