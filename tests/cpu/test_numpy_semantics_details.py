@@ -1,0 +1,161 @@
+"""Per-op NumPy details that only special values show: zero signs and NaN signs of
+maximum/minimum/fmax/fmin/clip (on the CPU and through the CUDA C emulation), dtype=
+arguments of var/std/mean, astype's casting= and copy=, FP error state, product order and
+the libm functions the JIT binds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+from oracle import assert_calls_match_numpy, assert_matches_numpy, assert_same_value
+
+from autojit import autoroute
+from autojit.fuse.builder import KernelBuilder
+from autojit.ir.ops import Op
+
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+INTS = tuple(np.dtype(t) for t in ("int8", "int16", "int32", "int64",
+                                   "uint8", "uint16", "uint32", "uint64"))
+
+
+def special_values(dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
+    """NaN of both signs, ±inf, ±0, subnormals, extremes, and a few seeded ordinary values."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return np.array([False, True])
+    if dtype.kind == "f":
+        fi = np.finfo(dtype)
+        values = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, fi.smallest_subnormal,
+                  -fi.smallest_subnormal, fi.tiny, fi.max, -fi.max, 1.0, -1.0]
+        values += list(rng.standard_normal(3))
+        return np.array(values).astype(dtype)
+    ii = np.iinfo(dtype)
+    values = [ii.min, ii.max, 0, 1, ii.max - 1] + ([-1] if dtype.kind == "i" else [])
+    values += list(rng.integers(ii.min, ii.max, 3, dtype=dtype, endpoint=True))
+    return np.array([int(v) for v in values], dtype=dtype)
+
+
+def vector_loop_answer(ufunc: np.ufunc, *operands: np.ndarray) -> np.ndarray:
+    """NumPy's answer where its vector loop computes every element: on operands broadcast
+    and padded to a multiple of 64 elements. fmax/fmin ties (0.0 vs -0.0) are answered by
+    position in NumPy (its scalar remainder loop differs from its vector loop)."""
+    columns = [np.ascontiguousarray(c) for c in np.broadcast_arrays(*operands)]
+    size = columns[0].size
+    padded = [np.concatenate([c, np.resize(c, -size % 64 or 64)]) for c in columns]
+    return ufunc(*padded)[:size]
+
+
+def _pairs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.repeat(values, values.size), np.tile(values, values.size)
+
+
+# -- maximum / minimum / fmax / fmin ----------------------------------------------------
+@pytest.mark.parametrize("ufunc", [np.maximum, np.minimum], ids=lambda u: u.__name__)
+@pytest.mark.parametrize("dtype", (*FLOATS, *INTS, np.dtype(bool)), ids=str)
+def test_maximum_minimum_match_numpy_on_special_values(ufunc: np.ufunc,
+                                                        dtype: np.dtype) -> None:
+    rng = np.random.default_rng(15)
+    a, b = _pairs(special_values(dtype, rng))
+    assert_matches_numpy(lambda x, y: ufunc(x, y), a, b)
+    assert_matches_numpy(lambda x, y: ufunc(x, y), a[::-1].copy(), b)   # other length
+    for scalar in special_values(dtype, rng)[:6]:
+        assert_matches_numpy(lambda x, s: (ufunc(x, s), ufunc(s, x)), a, scalar)
+
+
+@pytest.mark.parametrize("ufunc", [np.fmax, np.fmin], ids=lambda u: u.__name__)
+@pytest.mark.parametrize("dtype", (*FLOATS, *INTS, np.dtype(bool)), ids=str)
+def test_fmax_fmin_follow_numpys_vector_loop_in_every_position(ufunc: np.ufunc,
+                                                               dtype: np.dtype) -> None:
+    rng = np.random.default_rng(16)
+    a, b = _pairs(special_values(dtype, rng))
+    fn = autoroute(lambda x, y: ufunc(x, y), force="cpu")
+    assert_same_value(fn(a, b), vector_loop_answer(ufunc, a, b))
+    assert_same_value(fn(b, a), vector_loop_answer(ufunc, b, a), label="swapped")
+    for scalar in special_values(dtype, rng)[:6]:
+        first, second = autoroute(lambda x, s: (ufunc(x, s), ufunc(s, x)), force="cpu")(a, scalar)
+        assert_same_value(first, vector_loop_answer(ufunc, a, scalar), label="array, scalar")
+        assert_same_value(second, vector_loop_answer(ufunc, scalar, a), label="scalar, array")
+
+
+# -- clip -------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", (*FLOATS, *INTS), ids=str)
+def test_clip_with_scalar_bounds_matches_numpy_for_every_bound_pair(dtype: np.dtype) -> None:
+    rng = np.random.default_rng(17)
+    values = special_values(dtype, rng)
+    x = np.concatenate([values, values[::-1]])
+    bounds = list(itertools.product(values[:9], repeat=2))
+    assert_calls_match_numpy(lambda a, lo, hi: np.clip(a, lo, hi),
+                             [(x, lo, hi) for lo, hi in bounds])
+    assert_calls_match_numpy(lambda a, lo, hi: np.clip(a, lo, hi),
+                             [(x[::2], np.array(lo), hi) for lo, hi in bounds[:12]])
+
+
+@pytest.mark.parametrize("dtype", (*FLOATS, *INTS), ids=str)
+def test_clip_with_array_bounds_matches_numpy_in_every_position(dtype: np.dtype) -> None:
+    rng = np.random.default_rng(18)
+    values = special_values(dtype, rng)
+    x, lo, hi = (np.array(c) for c in zip(*itertools.product(values, repeat=3)))
+    assert_matches_numpy(lambda a, low, high: np.clip(a, low, high), x, lo, hi)
+    assert_matches_numpy(lambda a, low, high: np.clip(a, low, high), x[0], lo, hi)
+    rows = x[: x.size // 4 * 4].reshape(-1, 4)
+    assert_matches_numpy(lambda a, low: np.clip(a, low, values[3]), rows, rows[:, ::-1].copy())
+
+
+def test_clip_keeps_the_zero_of_x_when_it_ties_a_scalar_bound() -> None:
+    assert_matches_numpy(lambda a, lo, hi: np.clip(a, lo, hi), np.array([-0.0, 0.0]), 0.0, 4.5)
+    assert_matches_numpy(lambda a: np.clip(a, -0.0, 0.0), np.array([-0.0, 0.0, np.nan]))
+
+
+@pytest.mark.parametrize("low_shape, high_shape, x_shape", [
+    ((1,), (1, 1), (3, 4)), ((3, 1), (3, 1), (1, 4)), ((3, 1), (3, 1), (4,))])
+def test_clip_with_bound_shapes_numpy_decides_by_its_iterator_runs_as_python(
+        low_shape: tuple, high_shape: tuple, x_shape: tuple) -> None:
+    """NumPy picks its loop there by its buffering setup: compiled, it falls back."""
+    fn = autoroute(lambda a, lo, hi: np.clip(a, lo, hi), force="cpu")
+    x = np.full(x_shape, -0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = fn(x, np.zeros(low_shape), np.ones(high_shape))
+    assert_same_value(got, np.clip(x, np.zeros(low_shape), np.ones(high_shape)))
+    assert fn.stats()["fallbacks"]
+
+
+# -- the same rules in the CUDA C renderer (g++ emulation) --------------------------------
+_EXTREMA = {Op.MAXIMUM: np.maximum, Op.MINIMUM: np.minimum, Op.FMAX: np.fmax,
+            Op.FMIN: np.fmin}
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ runs the CUDA C emulation")
+@pytest.mark.parametrize("dtype", (*FLOATS, np.dtype(np.int16), np.dtype(np.uint64)), ids=str)
+def test_cuda_renderer_matches_numpy_on_extrema_and_clip(dtype: np.dtype) -> None:
+    from autojit.lower_gpu import render_cuda, run_emulated
+
+    rng = np.random.default_rng(19)
+    values = special_values(dtype, rng)
+    x, lo, hi = (np.array(c) for c in zip(*itertools.product(values, repeat=3)))
+    kb = KernelBuilder(f"extrema_{dtype.name}", (("n",),))
+    a, b, c = (kb.load(kb.add_buffer(name, dtype, (1,))) for name in ("a", "b", "c"))
+    s, t = (kb.load_scalar(kb.add_scalar(name, dtype)) for name in ("s", "t"))
+    expected: list[np.ndarray] = []
+
+    def output(name: str, value: int, want: np.ndarray) -> None:
+        kb.store(kb.add_buffer(name, dtype, (1,), is_output=True), value)
+        expected.append(want)
+
+    for op, ufunc in _EXTREMA.items():
+        output(f"{op.value}_ab", kb.graph_op(op, (a, b), dtype), vector_loop_answer(ufunc, x, lo))
+        output(f"{op.value}_ba", kb.graph_op(op, (b, a), dtype), vector_loop_answer(ufunc, lo, x))
+    output("clip", kb.graph_op(Op.CLIP, (a, b, c), dtype), np.clip(x, lo, hi))
+    output("clip_k", kb.graph_op(Op.CLIP, (a, s, t), dtype, {"constant_bounds": True}),
+           np.clip(x, values[4], values[5]))
+    kernel = kb.finish()
+    outputs = [np.zeros_like(x) for _ in expected]
+    run_emulated(kernel, render_cuda(kernel), [x, lo, hi, *outputs], (values[4], values[5]),
+                 {"n": x.size})
+    for name, got, want in zip([buf.name for buf in kernel.buffers[3:]], outputs, expected):
+        assert_same_value(got, want, label=name)
