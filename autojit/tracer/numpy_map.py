@@ -194,10 +194,25 @@ def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwarg
     return result
 
 
-def astype(proxy: Proxy, dtype: Any, *args: Any, **kwargs: Any) -> Proxy:
-    """Record ``proxy.astype(dtype)`` (always a new array, as NumPy's default copy=True)."""
-    dtype = np.dtype(dtype)
+def astype(proxy: Proxy, dtype: Any, order: str = "K", casting: str = "unsafe",
+           subok: bool = True, copy: Any = True) -> Proxy:
+    """Record ``proxy.astype(dtype)``: NumPy's ``np.can_cast(from, to, casting)`` check
+    (its TypeError comes from the Python run), a new array, or with ``copy=False`` and the
+    same dtype the array itself, as NumPy returns it. Orders other than K/C (the result's
+    memory layout) are not supported."""
+    try:
+        dtype = np.dtype(dtype)
+        allowed = np.can_cast(proxy.dtype, dtype, casting=casting)
+    except Exception as exc:  # an invalid dtype or casting rule: NumPy's error on fallback
+        raise TraceError(f"astype: {exc}", user_location(2)) from None
+    if not allowed:
+        raise TraceError(f"Cannot cast array data from {proxy.dtype!r} to {dtype!r} "
+                         f"according to the rule {casting!r}", user_location(2))
+    if order not in ("K", "C") or not isinstance(subok, bool):
+        raise _unsupported(f"astype(..., order={order!r}) is not supported")
     _check_dtype(dtype)
+    if dtype == proxy.dtype and not copy and not proxy.is_scalar:
+        return proxy
     state = current_trace()
     node = state.add_node(Op.CAST, (proxy.node,), proxy.type.with_dtype(dtype))
     return Proxy(node, proxy.type.with_dtype(dtype), is_scalar=proxy.is_scalar)

@@ -195,3 +195,64 @@ def test_sum_into_bool_is_a_logical_or() -> None:
     x = np.array([[0, 1], [2, 3], [0, 0]], np.int64)
     assert_matches_numpy(lambda a: (a.sum(axis=1, dtype=bool), a.prod(axis=0, dtype=bool),
                                     np.sum(a, dtype=bool), np.mean(a, axis=1, dtype=bool)), x)
+
+
+# -- astype(casting=, copy=) -----------------------------------------------------------
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+@pytest.mark.parametrize("source", _REDUCTION_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_astype_casting_follows_can_cast(source: type) -> None:
+    """A cast NumPy refuses under the rule raises its TypeError; an allowed one casts."""
+    x = special_values(np.dtype(source), np.random.default_rng(20))
+    for target, casting in itertools.product(_REDUCTION_DTYPES, _CASTINGS):
+        assert_matches_numpy(lambda a, t=target, c=casting: a.astype(t, casting=c), x,
+                             compiled=np.can_cast(x.dtype, target, casting))
+
+
+def test_astype_without_copy_returns_the_array_itself_when_nothing_changes() -> None:
+    def convert(a):
+        return a.astype(a.dtype, copy=False), a.astype(np.float32, copy=False), a.astype(a.dtype)
+
+    x = np.arange(4.0)
+    same_dtype, other, copied = autoroute(convert, force="cpu")(x)
+    assert same_dtype is x
+    assert not np.shares_memory(other, x) and not np.shares_memory(copied, x)
+    assert_matches_numpy(convert, x)
+
+
+# -- float -> integer casts outside the range (x86's answers, which NumPy returns) ------
+_OUT_OF_RANGE = [np.nan, np.inf, -np.inf, 1e10, -1e10, 3e9, -3e9, 1e20, -1e20, 70000.0,
+                 -70000.0, 300.0, -300.0, -1.0, -0.7, 2.0**63, 2.0**64, -(2.0**63), 2.0**31,
+                 2.0**32 - 1, -(2.0**31) - 0.5, 4e9]
+
+
+def _out_of_range(dtype: np.dtype) -> np.ndarray:
+    """The values, 64 copies each: NumPy's vector loop converts every element."""
+    return np.repeat(np.array(_OUT_OF_RANGE).astype(dtype), 64)
+
+
+@pytest.mark.parametrize("source", FLOATS, ids=str)
+def test_float_to_integer_casts_out_of_range_match_numpy(source: np.dtype) -> None:
+    x = _out_of_range(source)
+    for target in INTS:
+        assert_matches_numpy(lambda a, t=target: a.astype(t), x)
+        assert_matches_numpy(lambda a, t=target: (a * 1).astype(t)[::64], x)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ runs the CUDA C emulation")
+@pytest.mark.parametrize("source", FLOATS, ids=str)
+def test_cuda_renderer_casts_out_of_range_floats_like_numpy(source: np.dtype) -> None:
+    from autojit.lower_gpu import render_cuda, run_emulated
+
+    x = _out_of_range(source)
+    kb = KernelBuilder(f"casts_{source.name}", (("n",),))
+    a = kb.load(kb.add_buffer("a", source, (1,)))
+    for target in INTS:
+        kb.store(kb.add_buffer(f"to_{target.name}", target, (1,), is_output=True),
+                 kb.cast(a, target))
+    kernel = kb.finish()
+    outputs = [np.zeros(x.size, target) for target in INTS]
+    run_emulated(kernel, render_cuda(kernel), [x, *outputs], (), {"n": x.size})
+    for target, got in zip(INTS, outputs):
+        assert_same_value(got, x.astype(target), label=target.name)
