@@ -7,7 +7,11 @@ the libm functions the JIT binds.
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import numpy as np
@@ -256,3 +260,52 @@ def test_cuda_renderer_casts_out_of_range_floats_like_numpy(source: np.dtype) ->
     run_emulated(kernel, render_cuda(kernel), [x, *outputs], (), {"n": x.size})
     for target, got in zip(INTS, outputs):
         assert_same_value(got, x.astype(target), label=target.name)
+
+
+# -- libm binding -----------------------------------------------------------------------
+_FOREIGN_LIBM = textwrap.dedent("""
+    import ctypes, sys
+    import numpy as np
+    import llvmlite.binding as llvm
+    from autojit import autoroute
+
+    # What Numba does once it has compiled anything: its own libm names in LLVM's table.
+    # Here they answer 42, so a kernel bound to them is seen at once.
+    foreign = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(lambda v: 42.0)
+    foreignf = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float)(lambda v: 42.0)
+    for name in ("log", "log1p", "expm1", "acosh", "log10", "sin", "exp"):
+        llvm.add_symbol(name, ctypes.cast(foreign, ctypes.c_void_p).value)
+        llvm.add_symbol(name + "f", ctypes.cast(foreignf, ctypes.c_void_p).value)
+
+    def fn(a):
+        return (np.log(a), np.log1p(a), np.expm1(a), np.arccosh(a), np.log10(a), np.sin(a),
+                np.exp(a))
+
+    compiled = autoroute(fn, force="cpu")
+    for dtype in (np.float64, np.float32):
+        for size in (3, 1001):
+            x = np.linspace(1.5, 9.0, size).astype(dtype)
+            for got, want in zip(compiled(x), fn(x)):
+                assert not np.any(got == 42.0), "bound to the foreign libm"
+                np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps)
+    print(compiled.stats()["disk_hits"], "ok")
+""")
+
+
+@pytest.mark.parametrize("numba_first", [False, True])
+def test_kernels_call_glibc_libm_whatever_llvm_symbol_table_holds(tmp_path, numba_first):
+    """Compiled fresh, then loaded from the disk cache in a new process (the ELF loader),
+    with other definitions of log & co in LLVM's symbol table (and, optionally, after a
+    Numba compile, which installs its own)."""
+    prelude = ""
+    if numba_first:
+        pytest.importorskip("numba")
+        prelude = ("import numba, numpy\n"
+                   "numba.njit(lambda v: numpy.log(v) + numpy.log1p(v))(1.0)\n")
+    env = {**os.environ, "AUTOJIT_CACHE_DIR": str(tmp_path)}
+    for run in ("compile", "load"):
+        done = subprocess.run([sys.executable, "-c", prelude + _FOREIGN_LIBM], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{run}: {done.stderr[-3000:]}"
+        disk_hits, answer = done.stdout.split()[-2:]
+        assert answer == "ok" and (int(disk_hits) > 0) == (run == "load"), done.stdout
