@@ -309,3 +309,24 @@ def test_kernels_call_glibc_libm_whatever_llvm_symbol_table_holds(tmp_path, numb
         assert done.returncode == 0, f"{run}: {done.stderr[-3000:]}"
         disk_hits, answer = done.stdout.split()[-2:]
         assert answer == "ok" and (int(disk_hits) > 0) == (run == "load"), done.stdout
+
+
+# -- products in NumPy's order ------------------------------------------------------------
+def test_float_product_overflowing_after_a_zero_stays_zero() -> None:
+    values = np.array([[1, 10, 4, 4294967294, 7, 4294967294, 0, 4294967295, 0, 8, 5,
+                        2147483648, 0, 1, 4294967295, 2147483648, 2147483648]], np.uint32)
+    assert_matches_numpy(lambda a: np.prod(a, axis=(1, 0), dtype=np.float32), values)
+    big = np.concatenate([np.zeros(1), np.full(4000, 3e9)]).astype(np.float32)
+    assert_matches_numpy(lambda a: (np.prod(a), a.prod(dtype=np.float64)), big)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_float_products_multiply_in_numpys_row_order(dtype: np.dtype) -> None:
+    """Bit-exact with NumPy's sequential loop, on one thread or many, whole rows or
+    columns (a reordered product rounds differently)."""
+    rng = np.random.default_rng(21)
+    for size in (7, 1000, 300_000):
+        x = rng.uniform(0.999, 1.001, size).astype(dtype)
+        assert_matches_numpy(lambda a: (np.prod(a), np.prod(a * 1.5 - 0.5)), x)
+    rows = rng.uniform(0.9, 1.1, (2000, 6)).astype(dtype)
+    assert_matches_numpy(lambda a: (a.prod(axis=0), a.prod(axis=1), a.prod()), rows)
