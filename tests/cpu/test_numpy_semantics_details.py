@@ -330,3 +330,58 @@ def test_float_products_multiply_in_numpys_row_order(dtype: np.dtype) -> None:
         assert_matches_numpy(lambda a: (np.prod(a), np.prod(a * 1.5 - 0.5)), x)
     rows = rng.uniform(0.9, 1.1, (2000, 6)).astype(dtype)
     assert_matches_numpy(lambda a: (a.prod(axis=0), a.prod(axis=1), a.prod()), rows)
+
+
+# -- FP error policy (np.errstate / np.seterr) ----------------------------------------------
+def test_errstate_raise_inside_the_function_raises_like_numpy() -> None:
+    def reciprocal(x):
+        with np.errstate(divide="raise"):
+            return 1.0 / x
+
+    assert_matches_numpy(reciprocal, np.zeros(2), compiled=False)
+    assert_matches_numpy(reciprocal, np.ones(2), compiled=False)
+
+
+def test_errstate_ignore_inside_the_function_still_compiles() -> None:
+    def logs(x):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(x)
+
+    assert_matches_numpy(logs, np.array([0.0, -1.0, 2.0]))
+
+
+_FP_ERRORS = {
+    "divide": (lambda x: 1.0 / x, np.zeros(3)),
+    "invalid": (lambda x: x / x, np.zeros(3)),
+    "over": (lambda x: np.exp(x), np.full(3, 1000.0)),
+    "under": (lambda x: x * 1e-300, np.full(3, 1e-300)),
+}
+
+
+@pytest.mark.parametrize("error", _FP_ERRORS)
+def test_callers_error_policy_is_honoured(error: str) -> None:
+    """The caller's np.errstate raises, calls its handler, or is ignored exactly as NumPy."""
+    fn, x = _FP_ERRORS[error]
+    compiled = autoroute(fn, force="cpu")
+    with np.errstate(all="ignore"):
+        assert_same_value(compiled(x), fn(x))          # compiled, no report
+    with np.errstate(**{error: "raise"}):
+        with pytest.raises(FloatingPointError) as numpy_error:
+            fn(x)
+        with pytest.raises(FloatingPointError) as our_error:
+            compiled(x)
+    assert str(our_error.value) == str(numpy_error.value)
+    seen: list[tuple[str, int]] = []
+    with np.errstate(call=lambda kind, flag: seen.append((kind, flag)), **{error: "call"}):
+        compiled(x)
+        fn(x)
+    assert len(seen) == 2 and seen[0] == seen[1]
+    old = np.seterr(**{error: "raise"})
+    try:
+        with pytest.raises(FloatingPointError):
+            compiled(x)
+    finally:
+        np.seterr(**old)
+    with np.errstate(all="ignore"):
+        assert_same_value(compiled(x), fn(x))
+    assert compiled.stats()["compiles"] + compiled.stats()["disk_hits"] == 1
