@@ -177,11 +177,22 @@ def _clip_loop_attrs(a: Any, a_min: Any, a_max: Any) -> tuple[tuple[str, Any], .
     return ()
 
 
+def _as_array_operand(a: Any) -> Any:
+    """np.clip turns a Python scalar ``a`` into an array first (``_wrapit``: asarray), so
+    it is no longer weak: ``np.clip(5, np.int16(-53), None)`` is int64, not int16."""
+    if isinstance(a, Proxy) and a.weak is not None:
+        return Proxy(a.node, a.type, None, a.is_scalar, a.param)
+    if isinstance(a, bool | int | float) and not isinstance(a, np.generic):
+        return np.asarray(a)[()]
+    return a
+
+
 def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> Proxy:
     if out is not None or kwargs:
         raise _unsupported("np.clip with out= or other keywords is not supported")
     if a_min is None and a_max is None:
         raise TraceError("One of max or min must be given", user_location(2))
+    a = _as_array_operand(a)
     if a_max is None:
         return apply_ufunc(np.maximum, "__call__", (a, a_min), {})
     if a_min is None:

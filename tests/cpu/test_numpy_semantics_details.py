@@ -385,3 +385,12 @@ def test_callers_error_policy_is_honoured(error: str) -> None:
     with np.errstate(all="ignore"):
         assert_same_value(compiled(x), fn(x))
     assert compiled.stats()["compiles"] + compiled.stats()["disk_hits"] == 1
+
+
+def test_clip_of_a_python_scalar_is_clip_of_an_array() -> None:
+    """np.clip makes its first operand an array (int64/float64), not a weak scalar."""
+    assert_matches_numpy(lambda s: np.clip(s, None, np.uint64(7751921672582079718)), 5)
+    assert_matches_numpy(lambda s, x: (np.clip(s, np.int16(-53), None), x + 1), 5, np.zeros(2))
+    assert_matches_numpy(lambda s: (np.clip(s, np.float32(1), 3), np.clip(2.5, np.int8(1), s)),
+                         7.25)
+    assert_matches_numpy(lambda x: np.clip(3, x, np.int8(9)) + x, np.arange(4, dtype=np.int8))
