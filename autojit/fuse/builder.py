@@ -129,22 +129,45 @@ class KernelBuilder:
         return self.emit(Op.LOAD_SCALAR, (), self.scalars[param].dtype, param)
 
     def cast(self, value: int, dtype: np.dtype) -> int:
-        """Convert like NumPy's astype. Float to integer goes through int64, as NumPy's C
-        casts do on x86 (-1.0 -> uint8 255); int64-overflowing values reach uint64 directly."""
+        """Convert like NumPy's astype. Float to integer is what NumPy's C casts do on x86
+        (out-of-range and NaN are undefined in C, so NumPy's answer is the instruction's):
+        ``cvttsd2si`` truncation to int32 (int8/16, uint8/16 keep its low bits, so -1.0 ->
+        uint8 255) or int64, with INT_MIN for NaN and out-of-range values; uint32/uint64 by
+        the compilers' vector form, ``x >= 2**(w-1) ? cvtt(x - 2**(w-1)) ^ 2**(w-1) :
+        cvtt(x)`` (NumPy's scalar remainder loop differs from it for uint32 on NaN and on
+        values below -2**31 or from 2**32: its vector loop is followed)."""
         dtype = np.dtype(dtype)
         source = self._dtypes[value]
         if source == dtype:
             return value
         if value in self._consts:
             return self.emit(Op.CAST, (value,), dtype)  # folded with NumPy's own astype
-        if source.kind != "f" or dtype.kind not in "iu" or dtype == np.int64:
+        if source.kind != "f" or dtype.kind not in "iu":
             return self.emit(Op.CAST, (value,), dtype)
-        via_int64 = self.emit(Op.CAST, (self.emit(Op.CAST, (value,), np.int64),), dtype)
-        if dtype != np.uint64:
-            return via_int64
-        large = self.emit(Op.GE, (value, self.const(2.0**63, source)), np.dtype(bool))
-        return self.emit(Op.SELECT, (large, self.emit(Op.CAST, (value,), dtype), via_int64),
-                         dtype)
+        width = np.dtype(np.int64) if dtype.itemsize == 8 else np.dtype(np.int32)
+        if dtype.kind == "i" or dtype.itemsize < 4:
+            return self.cast(self._truncate_x86(value, source, width), dtype)
+        half = 2.0 ** (8 * width.itemsize - 1)
+        big = self.emit(Op.GE, (value, self.const(half, source)), np.dtype(bool))
+        shifted = self.emit(Op.SELECT, (big, self.emit(Op.SUB, (value, self.const(
+            half, source)), source), value), source)
+        unsigned = self.emit(Op.CAST, (self._truncate_x86(shifted, source, width),), dtype)
+        flipped = self.emit(Op.XOR, (unsigned, self.const(int(half), dtype)), dtype)
+        return self.emit(Op.SELECT, (big, flipped, unsigned), dtype)
+
+    def _truncate_x86(self, value: int, source: np.dtype, width: np.dtype) -> int:
+        """``cvttsd2si`` to ``width`` (int32/int64): truncation toward zero inside the range,
+        INT_MIN (the "integer indefinite") for NaN and everything outside it."""
+        low = -(2.0 ** (8 * width.itemsize - 1))
+        below = low - 1.0
+        if float(np.asarray(below).astype(source)) == below:   # -2**31 - 1 in double
+            low_ok = self.emit(Op.GT, (value, self.const(below, source)), np.dtype(bool))
+        else:
+            low_ok = self.emit(Op.GE, (value, self.const(low, source)), np.dtype(bool))
+        high_ok = self.emit(Op.LT, (value, self.const(-low, source)), np.dtype(bool))
+        in_range = self.emit(Op.AND, (low_ok, high_ok), np.dtype(bool))
+        exact = self.emit(Op.CAST, (value,), width)      # the primitive saturates: exact here
+        return self.emit(Op.SELECT, (in_range, exact, self.const(int(low), width)), width)
 
     def graph_op(self, op: Op, args: tuple[int, ...], dtype: np.dtype,
                  attrs: dict[str, Any] | None = None) -> int:

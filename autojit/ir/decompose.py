@@ -192,9 +192,10 @@ def _sign(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
     return e.select(e.op(Op.GT, x, zero), one, inner)
 
 
-def _extremum(pick_first: Op, nan_from: int | None) -> Rule:
-    """maximum/minimum propagate a NaN from either side (nan_from None: both, via the
-    first operand's test); fmax/fmin prefer the non-NaN operand (nan_from=1)."""
+def _extremum(pick_first: Op) -> Rule:
+    """np.maximum / np.minimum, NumPy's ``(a > b || isnan(a)) ? a : b`` (``<`` for minimum):
+    a NaN wins (the first operand's if both are NaN) and ties (0.0 vs -0.0) give the second
+    operand; every NumPy loop (scalar or SIMD, any layout) agrees on this."""
 
     def rule(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
         x, y = args
@@ -203,20 +204,56 @@ def _extremum(pick_first: Op, nan_from: int | None) -> Rule:
             return e.op(Op.OR if pick_first is Op.GT else Op.AND, x, y)
         take_first = e.op(pick_first, x, y)
         if out.kind == "f":
-            nan_operand = x if nan_from is None else y
-            take_first = e.op(Op.OR, take_first, e.op(Op.NE, nan_operand, nan_operand))
+            take_first = e.op(Op.OR, take_first, e.op(Op.NE, x, x))
         return e.select(take_first, x, y)
 
     return rule
 
 
-# Strict comparisons: on ties (0.0 vs -0.0) NumPy returns the second operand.
-_maximum, _minimum = _extremum(Op.GT, None), _extremum(Op.LT, None)
+def _nan_skipping_extremum(pick_first: Op) -> Rule:
+    """np.fmax / np.fmin (``pick_first`` GT / LT): the non-NaN operand wins, the first if
+    both are NaN, and ties (0.0 vs -0.0) give the second operand, as NumPy's vector loop
+    (``max_pd`` with a NaN mask) answers for every element of its full vectors, in every
+    layout. IEEE 754 leaves ties unspecified, and NumPy's scalar remainder loop answers some
+    of them with the first operand instead (which ones depends on the length, the layout and
+    the machine's vector width), so no rule per element can match NumPy everywhere."""
+
+    def rule(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+        x, y = args
+        e = Emit(b, out)
+        if out.kind == "b":
+            return e.op(Op.OR if pick_first is Op.GT else Op.AND, x, y)
+        take_first = e.op(pick_first, x, y)
+        if out.kind == "f":
+            take_first = e.op(Op.OR, take_first, e.op(Op.NE, y, y))
+        return e.select(take_first, x, y)
+
+    return rule
+
+
+_maximum, _minimum = _extremum(Op.GT), _extremum(Op.LT)
 
 
 def _clip(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+    """np.clip with array bounds: NumPy's ``minimum(maximum(x, lo), hi)`` loop (NaN in x
+    wins, then in lo, then in hi; a tie with a bound gives the bound)."""
     x, low, high = args
     return _minimum(b, (_maximum(b, (x, low), out), high), out)
+
+
+def _clip_constant_bounds(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+    """np.clip with bounds that are one value for the whole loop (0-d bounds): NumPy's
+    separate loop, ``isnan(lo) ? lo : isnan(hi) ? hi : m > hi ? hi : m`` with
+    ``m = x < lo ? lo : x``, so a tie with a bound keeps x's zero and a NaN bound wins over
+    a NaN x. Integers and bools cannot tell the two loops apart."""
+    if out.kind != "f":
+        return _clip(b, args, out)
+    x, low, high = args
+    e = Emit(b, out)
+    m = e.select(e.op(Op.LT, x, low), low, x)
+    m = e.select(e.op(Op.GT, m, high), high, m)
+    m = e.select(e.op(Op.NE, high, high), high, m)
+    return e.select(e.op(Op.NE, low, low), low, m)
 
 
 def _to_bool(e: Emit, x: int) -> int:
@@ -271,8 +308,8 @@ DECOMPOSITIONS: dict[Op, Rule] = {
     Op.POSITIVE: lambda b, a, out: a[0],
     Op.MAXIMUM: _maximum,
     Op.MINIMUM: _minimum,
-    Op.FMAX: _extremum(Op.GT, 1),
-    Op.FMIN: _extremum(Op.LT, 1),
+    Op.FMAX: _nan_skipping_extremum(Op.GT),
+    Op.FMIN: _nan_skipping_extremum(Op.LT),
     Op.CLIP: _clip,
     Op.LOGICAL_AND: _logical(Op.AND),
     Op.LOGICAL_OR: _logical(Op.OR),
@@ -283,6 +320,11 @@ DECOMPOSITIONS: dict[Op, Rule] = {
     Op.ISFINITE: _float_test(lambda e, x: e.op(Op.LT, e.op(Op.FABS, x), e.k(np.inf)), True),
 }
 
+#: (op, attribute) -> the rule used instead when the graph node's attribute is true.
+ATTR_VARIANTS: dict[tuple[Op, str], Rule] = {
+    (Op.CLIP, "constant_bounds"): _clip_constant_bounds,
+}
+
 
 def decompose(b: Builder, op: Op, args: tuple[int, ...], out: np.dtype,
               attrs: dict[str, Any] | None = None) -> int:
@@ -290,6 +332,9 @@ def decompose(b: Builder, op: Op, args: tuple[int, ...], out: np.dtype,
     if op is Op.FILL:
         return b.const((attrs or {})["value"], out)
     rule = DECOMPOSITIONS.get(op)
+    for (attr_op, key), variant in ATTR_VARIANTS.items():
+        if attr_op is op and (attrs or {}).get(key):
+            rule = variant
     if rule is not None:
         return rule(b, args, np.dtype(out))
     if not OP_TABLE[op].is_primitive:

@@ -291,6 +291,15 @@ REDUCE_KINDS: dict[str, ReduceKind] = {
 int64 position of the first extreme (first NaN for floats) in C order over the row."""
 
 
+def sequential_reduction(kind: str, dtype: np.dtype) -> bool:
+    """Whether a reduction must combine the row in order, one element after another, as
+    NumPy's reduce loop does: float products (``np.multiply.reduce`` is a plain loop, and
+    the order decides the rounding and whether an overflow to inf meets a zero: inf * 0 is
+    NaN where the zero coming first keeps 0). No partial products per vector lane or
+    thread chunk, no two-stage split."""
+    return kind == "mul" and np.dtype(dtype).kind == "f"
+
+
 @dataclass(frozen=True)
 class ScanKind:
     """One running combination along a row: NumPy's ufunc (its ``accumulate`` is the

@@ -27,6 +27,8 @@ import mmap
 import struct
 import sys
 
+from autojit.lower_cpu.libm_symbols import glibc_address, public_name
+
 _ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
 _SECTION = struct.Struct("<IIQQQQIIQQ")
 _SYMBOL = struct.Struct("<IBBHQQ")
@@ -116,7 +118,14 @@ def _external(name: str) -> int:
     The JIT asks LLVM's symbol table first, where ``llvm.add_symbol`` may have put another
     definition (Numba installs its own ``log``, ``log1p``, ``expm1``, ...). Such a table
     exists only once ``llvmlite.binding`` is imported, so then it is asked too; before that,
-    the libraries themselves are what the JIT would find."""
+    the libraries themselves are what the JIT would find. The private libm names kernels
+    call (``libm_symbols.py``) are glibc's functions, whatever that table holds."""
+    plain = public_name(name)
+    if plain is not None:
+        address = glibc_address(plain)
+        if not address:
+            raise ObjectLoadError(f"unresolved symbol {name}")
+        return address
     binding = sys.modules.get("llvmlite.binding")
     if binding is not None:
         address = binding.address_of_symbol(name)

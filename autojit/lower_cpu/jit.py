@@ -25,7 +25,7 @@ import llvmlite.binding as llvm
 
 from autojit.errors import CompileError
 from autojit.ir.kernel import Kernel
-from autojit.lower_cpu.mathlib import load_math_libraries
+from autojit.lower_cpu.mathlib import bind_private_math, load_math_libraries
 from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.render import render_llvm
 
@@ -53,6 +53,7 @@ def _jit() -> _Jit:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     load_math_libraries()
+    bind_private_math()
     target = llvm.Target.from_default_triple()
     features = llvm.get_host_cpu_features().flatten()
     # codemodel "jitdefault" (large) lets the JIT place code anywhere relative to libm.

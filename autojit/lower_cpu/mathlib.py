@@ -33,6 +33,8 @@ import llvmlite.ir as ir
 import numpy as np
 from llvmlite.ir.instructions import CallInstrAttributes
 
+from autojit.ir.ops import OP_TABLE, PRIMITIVES
+from autojit.lower_cpu.libm_symbols import glibc_address, private_name
 from autojit.lower_cpu.own_math import own_function
 
 log = logging.getLogger("autojit")
@@ -86,6 +88,19 @@ def load_math_libraries() -> bool:
     return loaded["libmvec.so.1"]
 
 
+@functools.cache
+def bind_private_math() -> None:
+    """Bind every private libm name kernels may call (``libm_symbols.py``) to glibc's
+    function in LLVM's symbol table, once, before any kernel is linked: a cached object
+    loaded into the JIT needs them as much as a fresh compile does."""
+    names = {scalar_name(OP_TABLE[op].math_name, np.dtype(dtype))
+             for op in PRIMITIVES if OP_TABLE[op].math_name for dtype in ("f4", "f8")}
+    for name in sorted(names):
+        address = glibc_address(name)
+        if address:
+            llvm.add_symbol(private_name(name), address)
+
+
 def scalar_name(math_name: str, dtype: np.dtype) -> str:
     """Return the libm symbol for ``math_name`` at ``dtype``: ``sin`` or ``sinf``."""
     return math_name + ("f" if np.dtype(dtype).itemsize == 4 else "")
@@ -129,7 +144,7 @@ def _vector_variants(math_name: str, itemsize: int, arity: int) -> tuple[tuple[i
 def variant_attribute(math_name: str, itemsize: int, arity: int) -> str:
     """Return the call-site attribute text, or '' when no vector variant exists:
     ``"vector-function-abi-variant"="_ZGV_LLVM_N4v_sin(_ZGVdN4v_sin)"``."""
-    name = scalar_name(math_name, np.dtype(f"f{itemsize}"))
+    name = private_name(scalar_name(math_name, np.dtype(f"f{itemsize}")))
     variants = vector_variants(math_name, itemsize, arity)
     mappings = ",".join(
         f"_ZGV_LLVM_N{lanes}{'v' * arity}_{name}({symbol})" for lanes, symbol in variants
@@ -145,7 +160,9 @@ class MathCalls:
     _vector_decls: dict[str, ir.Function] = field(default_factory=dict)
 
     def _scalar(self, math_name: str, ty: ir.Type, arity: int) -> ir.Function:
-        name = scalar_name(math_name, np.dtype("f4" if isinstance(ty, ir.FloatType) else "f8"))
+        name = private_name(scalar_name(math_name, np.dtype(
+            "f4" if isinstance(ty, ir.FloatType) else "f8")))
+        bind_private_math()
         existing = self.module.globals.get(name)
         if existing is not None:
             return existing

@@ -3,7 +3,7 @@
 Each accumulator is an ``alloca`` in the entry block (mem2reg turns it into a phi),
 reset before its phase's row loop and read after it. Sums and products carry ``reassoc``
 so the loop vectoriser may keep several partial sums (float32 sums already arrive widened
-to float64 by the fuser). Samples::
+to float64 by the fuser); float products do not, NumPy multiplies in row order. Samples::
 
     add (f):  %s = fadd reassoc double %acc, %v
     max (f):  %s = call double @llvm.maximum.f64(double %acc, double %v)   ; NaN wins
@@ -32,7 +32,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from autojit.ir.kernel import Instr
-from autojit.ir.ops import REDUCE_KINDS
+from autojit.ir.ops import REDUCE_KINDS, sequential_reduction
 from autojit.lower_cpu.rules import I64, constant, llvm_type
 
 Combine = Callable[[ir.IRBuilder, ir.Value, ir.Value, str], ir.Value]
@@ -50,11 +50,14 @@ def _is_nan(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.fcmp_unordered("uno", x, x)
 
 
-def _arith(float_op: str, int_op: str) -> Combine:
+def _arith(float_op: str, int_op: str, reassociate: bool) -> Combine:
+    """Float sums carry ``reassoc`` (partial sums per lane); float products do not: NumPy
+    multiplies in row order (``ops.sequential_reduction``)."""
     def combine(b: ir.IRBuilder, acc: ir.Value, v: ir.Value, kind: str) -> ir.Value:
         if kind == "f":
             result = getattr(b, float_op)(acc, v)
-            result.flags.append("reassoc")
+            if reassociate:
+                result.flags.append("reassoc")
             return result
         return getattr(b, int_op)(acc, v)
     return combine
@@ -94,8 +97,8 @@ def _declare(module: ir.Module, name: str, ty: ir.Type, arity: int) -> ir.Functi
 ZERO_CODED = {"max": _float_extreme("maximum"), "min": _float_extreme("minimum")}
 
 COMBINE: dict[str, Combine] = {
-    "add": _arith("fadd", "add"),
-    "mul": _arith("fmul", "mul"),
+    "add": _arith("fadd", "add", reassociate=True),
+    "mul": _arith("fmul", "mul", reassociate=not sequential_reduction("mul", np.float64)),
     "max": _extreme(">", False, "or_"),
     "min": _extreme("<", False, "and_"),
     "fmax": _extreme(">", True, "or_"),

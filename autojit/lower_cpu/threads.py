@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from autojit.ir.kernel import Instr, Kernel
-from autojit.ir.ops import OP_TABLE, Op
+from autojit.ir.ops import OP_TABLE, Op, sequential_reduction
 from autojit.lower_cpu.pool import Task, pool
 from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.team import SPIN_SECONDS, native, team
@@ -106,8 +106,12 @@ def partials_ok(kernel: Kernel) -> bool:
     """Return True when the first row dimension may be split into chunks with partials
     (``partials.py``): no loop index of that dimension; values of 8 bytes at most; and
     each instruction reads only its own phase's row values, accumulators, outer-level
-    results, constants and scalars (so phases can run as separate passes)."""
+    results, constants and scalars (so phases can run as separate passes); and no reduction
+    that must run in row order (``ops.sequential_reduction``: float products)."""
     if kernel.row_dims == 0:
+        return False
+    if any(ins.op is Op.REDUCE and sequential_reduction(ins.attr, ins.dtype)
+           for ins in kernel.body):
         return False
     by_id = {ins.id: ins for ins in kernel.body}
     free = (Op.REDUCE, Op.CONST, Op.LOAD_SCALAR)

@@ -221,6 +221,14 @@ def _nan_first(symbol: str) -> Rule:
                      f" ? {o.args[0]} : {o.args[1]})"
 
 
+def _nan_skipping(symbol: str) -> Rule:
+    """np.fmax / np.fmin reductions, as the CPU's accumulator (``lower_cpu/reduce.py``): keep
+    ``a`` when it is strictly beyond ``b`` or ``b`` is NaN, so a tie of zeros takes ``b``
+    on both backends (CUDA's ``fmax`` leaves the sign of a zero tie to the hardware)."""
+    return lambda o: f"(({o.args[0]} {symbol} {o.args[1]} || {o.args[1]} != {o.args[1]})" \
+                     f" ? {o.args[0]} : {o.args[1]})"
+
+
 def _pick(symbol: str) -> Rule:
     return lambda o: f"({o.args[1]} {symbol} {o.args[0]} ? {o.args[1]} : {o.args[0]})"
 
@@ -247,8 +255,8 @@ _REDUCE_ROWS: list[tuple[str, str, Rule]] = [
     ("max", "f", _nan_first(">")),
     ("min", "iu", _pick("<")),
     ("min", "f", _nan_first("<")),
-    ("fmax", "f", _math("fmax")),
-    ("fmin", "f", _math("fmin")),
+    ("fmax", "f", _nan_skipping(">")),
+    ("fmin", "f", _nan_skipping("<")),
     ("or", "b", _infix("||")),
     ("and", "b", _infix("&&")),
     ("argmax", "iuf", _arg_best(">")),

@@ -21,6 +21,7 @@ from autojit.errors import (
     TraceError,
 )
 from autojit.fuse.plan import Plan, plan_kernels
+from autojit.ir.fp_errors import numpy_reports_fp_errors
 from autojit.policy import disk_cache
 from autojit.policy.backends import (
     Backend,
@@ -51,6 +52,10 @@ from autojit.policy.static_args import (
 from autojit.policy.stats import FunctionStats, transfer_counts
 from autojit.tracer import trace_function
 from autojit.tracer.state import CURRENT_TRACE
+
+#: why a call ran as Python under an error policy compiled code cannot honour (ir/fp_errors.py)
+FP_POLICY_REASON = ("np.errstate/np.seterr asks NumPy to raise, call, print or log FP errors; "
+                    "such calls run as Python")
 
 _LOGGER = logging.getLogger("autojit")
 #: traces after a guard failed (a global, closure cell or default changed) before a function
@@ -126,6 +131,9 @@ class Dispatcher:
 
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if numpy_reports_fp_errors():   # np.errstate(...='raise') around the call: NumPy's
+            self._stats.add("fallbacks", FP_POLICY_REASON)
+            return self._run_python(args, kwargs)
         fast = self._fast
         if fast is not None and not kwargs:
             result = fast(args)

@@ -238,8 +238,9 @@ def compiled_function(name: str, arity: int) -> Callable:
 def called_symbols(llvm_ir: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Return (vector symbols, scalar math symbols) the optimised IR calls."""
     vector = sorted(set(re.findall(r"call <\d+ x \w+> @(_ZGV\w+)\(", llvm_ir)))
-    scalar = sorted(set(re.findall(r"call (?:fast )?(?:double|float) @\"?([a-z][a-z0-9]*)\"?\(",
-                                   llvm_ir)))
+    # kernels call libm through private names (lower_cpu/libm_symbols.py): report libm's
+    scalar = sorted(set(re.findall(
+        r"call (?:fast )?(?:double|float) @\"?(?:autojit_libm_)?([a-z][a-z0-9]*)\"?\(", llvm_ir)))
     return tuple(vector), tuple(scalar)
 
 

@@ -76,14 +76,15 @@ def _shape_of(operand: Any) -> tuple:
 
 
 def make_elementwise(op: Op, operands: tuple[Any, ...], loop: tuple[np.dtype, ...],
-                     out_dtype: np.dtype, is_scalar: bool) -> Proxy:
+                     out_dtype: np.dtype, is_scalar: bool,
+                     attrs: tuple[tuple[str, Any], ...] = ()) -> Proxy:
     """Record ``op`` over ``operands`` cast to the ``loop`` dtypes; return the result proxy."""
     state = current_trace()
     for dtype in (*loop, out_dtype):
         _check_dtype(dtype)
     shape = broadcast_dims([_shape_of(o) for o in operands], state.unify)
     inputs = tuple(_operand_node(state, o, d, op) for o, d in zip(operands, loop))
-    node = state.add_node(op, inputs, TensorType(out_dtype, shape))
+    node = state.add_node(op, inputs, TensorType(out_dtype, shape), attrs)
     return Proxy(node, TensorType(out_dtype, shape), is_scalar=is_scalar)
 
 
@@ -101,8 +102,9 @@ def _check_special_cases(op: Op, operands: tuple[Any, ...], loop: tuple[np.dtype
 
 
 def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
-                kwargs: dict[str, Any]) -> Proxy:
-    """Record a ufunc call; return the result proxy."""
+                kwargs: dict[str, Any], attrs: tuple[tuple[str, Any], ...] = ()) -> Proxy:
+    """Record a ufunc call (``attrs``: the graph node's, see ``decompose.ATTR_VARIANTS``);
+    return the result proxy."""
     if ufunc is np.matmul and method == "__call__" and not kwargs:
         from autojit.tracer.contractions import matmul
         return matmul(*inputs)
@@ -131,7 +133,7 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
     loop, out_dtype = resolved[: ufunc.nin], resolved[ufunc.nin]
     _check_special_cases(op, inputs, loop)
     is_scalar = all(len(_shape_of(o)) == 0 for o in inputs)
-    return make_elementwise(op, inputs, loop, out_dtype, is_scalar)
+    return make_elementwise(op, inputs, loop, out_dtype, is_scalar, attrs)
 
 
 def _result_type_operand(operand: Any) -> Any:
@@ -150,22 +152,78 @@ def _where(condition: Any, x: Any = None, y: Any = None) -> Proxy:
                             is_scalar=False)
 
 
+def _broadcast_along(shape: tuple, out: tuple, axis: int) -> bool:
+    """Whether ``shape`` (right-aligned to ``out``) repeats one value along ``axis``."""
+    position = axis - (len(out) - len(shape))
+    return out[axis] != 1 and (position < 0 or shape[position] == 1)
+
+
+def _clip_loop_attrs(a: Any, a_min: Any, a_max: Any) -> tuple[tuple[str, Any], ...] | None:
+    """Which of NumPy's two float clip loops runs (they differ on ties with ±0 and on which
+    NaN wins; see ``decompose._clip_constant_bounds``): the constant-bounds loop when both
+    bounds are 0-d, the array loop when a bound varies along NumPy's inner loop. None where
+    NumPy's iterator decides by its buffering setup: both bounds of size one but not 0-d, or
+    bounds repeated along the inner axis of a broadcast x (measured on NumPy 2.4)."""
+    low, high, x = _shape_of(a_min), _shape_of(a_max), _shape_of(a)
+    if not low and not high:
+        return (("constant_bounds", True),)
+    if all(d == 1 for d in low + high):
+        return None
+    out = tuple(broadcast_dims([x, low, high], lambda d, e: d if d != 1 else e))
+    inner = [axis for axis in range(len(out)) if out[axis] != 1]
+    if inner and all(_broadcast_along(s, out, inner[-1]) for s in (low, high)) and \
+            any(_broadcast_along(x, out, axis) for axis in inner):
+        return None
+    return ()
+
+
+def _as_array_operand(a: Any) -> Any:
+    """np.clip turns a Python scalar ``a`` into an array first (``_wrapit``: asarray), so
+    it is no longer weak: ``np.clip(5, np.int16(-53), None)`` is int64, not int16."""
+    if isinstance(a, Proxy) and a.weak is not None:
+        return Proxy(a.node, a.type, None, a.is_scalar, a.param)
+    if isinstance(a, bool | int | float) and not isinstance(a, np.generic):
+        return np.asarray(a)[()]
+    return a
+
+
 def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> Proxy:
     if out is not None or kwargs:
         raise _unsupported("np.clip with out= or other keywords is not supported")
     if a_min is None and a_max is None:
         raise TraceError("One of max or min must be given", user_location(2))
+    a = _as_array_operand(a)
     if a_max is None:
         return apply_ufunc(np.maximum, "__call__", (a, a_min), {})
     if a_min is None:
         return apply_ufunc(np.minimum, "__call__", (a, a_max), {})
-    return apply_ufunc(np._core.umath.clip, "__call__", (a, a_min, a_max), {})
+    attrs = _clip_loop_attrs(a, a_min, a_max)
+    result = apply_ufunc(np._core.umath.clip, "__call__", (a, a_min, a_max), {}, attrs or ())
+    if attrs is None and result.type.dtype.kind == "f":
+        raise _unsupported("np.clip of floats with these bound shapes: NumPy's iterator "
+                           "picks one of two loops that differ on zero signs and NaNs")
+    return result
 
 
-def astype(proxy: Proxy, dtype: Any, *args: Any, **kwargs: Any) -> Proxy:
-    """Record ``proxy.astype(dtype)`` (always a new array, as NumPy's default copy=True)."""
-    dtype = np.dtype(dtype)
+def astype(proxy: Proxy, dtype: Any, order: str = "K", casting: str = "unsafe",
+           subok: bool = True, copy: Any = True) -> Proxy:
+    """Record ``proxy.astype(dtype)``: NumPy's ``np.can_cast(from, to, casting)`` check
+    (its TypeError comes from the Python run), a new array, or with ``copy=False`` and the
+    same dtype the array itself, as NumPy returns it. Orders other than K/C (the result's
+    memory layout) are not supported."""
+    try:
+        dtype = np.dtype(dtype)
+        allowed = np.can_cast(proxy.dtype, dtype, casting=casting)
+    except Exception as exc:  # an invalid dtype or casting rule: NumPy's error on fallback
+        raise TraceError(f"astype: {exc}", user_location(2)) from None
+    if not allowed:
+        raise TraceError(f"Cannot cast array data from {proxy.dtype!r} to {dtype!r} "
+                         f"according to the rule {casting!r}", user_location(2))
+    if order not in ("K", "C") or not isinstance(subok, bool):
+        raise _unsupported(f"astype(..., order={order!r}) is not supported")
     _check_dtype(dtype)
+    if dtype == proxy.dtype and not copy and not proxy.is_scalar:
+        return proxy
     state = current_trace()
     node = state.add_node(Op.CAST, (proxy.node,), proxy.type.with_dtype(dtype))
     return Proxy(node, proxy.type.with_dtype(dtype), is_scalar=proxy.is_scalar)

@@ -55,10 +55,16 @@ def _probe_dtype(fn: Callable, x: Proxy, **kwargs: Any) -> np.dtype:
         return np.asarray(fn(sample, **kwargs)).dtype
 
 
+#: what np.add / np.multiply reduce with on booleans (``sum(..., dtype=bool)`` is an any).
+_BOOL_REDUCE_KINDS = {"add": "or", "mul": "and"}
+
+
 def reduce_proxy(x: Any, kind: str, axes: tuple[int, ...], keepdims: bool,
                  dtype: np.dtype) -> Proxy:
     """Record a primitive reduction of ``x`` (cast to ``dtype``) over ``axes``."""
     state = current_trace()
+    if np.dtype(dtype).kind == "b":
+        kind = _BOOL_REDUCE_KINDS.get(kind, kind)
     if not isinstance(x, Proxy):
         raise UnsupportedError("reductions of constants are not supported", user_location(3))
     source = x if x.dtype == dtype or kind in ("argmax", "argmin") else x.astype(dtype)
@@ -203,8 +209,16 @@ def _shifted_var(a: Proxy, axes: tuple[int, ...], count: Any, ddof: int,
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
         keepdims: bool = False, **kwargs: Any) -> Proxy:
-    """NumPy's ``_std``: the square root of ``var``."""
-    return np.sqrt(var(a, axis, dtype, out, ddof, keepdims, **kwargs))
+    """NumPy's ``_std``: the square root of ``var``. For a variance of integers, NumPy's
+    ``sqrt(ret, out=ret)`` on an array raises (a float cannot be cast back under
+    same_kind), and a scalar is converted back with ``ret.dtype.type(sqrt(ret))``."""
+    variance = var(a, axis, dtype, out, ddof, keepdims, **kwargs)
+    if variance.dtype.kind == "f":
+        return np.sqrt(variance)
+    if not variance.is_scalar:
+        raise TraceError(f"np.std(..., dtype={variance.dtype}): NumPy's sqrt cannot cast "
+                         f"its float result to {variance.dtype} (same_kind)", user_location(2))
+    return np.sqrt(variance).astype(variance.dtype)
 
 
 def nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
@@ -221,6 +235,8 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
     if a.dtype.kind != "f":
         return mean(a, axis, dtype, out, keepdims, where=where)
     _check_keywords("nanmean", out=out, where=where)
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise TraceError("If a is inexact, then dtype must be inexact", user_location(2))
     axes = _axes(a, axis)
     acc = np.dtype(dtype) if dtype is not None else a.dtype
     valid = np.logical_not(np.isnan(a))

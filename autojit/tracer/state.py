@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from autojit.errors import BroadcastError, TraceError, UnsupportedError
+from autojit.ir.fp_errors import current_policy, numpy_reports_fp_errors
 from autojit.ir.graph import Node, SourceLoc
 from autojit.ir.ops import Op
 from autojit.ir.types import Dim, TensorType
@@ -63,6 +64,7 @@ class TraceState:
     stale: set[int] = field(default_factory=set)        # versions of arguments since written
     params_kind: list[str] = field(default_factory=list)
     consts: dict[tuple, int] = field(default_factory=dict)
+    fp_policy: object = field(default_factory=current_policy)   # np.errstate at trace start
 
     # -- size symbols ---------------------------------------------------------------------
     def new_symbol(self, example_size: int) -> str:
@@ -106,6 +108,10 @@ class TraceState:
             raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} operations (a long Python "
                              "loop unrolled?); running it as plain Python instead of "
                              "compiling for minutes", loc or user_location(2))
+        if self.fp_policy is not current_policy() and numpy_reports_fp_errors():
+            raise UnsupportedError("np.errstate/np.seterr inside the function asks NumPy to "
+                                   "raise, call, print or log FP errors, which compiled code "
+                                   "cannot report", loc or user_location(2))
         if self.stale.intersection(inputs):
             raise UnsupportedError("reading an argument (or a view of it) as it was before a "
                                    "later write to it is not supported", loc or user_location(2))
