@@ -1,0 +1,62 @@
+"""Writes into arguments and overlapping memory: integer-index writes, reads after writes,
+right sides that read what the left side writes (inside one function, and through two
+arguments that share memory at call time), on one thread and split across threads.
+NumPy's rule throughout: the right side is evaluated completely, then written."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle import assert_calls_match_numpy
+
+RNG = np.random.default_rng(7)
+
+
+def _layouts(shape: tuple[int, ...]) -> list:
+    """Fresh-argument makers: C order, F order, negative strides, a strided slice."""
+    base = np.arange(float(np.prod(shape))).reshape(shape) - 3.5
+    return [lambda: (base.copy(),),
+            lambda: (np.array(base, order="F"),),
+            lambda: (base.copy()[(slice(None, None, -1),) * base.ndim],),
+            lambda: (np.repeat(base, 2, axis=-1)[..., ::2],)]
+
+
+def _set_first(a):
+    a[0] = -2
+
+
+def _set_corner(a):
+    a[0, 1] = 9
+    return a.sum()
+
+
+def _bump_first(a):
+    a[0] += 1
+    return a[0]
+
+
+def _set_last_row(a):
+    a[-1] = 5.0
+    return a[-1] * 2
+
+
+@pytest.mark.parametrize("fn, shape", [(_set_first, (3,)), (_set_first, (4, 5)),
+                                       (_set_corner, (2, 3)), (_set_corner, (5, 4)),
+                                       (_bump_first, (6,)), (_bump_first, (3, 4)),
+                                       (_set_last_row, (4, 3))])
+def test_single_element_write_is_kept(fn, shape):
+    assert_calls_match_numpy(fn, _layouts(shape))
+
+
+def _cumsum_into_scalar(a0, a1):
+    a1[...] = np.cumsum(a0) * 2
+
+
+def _cumprod_into_scalar(a0, a1):
+    a1[...] = np.cumprod(a0 + 1)
+
+
+@pytest.mark.parametrize("fn", [_cumsum_into_scalar, _cumprod_into_scalar])
+def test_zero_d_argument_receives_a_scan_result(fn):
+    assert_calls_match_numpy(fn, [(np.array(3.0), np.array(0.0)),
+                                  (np.array(-1.5), np.array(7.0))])
