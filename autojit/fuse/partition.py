@@ -94,20 +94,46 @@ def is_uniform(node: Node) -> bool:
     return all(d == 1 for d in node.type.shape)
 
 
+def overwritten_memory(graph: Graph) -> set[int]:
+    """Return the memory nodes (an argument's version, or a view of it) whose memory a
+    later WRITE into that argument overwrites."""
+    last_write: dict[int, int] = {}
+    for node in graph.nodes:
+        if node.op is Op.WRITE:
+            last_write[node.attr("param")] = node.id
+    found: set[int] = set()
+    for node in graph.nodes:
+        if node.op not in (Op.ARG, Op.VIEW, Op.WRITE):
+            continue
+        root = node
+        while root.op is Op.VIEW:
+            root = graph.node(root.inputs[0])
+        param = memory_param(graph, root.id)
+        if param is not None and last_write.get(param, -1) > root.id:
+            found.add(node.id)
+    return found
+
+
 def inlined_nodes(graph: Graph) -> set[int]:
     """Return compute nodes recomputed inside their readers' kernels instead of stored:
-    uniform arithmetic on arguments and constants, and cheap nodes feeding broadcasts."""
+    uniform arithmetic on arguments and constants, and cheap nodes feeding broadcasts.
+
+    A node reading memory that a later write overwrites is never recomputed: a reader
+    running after the write would see the new values (NumPy computed it before)."""
     outputs, users = set(graph.outputs), graph.users()
+    overwritten = overwritten_memory(graph)
     scalar: set[int] = set()
     for node in graph.nodes:
         library_input = any(graph.node(u).op in (Op.MATMUL, Op.VIEW) for u in users[node.id])
         if (node.op not in LEAF_OPS and node.op not in ROW_OPS and is_uniform(node)
                 and node.id not in outputs and not library_input
+                and not overwritten.intersection(node.inputs)
                 and all(graph.node(i).op in LEAF_OPS or i in scalar for i in node.inputs)):
             scalar.add(node.id)
     inlined = set(scalar)
     for node in reversed(graph.nodes):
-        if node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs | inlined:
+        if (node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs | inlined
+                or overwritten.intersection(node.inputs)):
             continue
         readers = [graph.node(u) for u in users[node.id]]
         feeds_broadcasts = all(r.id in inlined or r.type.shape != node.type.shape

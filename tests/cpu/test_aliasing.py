@@ -60,3 +60,42 @@ def _cumprod_into_scalar(a0, a1):
 def test_zero_d_argument_receives_a_scan_result(fn):
     assert_calls_match_numpy(fn, [(np.array(3.0), np.array(0.0)),
                                   (np.array(-1.5), np.array(7.0))])
+
+
+def _value_before_write(a):
+    v = a * 0.5
+    a[...] = v
+    return v + 0
+
+
+def _broadcast_value_before_write(a, b):
+    v = a + 1.0
+    a[...] = 0
+    return v[:, None] * b + a.sum()
+
+
+def _mask_from_the_target(a0, a1):
+    v1 = np.floor(a1)
+    v3 = np.clip(a0, False, None)
+    a0[v3] = True
+    return v1, a0 > v3
+
+
+def _scalar_of_the_target(a):
+    s = a[0] * 2
+    a[...] = a + 1
+    return s + a[0]
+
+
+def test_value_computed_before_a_write_keeps_its_value():
+    assert_calls_match_numpy(_value_before_write, [
+        (np.array(3, np.int16),), (np.array(-7, np.int16),), (np.arange(5, dtype=np.int16),)])
+    assert_calls_match_numpy(_broadcast_value_before_write, [
+        (np.arange(4.0), np.ones((4, 3))), (np.arange(6.0)[::-1], RNG.random((6, 2)))])
+    assert_calls_match_numpy(_scalar_of_the_target, [(np.arange(1.0, 4.0),), (np.ones(1),)])
+
+
+def test_mask_derived_from_the_written_argument():
+    assert_calls_match_numpy(_mask_from_the_target, [
+        (np.array([True]), np.array([1.5])), (np.array([True, False, True]), np.ones(3)),
+        (np.array([False]), np.array([-0.5]))])
