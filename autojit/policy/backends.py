@@ -152,6 +152,10 @@ class Schedule:
     outputs: tuple[tuple[int, bool], ...]
     output_tuple: bool
     views: tuple[tuple[int, tuple[str, Any]], ...] = ()   # (base slot, step), in slot order
+    # the views taken before each step (first entry: before any step; last: after all), in
+    # slot order: a view of an argument after a write is taken once that write has run (a
+    # reshape may copy: a.ravel() of an F-ordered argument), before the first step reading it
+    view_batches: tuple[tuple[int, ...], ...] = ((),)
     libraries: tuple[tuple[str, tuple[int, ...], int], ...] = ()   # (name, inputs, output)
     order: tuple[tuple[str, int], ...] = ()
     # the buffer plan (autojit.fuse.buffers): allocations made before any step; per step,
@@ -175,6 +179,7 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     slots = {n: argument_count + i for i, n in enumerate(plan.allocations)}
     constants: list[np.ndarray] = []
     views: list[tuple[int, tuple[str, Any]]] = []
+    written_views: set[int] = set()     # view positions over a version after a write
     constant_nodes = [n for n in graph.nodes if n.op in (Op.CONST, Op.FILL)]
     first_view = argument_count + len(plan.allocations) + len(constant_nodes)
 
@@ -185,7 +190,10 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
         if node.op in (Op.ARG, Op.WRITE):   # a write's result is its argument's memory
             return memory_param(graph, node_id)
         if node.op is Op.VIEW:   # a view of an argument, taken again at every call
-            views.append((slot(node.inputs[0]), node.attr("step")))
+            base = slot(node.inputs[0])
+            if graph.node(node.inputs[0]).op is Op.WRITE or base - first_view in written_views:
+                written_views.add(len(views))
+            views.append((base, node.attr("step")))
             slots[node_id] = first_view + len(views) - 1
             return slots[node_id]
         constants.append(np.asarray(node.attr("value"), dtype=node.type.dtype))
@@ -207,11 +215,33 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     allocations = tuple((graph.node(n).type.shape, graph.node(n).type.dtype)
                         for n in plan.allocations)
     constants += [np.empty(0)] * (len(constant_nodes) - len(constants))   # unused slots
+    at = _view_steps(plan.steps, calls, libraries, views, written_views, first_view)
+    batches = tuple(tuple(v for v, step in enumerate(at) if step == position)
+                    for position in range(-1, len(plan.steps) + 1))
     schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs,
-                        graph.output_tuple, tuple(views), libraries, plan.steps,
+                        graph.output_tuple, tuple(views), batches, libraries, plan.steps,
                         *_lifetimes(plan))
     plan.schedule_cache[argument_count] = schedule
     return schedule
+
+
+def _view_steps(steps: Sequence[tuple[str, int]], calls: Sequence[KernelCall],
+                libraries: Sequence[tuple[str, tuple[int, ...], int]],
+                views: Sequence[tuple[int, tuple[str, Any]]], written: set[int],
+                first_view: int) -> tuple[int, ...]:
+    """Return, per view, the step before which it is taken: -1 for views of arguments as
+    they were at the call, else the first step reading it (or a view taken of it)."""
+    at = [-1 if v not in written else len(steps) for v in range(len(views))]
+    for position, (kind, index) in reversed(list(enumerate(steps))):
+        read = calls[index].buffers if kind == "kernel" else libraries[index][1]
+        for slot in read:
+            if slot - first_view in written:
+                at[slot - first_view] = position
+    for v in reversed(range(len(views))):   # a view's base is taken no later than it
+        base = views[v][0] - first_view
+        if base in written:
+            at[base] = min(at[base], at[v])
+    return tuple(at)
 
 
 def _lifetimes(plan: Plan) -> tuple[tuple[int, ...],
@@ -281,6 +311,13 @@ def _launch(backend: Backend, kernel: Kernel, program: Any, call: KernelCall,
     backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
 
 
+def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: int) -> None:
+    """Take the views of ``batch`` (see ``Schedule.view_batches``)."""
+    for v in schedule.view_batches[batch]:
+        base, step = schedule.views[v]
+        values[first_view + v] = apply_view(values[base], step)
+
+
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequence[Any],
              sizes: dict[str, int]) -> Any:
     """Run every kernel of ``plan``; return the function's result as NumPy would."""
@@ -290,10 +327,14 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
     for index in schedule.upfront:
         _allocate(backend, schedule, values, first, index, -1, False, sizes)
     values.extend(schedule.constants)
-    for base, step in schedule.views:
-        view = apply_view(values[base], step)
-        values.append(np.asarray(view) if isinstance(view, np.generic) else view)
+    first_view = len(values)
+    values.extend([None] * len(schedule.views))
+    batches = schedule.view_batches
+    if batches[0]:
+        _take_views(schedule, values, first_view, 0)
     for position, (kind, index) in enumerate(schedule.order):
+        if batches[position + 1]:
+            _take_views(schedule, values, first_view, position + 1)
         for allocation, donor, clear in schedule.allocate[position]:
             _allocate(backend, schedule, values, first, allocation, donor, clear, sizes)
         if kind == "library":
@@ -304,6 +345,8 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
                     values, args, sizes)
         for allocation in schedule.release[position]:   # dead: give the memory back now
             values[first + allocation] = None
+    if batches[-1]:
+        _take_views(schedule, values, first_view, len(batches) - 1)
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
     if not results and not schedule.output_tuple:
@@ -363,10 +406,12 @@ def _bind_view_sizes(plan: Plan, args: Sequence[Any], sizes: dict[str, int]) -> 
             continue
         views[node.id] = apply_view(_view_source(plan, node, args, sizes, views),
                                     node.attr("step"))
+        shape = views[node.id].shape
         for axis, dim in enumerate(node.type.shape):
-            size = views[node.id].shape[axis]
-            if dim.__class__ is str and sizes.setdefault(dim, size) != size:
+            if dim.__class__ is str and sizes.setdefault(dim, shape[axis]) != shape[axis]:
                 return False
+        for axis, symbol in node.attr("ones", ()):   # guarded to stay 1 (guards_hold)
+            sizes[symbol] = shape[axis]
     return True
 
 

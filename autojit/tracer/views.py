@@ -35,13 +35,24 @@ def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Pr
     """Record ``step`` applied to ``proxy`` (an argument, or a computed value, which the
     plan then stores so the view can read it)."""
     state = current_trace()
+    key = ("view", proxy.node, repr(step))
+    if key in state.seen:   # the same view again (a[1:] += 1 reads and writes one region)
+        found = state.nodes[state.seen[key]]
+        return Proxy(found.id, found.type, is_scalar=scalar and not found.type.shape)
     try:
         example = apply_view(_example(state, proxy), step)
     except (IndexError, ValueError, TypeError) as exc:   # NumPy's own error: fallback raises
         raise TraceError(f"{type(exc).__name__}: {exc}", user_location(3)) from None
     shape = tuple(1 if size == 1 else state.new_symbol(size) for size in example.shape)
+    # a size-1 axis is typed 1 (it broadcasts): guarded, since a[1:] of 2 elements has 1
+    # but of 5 elements 4 (the view's own size symbol, bound at run time, must stay 1)
+    ones = tuple((axis, state.new_symbol(1)) for axis, size in enumerate(example.shape)
+                 if size == 1)
+    state.guards.update({symbol: 1 for _, symbol in ones})
     type_ = TensorType(proxy.dtype, shape)
-    node = state.add_node(Op.VIEW, (proxy.node,), type_, (("step", step),), user_location(3))
+    attrs = (("step", step),) + ((("ones", ones),) if ones else ())
+    node = state.add_node(Op.VIEW, (proxy.node,), type_, attrs, user_location(3))
+    state.seen[key] = node
     return Proxy(node, type_, is_scalar=scalar and not shape)
 
 

@@ -99,3 +99,36 @@ def test_mask_derived_from_the_written_argument():
     assert_calls_match_numpy(_mask_from_the_target, [
         (np.array([True]), np.array([1.5])), (np.array([True, False, True]), np.ones(3)),
         (np.array([False]), np.array([-0.5]))])
+
+
+def _ravel_after_add(a):
+    a += 1
+    return a.ravel()
+
+
+def _reshape_after_write(a):
+    a[...] = a * 2
+    return a.reshape(-1)[::-1] + a.T.reshape(-1)
+
+
+def _view_read_after_write(a):
+    a[1:] = 3.0
+    return a.T[0], a[0] * 1
+
+
+@pytest.mark.parametrize("fn", [_ravel_after_add, _reshape_after_write,
+                                _view_read_after_write])
+def test_view_taken_after_a_write_sees_the_written_values(fn):
+    assert_calls_match_numpy(fn, _layouts((2, 3)) + _layouts((4, 5)) + [
+        lambda: (np.arange(6, dtype=np.int32).reshape(2, 3).T,)])
+
+
+def _tail_doubled(a):
+    return a[1:] * 2 + a[-1:]
+
+
+def test_view_of_one_element_at_trace_time_grows_with_the_argument():
+    """``a[1:]`` of two elements has one: typed 1 (it broadcasts), so guarded, not kept."""
+    assert_calls_match_numpy(_tail_doubled, [(np.arange(2.0),), (np.arange(5.0),),
+                                             (np.arange(2.0),), (np.arange(7.0)[::-2],)])
+    assert_calls_match_numpy(_view_read_after_write, [(np.ones((2, 3)),), (np.ones((4, 3)),)])
