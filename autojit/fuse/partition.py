@@ -176,8 +176,10 @@ class _Partitioner:
         return {g for g, group in enumerate(self.groups) for n in group.nodes
                 if node_id in self.graph.node(n).inputs}
 
-    def _reads_param(self, g: int, param: int) -> bool:
-        """Return True when group ``g`` reads argument ``param``'s memory."""
+    def _reads_param(self, g: int, param: int, region: int) -> bool:
+        """Return True when group ``g`` reads argument ``param``'s memory other than as the
+        node ``region``, which an elementwise group over its shape reads at the very element
+        it writes (``a += 1``: each element is loaded before it is stored)."""
         pending = [i for n in self.groups[g].nodes for i in self.graph.node(n).inputs]
         seen: set[int] = set()
         while pending:
@@ -185,15 +187,16 @@ class _Partitioner:
             if i in seen:
                 continue
             seen.add(i)
-            if memory_param(self.graph, i) == param:
+            if i != region and memory_param(self.graph, i) == param:
                 return True
             if i in self.inlined:
                 pending.extend(self.graph.node(i).inputs)
         return False
 
     def _add_write(self, node: Node) -> None:
-        """A write joins its value's elementwise kernel when that kernel does not read the
-        argument (else NumPy's evaluate-then-write needs the value stored first)."""
+        """A write joins its value's elementwise kernel when that kernel reads the argument
+        only as the written region (else NumPy's evaluate-then-write needs the value stored
+        first)."""
         region = self.graph.node(node.inputs[0])
         value, param = node.inputs[1], node.attr("param")
         g = self.owner.get(value)
@@ -201,7 +204,7 @@ class _Partitioner:
             group = self.groups[g]
             if (group.row_axes is None and not group.sealed and not group.library
                     and group.shape == region.type.shape and self._acyclic(node, g)
-                    and not self._reads_param(g, param)):
+                    and not self._reads_param(g, param, region.id)):
                 group.nodes.append(node.id)
                 group.placement[node.id] = Placement("row", 0)
                 group.sealed = True

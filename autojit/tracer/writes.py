@@ -61,6 +61,13 @@ def write(target: Proxy, key: Any, value: Any) -> None:
         return write(target, None, np.where(key, value, target))
     region = target if key is None else getitem(target, key)
     source = _value_proxy(value, target.dtype)
+    if source.node == region.node:
+        return                      # a[...] = a, a[1:] = a[1:]: nothing changes
+    if written_param(state, source.node) == param:
+        # the value is the target's own memory seen otherwise (a[::-1] = a, a[1:] = a[:-1]):
+        # NumPy evaluates the right side first, so it is copied before the write
+        from autojit.tracer.numpy_map import astype
+        source = astype(source, source.dtype)
     extra = source.ndim - region.ndim
     if extra > 0 and all(d == 1 for d in source.type.shape[:extra]):
         source = getitem(source, (0,) * extra)   # NumPy drops leading size-1 dimensions

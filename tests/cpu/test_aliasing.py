@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from oracle import assert_calls_match_numpy
 
+import autojit
+
 RNG = np.random.default_rng(7)
 
 
@@ -132,3 +134,77 @@ def test_view_of_one_element_at_trace_time_grows_with_the_argument():
     assert_calls_match_numpy(_tail_doubled, [(np.arange(2.0),), (np.arange(5.0),),
                                              (np.arange(2.0),), (np.arange(7.0)[::-2],)])
     assert_calls_match_numpy(_view_read_after_write, [(np.ones((2, 3)),), (np.ones((4, 3)),)])
+
+
+
+def _reverse_in_place(a):
+    a[::-1] = a
+
+
+def _shift_right(a):
+    a[1:] = a[:-1]
+
+
+def _shift_left(a):
+    a[:-1] = a[1:]
+
+
+def _transpose_in_place(a):
+    a[...] = a.T
+
+
+def _broadcast_own_element(a):
+    a[...] = a[0]
+
+
+def _scaled_own_element(a):
+    a[...] = a[-1] * 2 + a
+
+
+def _smooth_reversed(a):
+    a[1:-1] = a[::-1][1:-1] + a[2:]
+
+
+def _augmented_reversed(a):
+    a += a[::-1]
+
+
+def _noop_self_copy(a):
+    a[...] = a
+    a[1:] = a[1:]
+    return a.sum()
+
+
+SELF_OVERLAP = [_reverse_in_place, _shift_right, _shift_left, _broadcast_own_element,
+                _scaled_own_element, _smooth_reversed, _augmented_reversed, _noop_self_copy]
+
+
+def _threaded() -> autojit.config:
+    """Every splittable kernel call split across two threads."""
+    return autojit.config(num_threads=2, thread_min_work=0)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("fn", SELF_OVERLAP)
+def test_self_overlapping_write_evaluates_the_right_side_first(fn, threads):
+    calls = _layouts((6,)) + _layouts((1,)) + _layouts((257,)) + [
+        lambda: (np.arange(40.0).reshape(5, 8)[:, 1],)]
+    with _threaded() if threads == 2 else autojit.config(num_threads=1):
+        assert_calls_match_numpy(fn, calls)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_transpose_into_itself(threads):
+    calls = _layouts((3, 3)) + _layouts((1, 1)) + _layouts((17, 17))
+    with _threaded() if threads == 2 else autojit.config(num_threads=1):
+        assert_calls_match_numpy(_transpose_in_place, calls)
+
+
+def test_large_self_overlapping_copies_split_across_threads():
+    big = np.arange(3_000_000, dtype=np.float64)
+    with _threaded():
+        assert_calls_match_numpy(_shift_right, [lambda: (big.copy(),)])
+        assert_calls_match_numpy(_reverse_in_place, [lambda: (big.copy(),)])
+        assert_calls_match_numpy(_transpose_in_place,
+                                 [lambda: (big[:1_000_000].reshape(1000, 1000).copy(),)])
+
