@@ -7,6 +7,7 @@ load only when a GPU route is taken.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -156,6 +157,7 @@ class Schedule:
     # slot order: a view of an argument after a write is taken once that write has run (a
     # reshape may copy: a.ravel() of an F-ordered argument), before the first step reading it
     view_batches: tuple[tuple[int, ...], ...] = ((),)
+    overlaps: tuple[tuple[int, int], ...] = ()   # Overlaps.copy: checked at every call
     libraries: tuple[tuple[str, tuple[int, ...], int], ...] = ()   # (name, inputs, output)
     order: tuple[tuple[str, int], ...] = ()
     # the buffer plan (autojit.fuse.buffers): allocations made before any step; per step,
@@ -219,7 +221,8 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     batches = tuple(tuple(v for v, step in enumerate(at) if step == position)
                     for position in range(-1, len(plan.steps) + 1))
     schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs,
-                        graph.output_tuple, tuple(views), batches, libraries, plan.steps,
+                        graph.output_tuple, tuple(views), batches,
+                        argument_overlaps(plan).copy, libraries, plan.steps,
                         *_lifetimes(plan))
     plan.schedule_cache[argument_count] = schedule
     return schedule
@@ -324,6 +327,10 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
     schedule = build_schedule(plan, len(args))
     first = len(args)
     values = [*args, *[None] * len(schedule.allocations)]
+    if schedule.overlaps:
+        for written, other in schedule.overlaps:   # read from a copy: evaluate, then write
+            if values[other] is args[other] and _may_overlap(args[written], args[other]):
+                values[other] = args[other].copy(order="K")
     for index in schedule.upfront:
         _allocate(backend, schedule, values, first, index, -1, False, sizes)
     values.extend(schedule.constants)
@@ -412,7 +419,81 @@ def _bind_view_sizes(plan: Plan, args: Sequence[Any], sizes: dict[str, int]) -> 
                 return False
         for axis, symbol in node.attr("ones", ()):   # guarded to stay 1 (guards_hold)
             sizes[symbol] = shape[axis]
+    if len(args) > 1:
+        for written, other in argument_overlaps(plan).python:
+            if _shares_memory(args[written], args[other]):
+                return False   # the trace assumed distinct memory: plain Python runs it
     return True
+
+
+@dataclass(frozen=True)
+class Overlaps:
+    """Pairs (written argument, other argument) whose memory may overlap at a call (NumPy
+    evaluates each right side before writing, whatever the arguments share):
+
+    ``copy``: the other argument is read only before the writes (``x[...] = y * 2``
+    called as ``f(a, a[::-1])``): overlapping, it is read from a copy made at the call;
+    ``python``: it is read after a write, written too, or returned (``x += y; return
+    y.sum()`` as ``f(a, a)``): the trace took the two for distinct memory, so an
+    overlapping call runs as plain Python.
+    """
+
+    copy: tuple[tuple[int, int], ...] = ()
+    python: tuple[tuple[int, int], ...] = ()
+
+
+def argument_overlaps(plan: Plan) -> Overlaps:
+    """Return the plan's Overlaps (computed once per plan)."""
+    found = plan.schedule_cache.get("overlaps")
+    if found is not None:
+        return found
+    graph = plan.graph
+    first_write: dict[int, int] = {}
+    for node in graph.nodes:
+        if node.op is Op.WRITE:
+            first_write.setdefault(node.attr("param"), node.id)
+    last_read: dict[int, int] = {}     # argument -> the last node reading its memory
+    for node in graph.nodes:
+        if node.op is Op.VIEW:
+            continue
+        for i in node.inputs:
+            param = memory_param(graph, i)
+            if param is not None:
+                last_read[param] = node.id
+    returned = {memory_param(graph, o) for o in graph.outputs}
+    copy, python = [], []
+    for written, first in sorted(first_write.items()):
+        for other, param in enumerate(graph.params):
+            if other == written or param.kind != "array":
+                continue
+            late = (other in first_write or other in returned
+                    or last_read.get(other, -1) > first)
+            (python if late else copy).append((written, other))
+    found = plan.schedule_cache["overlaps"] = Overlaps(tuple(copy), tuple(python))
+    return found
+
+
+def _may_overlap(a: Any, b: Any) -> bool:
+    """NumPy's bounds check (``np.may_share_memory``): cheap, and never misses an overlap."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(np.may_share_memory(a, b))
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(a, cupy.ndarray) and isinstance(b, cupy.ndarray):
+        return bool(cupy.may_share_memory(a, b))
+    return False
+
+
+def _shares_memory(a: Any, b: Any) -> bool:
+    """Return True unless ``a`` and ``b`` provably share no element (bounds, then NumPy's
+    exact check within a small budget: ``a[::2]`` and ``a[1::2]`` do not overlap)."""
+    if not _may_overlap(a, b):
+        return False
+    if not isinstance(a, np.ndarray):
+        return True
+    try:
+        return bool(np.shares_memory(a, b, max_work=1000))
+    except np.exceptions.TooHardError:
+        return True
 
 
 def guards_hold(plan: Plan, sizes: dict[str, int], args: Sequence[Any]) -> bool:

@@ -208,3 +208,84 @@ def test_large_self_overlapping_copies_split_across_threads():
         assert_calls_match_numpy(_transpose_in_place,
                                  [lambda: (big[:1_000_000].reshape(1000, 1000).copy(),)])
 
+
+def _double_into(x, y):
+    x[...] = y * 2
+
+
+def _copy_into(x, y):
+    x[...] = y
+
+
+def _add_sine_then_sum(x, y):
+    x += np.sin(y)
+    return y.sum()
+
+
+def _write_both(x, y):
+    x += 1
+    y *= 2
+    return x - y
+
+
+def _read_then_write_then_return(x, y):
+    s = y.sum()
+    x[1:] = y[:-1] + s
+    return y
+
+
+def _scale_rows(x, y):
+    x[...] = x * y[::-1]
+
+
+def _aliased(make_base, *views):
+    """A maker of fresh arguments: views of one new base array."""
+    def make():
+        base = make_base()
+        return tuple(view(base) for view in views)
+    return make
+
+
+def _same(a):
+    return a
+
+
+def _reversed(a):
+    return a[::-1]
+
+
+def _shifted(a):
+    return a[1:]
+
+
+def _head(a):
+    return a[:-1]
+
+
+OVERLAPPING_PAIRS = [(_same, _same), (_same, _reversed), (_shifted, _head), (_head, _shifted),
+                     (_reversed, _same)]
+
+
+@pytest.mark.parametrize("fn", [_double_into, _copy_into, _add_sine_then_sum, _write_both,
+                                _read_then_write_then_return, _scale_rows])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_arguments_sharing_memory_behave_like_numpy(fn, threads):
+    """The first calls (distinct arrays) compile and warm the function; the aliased calls
+    that follow must be evaluated then written, or run as Python."""
+    distinct = [lambda: (np.linspace(0, 1, 9)[:8], np.linspace(2, 3, 9)[1:])] * 3
+    aliased = [_aliased(lambda n=n: np.linspace(0, 1, n), first, second)
+               for first, second in OVERLAPPING_PAIRS for n in (2, 9, 50)]
+    fortran = [_aliased(lambda: np.asfortranarray(np.arange(12.0).reshape(3, 4)).T[:, 1:],
+                        _same, _reversed)]
+    disjoint = [_aliased(lambda: np.arange(20.0), lambda a: a[::2], lambda a: a[1::2])]
+    with _threaded() if threads == 2 else autojit.config(num_threads=1):
+        assert_calls_match_numpy(fn, distinct + aliased + distinct + fortran + disjoint)
+
+
+def test_disjoint_interleaved_arguments_stay_compiled():
+    """``a[::2]`` and ``a[1::2]`` share bounds but no element: still the compiled code."""
+    jitted = assert_calls_match_numpy(
+        _add_sine_then_sum, [_aliased(lambda: np.arange(20.0), lambda a: a[::2],
+                                      lambda a: a[1::2])] * 3)
+    assert jitted.stats()["calls"] == 3
+    assert jitted.stats()["routes"].get("python", 0) == 0
