@@ -154,8 +154,9 @@ class Schedule:
     output_tuple: bool
     views: tuple[tuple[int, tuple[str, Any]], ...] = ()   # (base slot, step), in slot order
     # the views taken before each step (first entry: before any step; last: after all), in
-    # slot order: a view of an argument after a write is taken once that write has run (a
-    # reshape may copy: a.ravel() of an F-ordered argument), before the first step reading it
+    # slot order: a view of an argument after a write, or of a computed value, is taken once
+    # that value is in memory (a reshape may copy: a.ravel() of an F-ordered argument, or
+    # v.T.reshape(-1)), before the first step reading it
     view_batches: tuple[tuple[int, ...], ...] = ((),)
     overlaps: tuple[tuple[int, int], ...] = ()   # Overlaps.copy: checked at every call
     libraries: tuple[tuple[str, tuple[int, ...], int], ...] = ()   # (name, inputs, output)
@@ -181,7 +182,7 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     slots = {n: argument_count + i for i, n in enumerate(plan.allocations)}
     constants: list[np.ndarray] = []
     views: list[tuple[int, tuple[str, Any]]] = []
-    written_views: set[int] = set()     # view positions over a version after a write
+    written_views: set[int] = set()     # view positions over a write or a computed value
     constant_nodes = [n for n in graph.nodes if n.op in (Op.CONST, Op.FILL)]
     first_view = argument_count + len(plan.allocations) + len(constant_nodes)
 
@@ -193,7 +194,8 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
             return memory_param(graph, node_id)
         if node.op is Op.VIEW:   # a view of an argument, taken again at every call
             base = slot(node.inputs[0])
-            if graph.node(node.inputs[0]).op is Op.WRITE or base - first_view in written_views:
+            if graph.node(node.inputs[0]).op not in (Op.ARG, Op.VIEW) or (
+                    base - first_view in written_views):
                 written_views.add(len(views))
             views.append((base, node.attr("step")))
             slots[node_id] = first_view + len(views) - 1
@@ -233,7 +235,8 @@ def _view_steps(steps: Sequence[tuple[str, int]], calls: Sequence[KernelCall],
                 views: Sequence[tuple[int, tuple[str, Any]]], written: set[int],
                 first_view: int) -> tuple[int, ...]:
     """Return, per view, the step before which it is taken: -1 for views of arguments as
-    they were at the call, else the first step reading it (or a view taken of it)."""
+    they were at the call, else the first step reading it (or a view taken of it), which
+    runs after the step computing what it views (the partition orders them so)."""
     at = [-1 if v not in written else len(steps) for v in range(len(views))]
     for position, (kind, index) in reversed(list(enumerate(steps))):
         read = calls[index].buffers if kind == "kernel" else libraries[index][1]
