@@ -364,3 +364,90 @@ def test_random_writes_between_overlapping_views_match_numpy(seed):
     with _threaded() if seed % 2 else autojit.config(num_threads=1):
         assert_calls_match_numpy(inside, bases)
         assert_calls_match_numpy(between, pairs)
+
+
+def _bump_tail(a):
+    a[1:] += 1
+    return a
+
+
+def _scale_column(a):
+    a[:, 0] *= 2
+    return a.sum(axis=0)
+
+
+def _row_plus_row(a):
+    row = a[1]
+    row += a[0]            # writes a[1] through the view, reading another row of a
+    return row * 1
+
+
+def _write_through_transpose(a):
+    t = a.T
+    t[0] = -1.0
+    t[1:] -= t[:-1]
+    return a
+
+
+def _old_view_sees_later_writes(a):
+    head = a[:2]
+    tail = a[::-1][:2]
+    a[...] = a * 3
+    head += 1
+    return head + tail
+
+
+def _mask_on_a_view(a):
+    v = a[1:]
+    v[v > 0] = 0.0
+    return a.min()
+
+
+def _stale_reshape(a):
+    flat = a.reshape(-1)   # a view of a C-ordered argument, a copy of an F-ordered one
+    a[...] = 0
+    return flat + 1
+
+
+VIEW_TARGETS = [_bump_tail, _scale_column, _row_plus_row, _write_through_transpose,
+                _old_view_sees_later_writes, _mask_on_a_view]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("fn", VIEW_TARGETS)
+def test_writes_through_views_of_arguments(fn, threads):
+    with _threaded() if threads == 2 else autojit.config(num_threads=1):
+        jitted = assert_calls_match_numpy(fn, _layouts((3, 4)) + _layouts((2, 2)) +
+                                          _layouts((9, 5)))
+    assert jitted.stats()["routes"].get("python", 0) == 0, jitted.stats()["fallbacks"]
+
+
+def test_a_copy_read_after_a_write_runs_as_python():
+    jitted = assert_calls_match_numpy(_stale_reshape, _layouts((3, 4)))
+    assert jitted.stats()["routes"]["python"] == len(_layouts((3, 4)))
+
+
+def _two_views_of_a_computed_value(a0):
+    v5 = np.min(a0, axis=1).T
+    return v5[-1, ..., None], v5.reshape(9, -1)
+
+
+def _reshape_of_a_transposed_sum(a):
+    return (a + 1).T.reshape(-1) * 2
+
+
+def test_view_of_a_computed_value_is_taken_once_it_is_computed():
+    """A reshape of a transposed computed value is a copy: taken after the kernel ran."""
+    assert_calls_match_numpy(_two_views_of_a_computed_value,
+                             [(np.arange(72.0).reshape(3, 8, 3),)])
+    assert_calls_match_numpy(_reshape_of_a_transposed_sum, _layouts((3, 4)))
+
+
+def _last_through_ellipsis(a):
+    return (a + 1)[..., -1], a[..., 0], a[0, ...]
+
+
+def test_integer_index_with_ellipsis_is_a_zero_d_array():
+    """NumPy: ``a[..., -1]`` of a 1-D array is a 0-d array, ``a[-1]`` a scalar."""
+    assert_calls_match_numpy(_last_through_ellipsis, [(np.arange(3.0),), (np.arange(5.0),)])
+    assert_calls_match_numpy(lambda a: (a[-1], a[1, None]), [(np.arange(3.0),)])
