@@ -451,3 +451,59 @@ def test_integer_index_with_ellipsis_is_a_zero_d_array():
     """NumPy: ``a[..., -1]`` of a 1-D array is a 0-d array, ``a[-1]`` a scalar."""
     assert_calls_match_numpy(_last_through_ellipsis, [(np.arange(3.0),), (np.arange(5.0),)])
     assert_calls_match_numpy(lambda a: (a[-1], a[1, None]), [(np.arange(3.0),)])
+
+
+def _random_program(seed: int) -> tuple[tuple[int, int], list[tuple]]:
+    """Return (shape, statements): each statement (target key, transposed target, operator,
+    source key, transposed source, scale), target and source random views of one array of
+    that shape, the source of the target's shape (or one row of it, broadcast)."""
+    rng = np.random.default_rng(seed)
+    shape = (int(rng.integers(1, 7)), int(rng.integers(1, 7)))
+    statements = []
+    for _ in range(int(rng.integers(1, 4))):
+        target = tuple(_random_slice(rng, n) for n in shape)
+        lengths = [len(range(*k.indices(n))) for k, n in zip(target, shape)]
+        flip_target = bool(rng.random() < 0.3)
+        want = lengths[::-1] if flip_target else lengths          # the shape of t
+        fits = [all(m <= n for m, n in zip(w, shape)) for w in (want, want[::-1])]
+        flip_source = fits[1] and (not fits[0] or rng.random() < 0.3)
+        lengths = want[::-1] if flip_source else want
+        source: tuple = tuple(_random_slice(rng, n, m) for n, m in zip(shape, lengths))
+        if not flip_source and rng.random() < 0.2:   # one row, broadcast over t's rows
+            source = (int(rng.integers(0, shape[0])), source[1])
+        operator = str(rng.choice(["=", "+=", "*=", "-="]))
+        statements.append((target, flip_target, operator, source, flip_source,
+                           float(rng.choice([0.5, 2.0, -1.0]))))
+    return shape, statements
+
+
+def _run_program(a, statements):
+    for target, flip_target, operator, source, flip_source, scale in statements:
+        t = a[target].T if flip_target else a[target]
+        s = a[source].T if flip_source else a[source]
+        if operator == "=":
+            t[...] = s * scale + 1
+        elif operator == "+=":
+            t += s
+        elif operator == "*=":
+            t *= s * scale
+        else:
+            t -= s[::-1] if s.ndim else s
+    return a[::-1].T * 1
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_programs_of_overlapping_writes_match_numpy(seed):
+    """Sequences of writes into random (transposed) views of one array, reading other
+    overlapping views of it, as NumPy's ufuncs define them: evaluated, then written."""
+    shape, statements = _random_program(seed)
+
+    def program(a):
+        return _run_program(a, statements)
+
+    base = np.random.default_rng(2000 + seed).standard_normal(shape).round(2)
+    with _threaded() if seed % 2 else autojit.config(num_threads=1):
+        jitted = assert_calls_match_numpy(program, [
+            lambda: (base.copy(),), lambda: (np.array(base, order="F"),),
+            lambda: (np.repeat(base, 2, axis=1)[:, ::2],)])
+    assert jitted.stats()["routes"].get("python", 0) == 0, jitted.stats()["fallbacks"]
