@@ -507,3 +507,12 @@ def test_random_programs_of_overlapping_writes_match_numpy(seed):
             lambda: (base.copy(),), lambda: (np.array(base, order="F"),),
             lambda: (np.repeat(base, 2, axis=1)[:, ::2],)])
     assert jitted.stats()["routes"].get("python", 0) == 0, jitted.stats()["fallbacks"]
+
+
+def test_writing_plans_are_never_served_by_the_fast_path():
+    """The native fast path does not check overlaps: a plan writing into an argument must
+    keep taking the full path, so an aliased call after many distinct ones is still right."""
+    jitted = assert_calls_match_numpy(
+        _double_into, [lambda: (np.zeros(8), np.arange(8.0))] * 20 + [
+            _aliased(lambda: np.arange(8.0), _same, _reversed)])
+    assert jitted._fast is None and jitted.stats()["fast_calls"] == 0
