@@ -516,3 +516,27 @@ def test_writing_plans_are_never_served_by_the_fast_path():
         _double_into, [lambda: (np.zeros(8), np.arange(8.0))] * 20 + [
             _aliased(lambda: np.arange(8.0), _same, _reversed)])
     assert jitted._fast is None and jitted.stats()["fast_calls"] == 0
+
+
+def _scalar_kept_across_a_write(a):
+    x = a[0]               # a NumPy scalar: a copy
+    a[0] = 5
+    return x
+
+
+def _recurrence(a):
+    for i in range(1, 6):
+        a[i] = a[i - 1] * 2 + a[i]
+    return a
+
+
+def test_scalar_taken_before_a_write_keeps_the_old_value():
+    assert_calls_match_numpy(_scalar_kept_across_a_write, [(np.arange(3.0),)])
+    assert_calls_match_numpy(lambda a: (_scalar_kept_across_a_write(a), a[1, 2]),
+                             [(np.arange(12.0).reshape(3, 4),)])
+
+
+def test_element_recurrence_reads_each_written_element():
+    jitted = assert_calls_match_numpy(_recurrence, [(np.arange(8.0),),
+                                                    (np.arange(16.0)[::-2],)])
+    assert jitted.stats()["routes"].get("python", 0) == 0
