@@ -63,6 +63,7 @@ class TraceState:
     stale: set[int] = field(default_factory=set)        # versions of arguments since written
     params_kind: list[str] = field(default_factory=list)
     consts: dict[tuple, int] = field(default_factory=dict)
+    versions: dict[int, int] = field(default_factory=dict)   # argument -> its current node
 
     # -- size symbols ---------------------------------------------------------------------
     def new_symbol(self, example_size: int) -> str:
@@ -118,11 +119,10 @@ class TraceState:
 
     def current_version(self, param: int) -> int:
         """Return the node that is argument ``param``'s memory now: its last write, or it."""
-        for node in reversed(self.nodes):
-            if (node.op is Op.WRITE and node.attr("param") == param
-                    or node.op is Op.ARG and node.attr("index") == param):
-                return node.id
-        raise AssertionError(f"no argument {param}")
+        if param not in self.versions:
+            self.versions[param] = next(n.id for n in self.nodes if n.op is Op.ARG
+                                        and n.attr("index") == param)
+        return self.versions[param]
 
     def rebase(self, node_id: int, loc: SourceLoc | None = None) -> int:
         """Return ``node_id``; for an argument's memory as it was before a later write (a
@@ -162,8 +162,10 @@ class TraceState:
                 and any(i in memory for i in n.inputs) and n.id not in memory}
 
     def retire(self, param: int) -> None:
-        """After a write: the argument's earlier versions and views may no longer be read."""
+        """After a write (the last node): the argument's earlier versions and views are
+        stale; a read of one reads the new version instead (``rebase``)."""
         self.stale |= self.param_nodes(param) - {self.nodes[-1].id}
+        self.versions[param] = self.nodes[-1].id
 
     def add_const(self, value: Any, dtype: np.dtype) -> int:
         dtype = np.dtype(dtype)
