@@ -377,6 +377,13 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
         sizes[symbol] = size
     if any(sizes.get(s) == 0 for s in plan.graph.nonempty):
         return None   # NumPy raises for a reduction of nothing without an identity
+    guards = plan.graph.guards
+    if guards and any(sizes.get(s, v) != v for s, v in guards):
+        # a size the code read changed: not this plan (guards_hold says so), whose views
+        # may not exist for these arguments (coeffs[k] for k < the old coeffs.shape[0])
+        for symbol, value in guards:
+            sizes.setdefault(symbol, value)
+        return sizes
     if not _bind_view_sizes(plan, args, sizes):
         return None
     for symbol, value in plan.graph.guards:
@@ -414,8 +421,11 @@ def _bind_view_sizes(plan: Plan, args: Sequence[Any], sizes: dict[str, int]) -> 
             return False   # NumPy raises: assignment destination is read-only
         if node.op is not Op.VIEW:
             continue
-        views[node.id] = apply_view(_view_source(plan, node, args, sizes, views),
-                                    node.attr("step"))
+        try:
+            views[node.id] = apply_view(_view_source(plan, node, args, sizes, views),
+                                        node.attr("step"))
+        except (IndexError, ValueError):
+            return False   # NumPy raises for these arguments (a[10] of 5 elements)
         shape = views[node.id].shape
         for axis, dim in enumerate(node.type.shape):
             if dim.__class__ is str and sizes.setdefault(dim, shape[axis]) != shape[axis]:

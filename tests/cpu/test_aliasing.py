@@ -540,3 +540,27 @@ def test_element_recurrence_reads_each_written_element():
     jitted = assert_calls_match_numpy(_recurrence, [(np.arange(8.0),),
                                                     (np.arange(16.0)[::-2],)])
     assert jitted.stats()["routes"].get("python", 0) == 0
+
+
+def _horner(coeffs, x):
+    y = np.zeros_like(x)
+    for k in range(coeffs.shape[0]):
+        y = y * x + coeffs[k]
+    return y
+
+
+def _tenth(a):
+    return a[10] * 2
+
+
+def test_views_of_a_shorter_argument_after_a_size_the_code_read():
+    """``coeffs[k]`` for every k < coeffs.shape[0]: a shorter ``coeffs`` is a new trace,
+    not an IndexError from taking the old trace's views."""
+    assert_calls_match_numpy(_horner, [(np.ones(12), np.linspace(0, 1, 8)),
+                                       (np.ones(5), np.linspace(0, 1, 8)),
+                                       (np.arange(3.0), np.linspace(0, 1, 3))])
+
+
+def test_index_out_of_range_at_a_later_call_raises_like_numpy():
+    assert_calls_match_numpy(_tenth, [(np.arange(12.0),), (np.arange(5.0),),
+                                      (np.arange(11.0),)])
