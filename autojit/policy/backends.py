@@ -403,7 +403,9 @@ def _view_source(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, in
     param = memory_param(plan.graph, base.id)
     if param is not None:
         return args[param]
-    shape = tuple(sizes[d] if d.__class__ is str else d for d in base.type.shape)
+    fixed = dict(plan.graph.guards)   # np.zeros(3): a size the code fixed
+    shape = tuple(d if d.__class__ is not str else sizes[d] if d in sizes else fixed[d]
+                  for d in base.type.shape)
     return np.lib.stride_tricks.as_strided(np.zeros(1, base.type.dtype), shape,
                                            (0,) * len(shape))
 

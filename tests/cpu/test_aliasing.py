@@ -564,3 +564,10 @@ def test_views_of_a_shorter_argument_after_a_size_the_code_read():
 def test_index_out_of_range_at_a_later_call_raises_like_numpy():
     assert_calls_match_numpy(_tenth, [(np.arange(12.0),), (np.arange(5.0),),
                                       (np.arange(11.0),)])
+
+
+def test_view_of_a_value_of_a_size_the_code_fixed():
+    assert_calls_match_numpy(lambda a: (np.zeros(a.shape) + 1)[1:],
+                             [(np.arange(3),), (np.arange(5),), (np.arange(3),)])
+    assert_calls_match_numpy(lambda a: (np.ones((2, 3)) * a)[:, ::-1].T,
+                             [(np.arange(3.0),), (np.arange(3.0)[::-1],)])
