@@ -35,7 +35,7 @@ def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Pr
     """Record ``step`` applied to ``proxy`` (an argument, or a computed value, which the
     plan then stores so the view can read it)."""
     state = current_trace()
-    proxy.node = state.rebase(proxy.node)   # a view taken before a write: its memory now
+    proxy.node = state.rebase(proxy.node, user_location(3))   # after a write: its memory now
     key = view_key(proxy.node, step)
     if key in state.seen:   # the same view again (a[1:] += 1 reads and writes one region)
         found = state.nodes[state.seen[key]]
