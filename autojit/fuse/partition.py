@@ -94,20 +94,46 @@ def is_uniform(node: Node) -> bool:
     return all(d == 1 for d in node.type.shape)
 
 
+def overwritten_memory(graph: Graph) -> set[int]:
+    """Return the memory nodes (an argument's version, or a view of it) whose memory a
+    later WRITE into that argument overwrites."""
+    last_write: dict[int, int] = {}
+    for node in graph.nodes:
+        if node.op is Op.WRITE:
+            last_write[node.attr("param")] = node.id
+    found: set[int] = set()
+    for node in graph.nodes:
+        if node.op not in (Op.ARG, Op.VIEW, Op.WRITE):
+            continue
+        root = node
+        while root.op is Op.VIEW:
+            root = graph.node(root.inputs[0])
+        param = memory_param(graph, root.id)
+        if param is not None and last_write.get(param, -1) > root.id:
+            found.add(node.id)
+    return found
+
+
 def inlined_nodes(graph: Graph) -> set[int]:
     """Return compute nodes recomputed inside their readers' kernels instead of stored:
-    uniform arithmetic on arguments and constants, and cheap nodes feeding broadcasts."""
+    uniform arithmetic on arguments and constants, and cheap nodes feeding broadcasts.
+
+    A node reading memory that a later write overwrites is never recomputed: a reader
+    running after the write would see the new values (NumPy computed it before)."""
     outputs, users = set(graph.outputs), graph.users()
+    overwritten = overwritten_memory(graph)
     scalar: set[int] = set()
     for node in graph.nodes:
         library_input = any(graph.node(u).op in (Op.MATMUL, Op.VIEW) for u in users[node.id])
         if (node.op not in LEAF_OPS and node.op not in ROW_OPS and is_uniform(node)
                 and node.id not in outputs and not library_input
+                and not overwritten.intersection(node.inputs)
                 and all(graph.node(i).op in LEAF_OPS or i in scalar for i in node.inputs)):
             scalar.add(node.id)
     inlined = set(scalar)
     for node in reversed(graph.nodes):
-        if node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs | inlined:
+        if (node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs | inlined
+                or overwritten.intersection(node.inputs)):
             continue
         readers = [graph.node(u) for u in users[node.id]]
         feeds_broadcasts = all(r.id in inlined or r.type.shape != node.type.shape
@@ -150,8 +176,10 @@ class _Partitioner:
         return {g for g, group in enumerate(self.groups) for n in group.nodes
                 if node_id in self.graph.node(n).inputs}
 
-    def _reads_param(self, g: int, param: int) -> bool:
-        """Return True when group ``g`` reads argument ``param``'s memory."""
+    def _reads_param(self, g: int, param: int, region: int) -> bool:
+        """Return True when group ``g`` reads argument ``param``'s memory other than as the
+        node ``region``, which an elementwise group over its shape reads at the very element
+        it writes (``a += 1``: each element is loaded before it is stored)."""
         pending = [i for n in self.groups[g].nodes for i in self.graph.node(n).inputs]
         seen: set[int] = set()
         while pending:
@@ -159,15 +187,16 @@ class _Partitioner:
             if i in seen:
                 continue
             seen.add(i)
-            if memory_param(self.graph, i) == param:
+            if i != region and memory_param(self.graph, i) == param:
                 return True
             if i in self.inlined:
                 pending.extend(self.graph.node(i).inputs)
         return False
 
     def _add_write(self, node: Node) -> None:
-        """A write joins its value's elementwise kernel when that kernel does not read the
-        argument (else NumPy's evaluate-then-write needs the value stored first)."""
+        """A write joins its value's elementwise kernel when that kernel reads the argument
+        only as the written region (else NumPy's evaluate-then-write needs the value stored
+        first)."""
         region = self.graph.node(node.inputs[0])
         value, param = node.inputs[1], node.attr("param")
         g = self.owner.get(value)
@@ -175,7 +204,7 @@ class _Partitioner:
             group = self.groups[g]
             if (group.row_axes is None and not group.sealed and not group.library
                     and group.shape == region.type.shape and self._acyclic(node, g)
-                    and not self._reads_param(g, param)):
+                    and not self._reads_param(g, param, region.id)):
                 group.nodes.append(node.id)
                 group.placement[node.id] = Placement("row", 0)
                 group.sealed = True

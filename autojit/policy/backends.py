@@ -7,6 +7,7 @@ load only when a GPU route is taken.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -152,6 +153,12 @@ class Schedule:
     outputs: tuple[tuple[int, bool], ...]
     output_tuple: bool
     views: tuple[tuple[int, tuple[str, Any]], ...] = ()   # (base slot, step), in slot order
+    # the views taken before each step (first entry: before any step; last: after all), in
+    # slot order: a view of an argument after a write, or of a computed value, is taken once
+    # that value is in memory (a reshape may copy: a.ravel() of an F-ordered argument, or
+    # v.T.reshape(-1)), before the first step reading it
+    view_batches: tuple[tuple[int, ...], ...] = ((),)
+    overlaps: tuple[tuple[int, int], ...] = ()   # Overlaps.copy: checked at every call
     libraries: tuple[tuple[str, tuple[int, ...], int], ...] = ()   # (name, inputs, output)
     order: tuple[tuple[str, int], ...] = ()
     # the buffer plan (autojit.fuse.buffers): allocations made before any step; per step,
@@ -175,6 +182,7 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     slots = {n: argument_count + i for i, n in enumerate(plan.allocations)}
     constants: list[np.ndarray] = []
     views: list[tuple[int, tuple[str, Any]]] = []
+    written_views: set[int] = set()     # view positions over a write or a computed value
     constant_nodes = [n for n in graph.nodes if n.op in (Op.CONST, Op.FILL)]
     first_view = argument_count + len(plan.allocations) + len(constant_nodes)
 
@@ -185,7 +193,11 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
         if node.op in (Op.ARG, Op.WRITE):   # a write's result is its argument's memory
             return memory_param(graph, node_id)
         if node.op is Op.VIEW:   # a view of an argument, taken again at every call
-            views.append((slot(node.inputs[0]), node.attr("step")))
+            base = slot(node.inputs[0])
+            if graph.node(node.inputs[0]).op not in (Op.ARG, Op.VIEW) or (
+                    base - first_view in written_views):
+                written_views.add(len(views))
+            views.append((base, node.attr("step")))
             slots[node_id] = first_view + len(views) - 1
             return slots[node_id]
         constants.append(np.asarray(node.attr("value"), dtype=node.type.dtype))
@@ -207,11 +219,35 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     allocations = tuple((graph.node(n).type.shape, graph.node(n).type.dtype)
                         for n in plan.allocations)
     constants += [np.empty(0)] * (len(constant_nodes) - len(constants))   # unused slots
+    at = _view_steps(plan.steps, calls, libraries, views, written_views, first_view)
+    batches = tuple(tuple(v for v, step in enumerate(at) if step == position)
+                    for position in range(-1, len(plan.steps) + 1))
     schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs,
-                        graph.output_tuple, tuple(views), libraries, plan.steps,
+                        graph.output_tuple, tuple(views), batches,
+                        argument_overlaps(plan).copy, libraries, plan.steps,
                         *_lifetimes(plan))
     plan.schedule_cache[argument_count] = schedule
     return schedule
+
+
+def _view_steps(steps: Sequence[tuple[str, int]], calls: Sequence[KernelCall],
+                libraries: Sequence[tuple[str, tuple[int, ...], int]],
+                views: Sequence[tuple[int, tuple[str, Any]]], written: set[int],
+                first_view: int) -> tuple[int, ...]:
+    """Return, per view, the step before which it is taken: -1 for views of arguments as
+    they were at the call, else the first step reading it (or a view taken of it), which
+    runs after the step computing what it views (the partition orders them so)."""
+    at = [-1 if v not in written else len(steps) for v in range(len(views))]
+    for position, (kind, index) in reversed(list(enumerate(steps))):
+        read = calls[index].buffers if kind == "kernel" else libraries[index][1]
+        for slot in read:
+            if slot - first_view in written:
+                at[slot - first_view] = position
+    for v in reversed(range(len(views))):   # a view's base is taken no later than it
+        base = views[v][0] - first_view
+        if base in written:
+            at[base] = min(at[base], at[v])
+    return tuple(at)
 
 
 def _lifetimes(plan: Plan) -> tuple[tuple[int, ...],
@@ -281,19 +317,34 @@ def _launch(backend: Backend, kernel: Kernel, program: Any, call: KernelCall,
     backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
 
 
+def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: int) -> None:
+    """Take the views of ``batch`` (see ``Schedule.view_batches``)."""
+    for v in schedule.view_batches[batch]:
+        base, step = schedule.views[v]
+        values[first_view + v] = apply_view(values[base], step)
+
+
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequence[Any],
              sizes: dict[str, int]) -> Any:
     """Run every kernel of ``plan``; return the function's result as NumPy would."""
     schedule = build_schedule(plan, len(args))
     first = len(args)
     values = [*args, *[None] * len(schedule.allocations)]
+    if schedule.overlaps:
+        for written, other in schedule.overlaps:   # read from a copy: evaluate, then write
+            if values[other] is args[other] and _may_overlap(args[written], args[other]):
+                values[other] = args[other].copy(order="K")
     for index in schedule.upfront:
         _allocate(backend, schedule, values, first, index, -1, False, sizes)
     values.extend(schedule.constants)
-    for base, step in schedule.views:
-        view = apply_view(values[base], step)
-        values.append(np.asarray(view) if isinstance(view, np.generic) else view)
+    first_view = len(values)
+    values.extend([None] * len(schedule.views))
+    batches = schedule.view_batches
+    if batches[0]:
+        _take_views(schedule, values, first_view, 0)
     for position, (kind, index) in enumerate(schedule.order):
+        if batches[position + 1]:
+            _take_views(schedule, values, first_view, position + 1)
         for allocation, donor, clear in schedule.allocate[position]:
             _allocate(backend, schedule, values, first, allocation, donor, clear, sizes)
         if kind == "library":
@@ -304,6 +355,8 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
                     values, args, sizes)
         for allocation in schedule.release[position]:   # dead: give the memory back now
             values[first + allocation] = None
+    if batches[-1]:
+        _take_views(schedule, values, first_view, len(batches) - 1)
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
     if not results and not schedule.output_tuple:
@@ -324,6 +377,13 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
         sizes[symbol] = size
     if any(sizes.get(s) == 0 for s in plan.graph.nonempty):
         return None   # NumPy raises for a reduction of nothing without an identity
+    guards = plan.graph.guards
+    if guards and any(sizes.get(s, v) != v for s, v in guards):
+        # a size the code read changed: not this plan (guards_hold says so), whose views
+        # may not exist for these arguments (coeffs[k] for k < the old coeffs.shape[0])
+        for symbol, value in guards:
+            sizes.setdefault(symbol, value)
+        return sizes
     if not _bind_view_sizes(plan, args, sizes):
         return None
     for symbol, value in plan.graph.guards:
@@ -376,7 +436,9 @@ def _view_source(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, in
     param = memory_param(plan.graph, base.id)
     if param is not None:
         return args[param]
-    shape = tuple(sizes[d] if d.__class__ is str else d for d in base.type.shape)
+    fixed = dict(plan.graph.guards)   # np.zeros(3): a size the code fixed
+    shape = tuple(d if d.__class__ is not str else sizes[d] if d in sizes else fixed[d]
+                  for d in base.type.shape)
     return np.lib.stride_tricks.as_strided(np.zeros(1, base.type.dtype), shape,
                                            (0,) * len(shape))
 
@@ -394,13 +456,92 @@ def _bind_view_sizes(plan: Plan, args: Sequence[Any], sizes: dict[str, int]) -> 
             return False   # NumPy raises: assignment destination is read-only
         if node.op is not Op.VIEW:
             continue
-        views[node.id] = apply_view(_view_source(plan, node, args, sizes, views),
-                                    node.attr("step"))
+        try:
+            views[node.id] = apply_view(_view_source(plan, node, args, sizes, views),
+                                        node.attr("step"))
+        except (IndexError, ValueError):
+            return False   # NumPy raises for these arguments (a[10] of 5 elements)
+        shape = views[node.id].shape
         for axis, dim in enumerate(node.type.shape):
-            size = views[node.id].shape[axis]
-            if dim.__class__ is str and sizes.setdefault(dim, size) != size:
+            if dim.__class__ is str and sizes.setdefault(dim, shape[axis]) != shape[axis]:
                 return False
+        for axis, symbol in node.attr("ones", ()):   # guarded to stay 1 (guards_hold)
+            sizes[symbol] = shape[axis]
+    if len(args) > 1:
+        for written, other in argument_overlaps(plan).python:
+            if _shares_memory(args[written], args[other]):
+                return False   # the trace assumed distinct memory: plain Python runs it
     return True
+
+
+@dataclass(frozen=True)
+class Overlaps:
+    """Pairs (written argument, other argument) whose memory may overlap at a call (NumPy
+    evaluates each right side before writing, whatever the arguments share):
+
+    ``copy``: the other argument is read only before the writes (``x[...] = y * 2``
+    called as ``f(a, a[::-1])``): overlapping, it is read from a copy made at the call;
+    ``python``: it is read after a write, written too, or returned (``x += y; return
+    y.sum()`` as ``f(a, a)``): the trace took the two for distinct memory, so an
+    overlapping call runs as plain Python.
+    """
+
+    copy: tuple[tuple[int, int], ...] = ()
+    python: tuple[tuple[int, int], ...] = ()
+
+
+def argument_overlaps(plan: Plan) -> Overlaps:
+    """Return the plan's Overlaps (computed once per plan)."""
+    found = plan.schedule_cache.get("overlaps")
+    if found is not None:
+        return found
+    graph = plan.graph
+    first_write: dict[int, int] = {}
+    for node in graph.nodes:
+        if node.op is Op.WRITE:
+            first_write.setdefault(node.attr("param"), node.id)
+    last_read: dict[int, int] = {}     # argument -> the last node reading its memory
+    for node in graph.nodes:
+        if node.op is Op.VIEW:
+            continue
+        for i in node.inputs:
+            param = memory_param(graph, i)
+            if param is not None:
+                last_read[param] = node.id
+    returned = {memory_param(graph, o) for o in graph.outputs}
+    copy, python = [], []
+    for written, first in sorted(first_write.items()):
+        for other, param in enumerate(graph.params):
+            if other == written or param.kind != "array":
+                continue
+            late = (other in first_write or other in returned
+                    or last_read.get(other, -1) > first)
+            (python if late else copy).append((written, other))
+    found = plan.schedule_cache["overlaps"] = Overlaps(tuple(copy), tuple(python))
+    return found
+
+
+def _may_overlap(a: Any, b: Any) -> bool:
+    """NumPy's bounds check (``np.may_share_memory``): cheap, and never misses an overlap."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(np.may_share_memory(a, b))
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(a, cupy.ndarray) and isinstance(b, cupy.ndarray):
+        return bool(cupy.may_share_memory(a, b))
+    return False
+
+
+def _shares_memory(a: Any, b: Any) -> bool:
+    """Return True unless ``a`` and ``b`` provably share no element (bounds, then NumPy's
+    exact check within a small budget: ``a[::2]`` and ``a[1::2]`` do not overlap)."""
+    if not _may_overlap(a, b):
+        return False
+    if not isinstance(a, np.ndarray):
+        return True
+    try:
+        return bool(np.shares_memory(a, b, max_work=1000))
+    except np.exceptions.TooHardError:
+        return True
 
 
 def guards_hold(plan: Plan, sizes: dict[str, int], args: Sequence[Any]) -> bool:

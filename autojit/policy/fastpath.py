@@ -127,6 +127,7 @@ def _check_plan(plan: Any, schedule: Any, argument_count: int) -> None:
             or tuple(schedule.order) != kernels_only):
         raise Unsupported("library steps, views, or too many kernels")
     if any(node.op in (Op.VIEW, Op.WRITE) for node in plan.graph.nodes):
+        # a write needs the full path's overlap check (backends.argument_overlaps)
         raise Unsupported("views or writes into arguments")
     if not schedule.outputs:
         raise Unsupported("no results")

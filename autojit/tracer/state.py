@@ -65,6 +65,7 @@ class TraceState:
     params_kind: list[str] = field(default_factory=list)
     consts: dict[tuple, int] = field(default_factory=dict)
     fp_policy: object = field(default_factory=current_policy)   # np.errstate at trace start
+    versions: dict[int, int] = field(default_factory=dict)   # argument -> its current node
 
     # -- size symbols ---------------------------------------------------------------------
     def new_symbol(self, example_size: int) -> str:
@@ -112,9 +113,8 @@ class TraceState:
             raise UnsupportedError("np.errstate/np.seterr inside the function asks NumPy to "
                                    "raise, call, print or log FP errors, which compiled code "
                                    "cannot report", loc or user_location(2))
-        if self.stale.intersection(inputs):
-            raise UnsupportedError("reading an argument (or a view of it) as it was before a "
-                                   "later write to it is not supported", loc or user_location(2))
+        if self.stale.intersection(inputs):   # NumPy shows the write through old views
+            inputs = tuple(self.rebase(i, loc or user_location(2)) for i in inputs)
         key = (op, inputs, repr(attrs), type_.dtype.str, type_.shape)
         if op not in (Op.ARG, Op.FILL, Op.WRITE) and key in self.seen:
             return self.seen[key]   # the same pure computation again (x @ w twice): reuse it
@@ -122,6 +122,35 @@ class TraceState:
         self.nodes.append(node)
         self.seen[key] = node.id
         return node.id
+
+    def current_version(self, param: int) -> int:
+        """Return the node that is argument ``param``'s memory now: its last write, or it."""
+        if param not in self.versions:
+            self.versions[param] = next(n.id for n in self.nodes if n.op is Op.ARG
+                                        and n.attr("index") == param)
+        return self.versions[param]
+
+    def rebase(self, node_id: int, loc: SourceLoc | None = None) -> int:
+        """Return ``node_id``; for an argument's memory as it was before a later write (a
+        version, or a view of one), that memory now: the argument's current version seen
+        through the same view steps. A copy NumPy made then (a scalar ``a[0]``, a reshape
+        that may copy) keeps the old values: that is refused, not guessed."""
+        if node_id not in self.stale:
+            return node_id
+        node = self.nodes[node_id]
+        if node.op is Op.ARG:
+            return self.current_version(node.attr("index"))
+        if node.op is Op.WRITE:
+            return self.current_version(node.attr("param"))
+        base = self.nodes[node.inputs[0]]
+        if node.op is not Op.VIEW or not aliases_base(node.attr("step"), base.type.ndim):
+            raise UnsupportedError("reading a copy of an argument (a scalar a[i], a reshape) "
+                                   "taken before a later write to it is not supported", loc)
+        rebased = self.rebase(base.id, loc)
+        key = view_key(rebased, node.attr("step"))
+        if key not in self.seen:
+            self.seen[key] = self.add_node(Op.VIEW, (rebased,), node.type, node.attrs, node.loc)
+        return self.seen[key]
 
     def param_nodes(self, param: int) -> set[int]:
         """Return nodes that are (views of) argument ``param``'s memory, any version."""
@@ -139,8 +168,10 @@ class TraceState:
                 and any(i in memory for i in n.inputs) and n.id not in memory}
 
     def retire(self, param: int) -> None:
-        """After a write: the argument's earlier versions and views may no longer be read."""
+        """After a write (the last node): the argument's earlier versions and views are
+        stale; a read of one reads the new version instead (``rebase``)."""
         self.stale |= self.param_nodes(param) - {self.nodes[-1].id}
+        self.versions[param] = self.nodes[-1].id
 
     def add_const(self, value: Any, dtype: np.dtype) -> int:
         dtype = np.dtype(dtype)
@@ -162,6 +193,23 @@ class TraceState:
                 n = replace(n, attrs=(("symbols", symbols),))
             nodes.append(n)
         return nodes
+
+
+def view_key(base: int, step: tuple[str, Any]) -> tuple:
+    """The key of view ``step`` of node ``base`` in ``TraceState.seen`` (one node per view)."""
+    return ("view", base, repr(step))
+
+
+def aliases_base(step: tuple[str, Any], base_ndim: int) -> bool:
+    """Return True when NumPy's result of ``step`` is always a view of its base: not a
+    reshape (a copy when the strides do not allow one) nor an integer per axis (a scalar)."""
+    name, argument = step
+    if name == "transpose":
+        return True
+    if name != "getitem":
+        return False
+    ints = sum(isinstance(part, int) for part in argument)
+    return ints < base_ndim or any(part is None or part is Ellipsis for part in argument)
 
 
 CURRENT_TRACE: contextvars.ContextVar[TraceState | None] = contextvars.ContextVar(

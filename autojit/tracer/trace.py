@@ -65,6 +65,8 @@ def parameter_names(fn: Callable, count: int) -> list[str]:
 
 def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
     if isinstance(value, Proxy):
+        if value.is_scalar and value.node in state.stale:
+            state.rebase(value.node)   # raises: a NumPy scalar copied before a later write
         return value.node, value.is_scalar
     if isinstance(value, np.generic) and is_supported(value.dtype):
         return state.add_const(value.item(), value.dtype), True

@@ -20,7 +20,7 @@ from autojit.ir.ops import Op
 from autojit.ir.types import TensorType
 from autojit.ir.views import apply_view
 from autojit.tracer.proxy import Proxy
-from autojit.tracer.state import current_trace, user_location
+from autojit.tracer.state import aliases_base, current_trace, user_location, view_key
 
 
 def _example(state: Any, proxy: Proxy) -> np.ndarray:
@@ -35,13 +35,25 @@ def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Pr
     """Record ``step`` applied to ``proxy`` (an argument, or a computed value, which the
     plan then stores so the view can read it)."""
     state = current_trace()
+    proxy.node = state.rebase(proxy.node, user_location(3))   # after a write: its memory now
+    key = view_key(proxy.node, step)
+    if key in state.seen:   # the same view again (a[1:] += 1 reads and writes one region)
+        found = state.nodes[state.seen[key]]
+        return Proxy(found.id, found.type, is_scalar=scalar and not found.type.shape)
     try:
         example = apply_view(_example(state, proxy), step)
     except (IndexError, ValueError, TypeError) as exc:   # NumPy's own error: fallback raises
         raise TraceError(f"{type(exc).__name__}: {exc}", user_location(3)) from None
     shape = tuple(1 if size == 1 else state.new_symbol(size) for size in example.shape)
+    # a size-1 axis is typed 1 (it broadcasts): guarded, since a[1:] of 2 elements has 1
+    # but of 5 elements 4 (the view's own size symbol, bound at run time, must stay 1)
+    ones = tuple((axis, state.new_symbol(1)) for axis, size in enumerate(example.shape)
+                 if size == 1)
+    state.guards.update({symbol: 1 for _, symbol in ones})
     type_ = TensorType(proxy.dtype, shape)
-    node = state.add_node(Op.VIEW, (proxy.node,), type_, (("step", step),), user_location(3))
+    attrs = (("step", step),) + ((("ones", ones),) if ones else ())
+    node = state.add_node(Op.VIEW, (proxy.node,), type_, attrs, user_location(3))
+    state.seen[key] = node
     return Proxy(node, type_, is_scalar=scalar and not shape)
 
 
@@ -59,8 +71,8 @@ def _index_key(key: Any) -> tuple:
 def getitem(proxy: Proxy, key: Any) -> Proxy:
     """``x[1:-1, ::2]``, ``x[0]``, ``x[None]``, ``x[..., 1]``: a view of an argument."""
     key = _index_key(key)
-    every_axis_an_int = sum(isinstance(p, int) for p in key) == proxy.ndim
-    return record_view(proxy, ("getitem", key), scalar=every_axis_an_int)
+    step = ("getitem", key)   # an integer per axis (no ...): NumPy returns a scalar
+    return record_view(proxy, step, scalar=not aliases_base(step, proxy.ndim))
 
 
 def transpose(proxy: Proxy, *axes: Any) -> Proxy:

@@ -19,7 +19,7 @@ from autojit.errors import TraceError, UnsupportedError
 from autojit.ir.ops import Op
 from autojit.ir.types import broadcast_dims
 from autojit.tracer.proxy import Proxy
-from autojit.tracer.state import current_trace, user_location
+from autojit.tracer.state import aliases_base, current_trace, user_location
 
 
 def written_param(state: Any, node_id: int) -> int | None:
@@ -44,12 +44,16 @@ def _value_proxy(value: Any, dtype: np.dtype) -> Proxy:
 def write(target: Proxy, key: Any, value: Any) -> None:
     """Record ``target[key] = value`` (``key`` None: the whole array) into an argument."""
     state = current_trace()
+    target.node = state.rebase(target.node, user_location(3))   # its memory now
     param = written_param(state, target.node)
-    if param is None or state.nodes[target.node].op is Op.VIEW:
-        raise UnsupportedError("writing into a value computed inside the function (or into "
-                               "a view) is not supported yet", user_location(3))
+    if param is None:
+        raise UnsupportedError("writing into a value computed inside the function is not "
+                               "supported yet", user_location(3))
     if state.params_kind[param] != "array":
         raise UnsupportedError("writing into a scalar argument", user_location(3))
+    if not _aliases_argument(state, target.node):
+        raise UnsupportedError("writing into a reshape of an argument (NumPy may write into "
+                               "a copy) is not supported", user_location(3))
     from autojit.tracer.views import getitem
     if isinstance(key, Proxy) and key.dtype == np.bool_:
         same_shape = tuple(map(state.find, key.type.shape)) == tuple(
@@ -61,6 +65,13 @@ def write(target: Proxy, key: Any, value: Any) -> None:
         return write(target, None, np.where(key, value, target))
     region = target if key is None else getitem(target, key)
     source = _value_proxy(value, target.dtype)
+    if source.node == region.node:
+        return                      # a[...] = a, a[1:] = a[1:]: nothing changes
+    if written_param(state, source.node) == param:
+        # the value is the target's own memory seen otherwise (a[::-1] = a, a[1:] = a[:-1]):
+        # NumPy evaluates the right side first, so it is copied before the write
+        from autojit.tracer.numpy_map import astype
+        source = astype(source, source.dtype)
     extra = source.ndim - region.ndim
     if extra > 0 and all(d == 1 for d in source.type.shape[:extra]):
         source = getitem(source, (0,) * extra)   # NumPy drops leading size-1 dimensions
@@ -69,11 +80,23 @@ def write(target: Proxy, key: Any, value: Any) -> None:
         raise TraceError(f"could not broadcast input array from shape {source.type.shape} "
                          f"into shape {region.type.shape}", user_location(3))
     readers = tuple(sorted(state.readers_of_param(param)))
-    node = state.add_node(Op.WRITE, (region.node, source.node), target.type,
+    version = state.nodes[state.current_version(param)].type   # the whole argument
+    node = state.add_node(Op.WRITE, (region.node, source.node), version,
                           (("after", readers), ("param", param)), user_location(3))
     state.retire(param)
-    target.node = node              # the caller's variable now names the new version
-    target.type = state.nodes[node].type
+    # the caller's variable now names the new version (a view: the same view of it)
+    target.node = state.rebase(target.node) if state.nodes[target.node].op is Op.VIEW else node
+
+
+def _aliases_argument(state: Any, node_id: int) -> bool:
+    """Return True when ``node_id`` is an argument's memory through views only."""
+    node = state.nodes[node_id]
+    while node.op is Op.VIEW:
+        base = state.nodes[node.inputs[0]]
+        if not aliases_base(node.attr("step"), base.type.ndim):
+            return False
+        node = base
+    return True
 
 
 def augmented(target: Proxy, ufunc: np.ufunc, other: Any) -> Proxy:
