@@ -234,6 +234,8 @@ class _KernelEmitter:
     def _emit(self, node: Node, where: Placement) -> int:
         if node.op is Op.CONST:
             return self.kb.const(node.attr("value"), node.type.dtype)
+        if node.op is Op.INDEX and node.type.shape[node.attr("axis")] == 1:
+            return self.kb.const(0, np.dtype(np.int64))   # a size-1 axis has no loop
         if node.op is Op.INDEX:   # its group iterates over its own shape: one loop dim
             full_axis = node.attr("axis") + len(self.group.shape) - len(node.type.shape)
             self.kb.position(where.level, where.phase)
