@@ -7,8 +7,9 @@ load only when a GPU route is taken.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import numpy as np
@@ -18,7 +19,7 @@ from autojit.fuse.partition import memory_param
 from autojit.fuse.plan import Plan
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
-from autojit.ir.views import apply_view
+from autojit.ir.views import apply_view, view_shape
 from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.team import park as park_team
 from autojit.lower_cpu.threads import call_kernel
@@ -291,8 +292,7 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
         _allocate(backend, schedule, values, first, index, -1, False, sizes)
     values.extend(schedule.constants)
     for base, step in schedule.views:
-        view = apply_view(values[base], step)
-        values.append(np.asarray(view) if isinstance(view, np.generic) else view)
+        values.append(apply_view(values[base], step))   # views, not element copies
     for position, (kind, index) in enumerate(schedule.order):
         for allocation, donor, clear in schedule.allocate[position]:
             _allocate(backend, schedule, values, first, allocation, donor, clear, sizes)
@@ -311,9 +311,37 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
     return tuple(results) if schedule.output_tuple else results[0]
 
 
-def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
-    """Return each size symbol's value for this call; None if arguments disagree (NumPy
-    would raise a broadcasting error, so the caller runs plain Python to raise it)."""
+#: What ``bind_sizes`` returns when a size the trace depends on differs at this call (a
+#: guard, or a view's size the trace specialised on being 1): not this entry; retrace.
+SIZES_MISS: Mapping[str, int] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class _SizeSources:
+    """Per plan: its views and writes (in graph order), guards, and the guarded sizes
+    nothing binds at a call (fixed by the code itself: ``np.zeros(3)``)."""
+
+    special: tuple[Any, ...]
+    guards: dict[str, int]
+    fixed: tuple[tuple[str, int], ...]
+
+
+def _size_sources(plan: Plan) -> _SizeSources:
+    found = plan.schedule_cache.get("size_sources")
+    if found is None:   # once per plan: most plans have no views or writes at all
+        graph = plan.graph
+        special = tuple(n for n in graph.nodes if n.op in (Op.VIEW, Op.WRITE))
+        bound = {s for s, _ in graph.dims} | {d for n in special if n.op is Op.VIEW
+                                              for d in n.type.shape if d.__class__ is str}
+        found = plan.schedule_cache["size_sources"] = _SizeSources(
+            special, dict(graph.guards), tuple(g for g in graph.guards if g[0] not in bound))
+    return found
+
+
+def bind_sizes(plan: Plan, args: Sequence[Any]) -> Mapping[str, int] | None:
+    """Return each size symbol's value for this call: ``SIZES_MISS`` when a size the trace
+    read or specialised on differs (retrace), None when NumPy raises for these arguments
+    (sizes that must agree do not: the caller runs plain Python to raise it)."""
     sizes: dict[str, int] = {}
     for symbol, sources in plan.graph.dims:
         first_arg, first_axis = sources[0]
@@ -322,57 +350,66 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
             if args[arg].shape[axis] != size:
                 return None
         sizes[symbol] = size
-    if any(sizes.get(s) == 0 for s in plan.graph.nonempty):
+    graph, sources = plan.graph, _size_sources(plan)
+    if sources.special or graph.guards:
+        if any(sizes.get(s, v) != v for s, v in graph.guards):
+            return SIZES_MISS
+        sizes.update(sources.fixed)   # sizes the code itself fixed (np.zeros(3))
+        found = _bind_view_sizes(plan, sources, args, sizes)
+        if found is not True:
+            return found
+    if any(sizes[s] == 0 for s in graph.nonempty):
         return None   # NumPy raises for a reduction of nothing without an identity
-    if not _bind_view_sizes(plan, args, sizes):
-        return None
-    for symbol, value in plan.graph.guards:
-        sizes.setdefault(symbol, value)   # sizes the code itself fixed (np.zeros(3))
-    if any(sizes[s] == 0 for s in plan.graph.nonempty):
-        return None
     return sizes
 
 
-def _view_source(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, int],
-                 views: dict[int, Any]) -> Any:
-    """What a view is taken of, for binding its sizes: a view, an argument, or a stand-in
-    of the computed value's shape (no memory: only the view's shape is wanted here)."""
+def _base_shape(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, int],
+                views: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape of what a view is taken of: a view, an argument, or a computed value."""
     base = plan.graph.node(node.inputs[0])
     if base.op is Op.VIEW:
         return views[base.id]
     param = memory_param(plan.graph, base.id)
     if param is not None:
-        return args[param]
-    shape = tuple(sizes[d] if d.__class__ is str else d for d in base.type.shape)
-    return np.lib.stride_tricks.as_strided(np.zeros(1, base.type.dtype), shape,
-                                           (0,) * len(shape))
+        return args[param].shape
+    return tuple(sizes[d] if d.__class__ is str else d for d in base.type.shape)
 
 
-def _bind_view_sizes(plan: Plan, args: Sequence[Any], sizes: dict[str, int]) -> bool:
-    """Bind the sizes of views of arguments; False when they contradict (NumPy raises)."""
-    views: dict[int, Any] = {}
-    special = plan.schedule_cache.get("view_nodes")
-    if special is None:   # once per plan: most plans have no views or writes at all
-        special = plan.schedule_cache["view_nodes"] = [
-            n for n in plan.graph.nodes if n.op in (Op.VIEW, Op.WRITE)]
-    for node in special:
+def _bind_view_sizes(plan: Plan, sources: _SizeSources, args: Sequence[Any],
+                     sizes: dict[str, int]) -> Mapping[str, int] | None | bool:
+    """Bind the sizes of views; True when bound, else what ``bind_sizes`` returns: a view
+    whose size differs from what it must equal misses where NumPy might broadcast (a size 1)
+    or the trace depends on it (a guard, a literal 1), and raises otherwise."""
+    views: dict[int, tuple[int, ...]] = {}
+    for node in sources.special:
         if node.op is Op.WRITE and not getattr(args[node.attr("param")].flags, "writeable",
                                                True):
-            return False   # NumPy raises: assignment destination is read-only
+            return None   # NumPy raises: assignment destination is read-only
         if node.op is not Op.VIEW:
             continue
-        views[node.id] = apply_view(_view_source(plan, node, args, sizes, views),
-                                    node.attr("step"))
-        for axis, dim in enumerate(node.type.shape):
-            size = views[node.id].shape[axis]
-            if dim.__class__ is str and sizes.setdefault(dim, size) != size:
-                return False
+        try:
+            shape = views[node.id] = view_shape(
+                _base_shape(plan, node, args, sizes, views), node.attr("step"))
+        except (IndexError, ValueError, TypeError):
+            return None   # NumPy raises for this view of these arguments
+        for dim, size in zip(node.type.shape, shape):
+            if dim.__class__ is not str:
+                if size != 1:
+                    return SIZES_MISS   # the trace took this size as a broadcast 1
+                continue
+            known = sizes.setdefault(dim, size)
+            if known != size:
+                return SIZES_MISS if 1 in (known, size) or dim in sources.guards else None
+            if sources.guards.get(dim, size) != size:
+                return SIZES_MISS
     return True
 
 
-def guards_hold(plan: Plan, sizes: dict[str, int], args: Sequence[Any]) -> bool:
+def guards_hold(plan: Plan, sizes: Mapping[str, int], args: Sequence[Any]) -> bool:
     """Return True when sizes the trace read concretely are unchanged."""
-    return all(sizes[symbol] == value for symbol, value in plan.graph.guards)
+    if sizes is SIZES_MISS:
+        return False
+    return all(sizes.get(symbol) == value for symbol, value in plan.graph.guards)
 
 
 def int_arguments_fit(plan: Plan, args: Sequence[Any]) -> bool:
