@@ -363,15 +363,16 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> Mapping[str, int] | None:
     return sizes
 
 
-def _base_shape(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, int],
-                views: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
-    """The shape of what a view is taken of: a view, an argument, or a computed value."""
+def _view_base(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, int],
+               views: dict[int, Any]) -> Any:
+    """What a view is taken of: a view's result, an argument (arrays), or the shape of a
+    computed value (nothing to look through yet)."""
     base = plan.graph.node(node.inputs[0])
     if base.op is Op.VIEW:
         return views[base.id]
     param = memory_param(plan.graph, base.id)
     if param is not None:
-        return args[param].shape
+        return args[param]
     return tuple(sizes[d] if d.__class__ is str else d for d in base.type.shape)
 
 
@@ -380,18 +381,24 @@ def _bind_view_sizes(plan: Plan, sources: _SizeSources, args: Sequence[Any],
     """Bind the sizes of views; True when bound, else what ``bind_sizes`` returns: a view
     whose size differs from what it must equal misses where NumPy might broadcast (a size 1)
     or the trace depends on it (a guard, a literal 1), and raises otherwise."""
-    views: dict[int, tuple[int, ...]] = {}
+    views: dict[int, Any] = {}   # an array where the view of an argument is cheap, else a shape
     for node in sources.special:
         if node.op is Op.WRITE and not getattr(args[node.attr("param")].flags, "writeable",
                                                True):
             return None   # NumPy raises: assignment destination is read-only
         if node.op is not Op.VIEW:
             continue
+        base, step = _view_base(plan, node, args, sizes, views), node.attr("step")
         try:
-            shape = views[node.id] = view_shape(
-                _base_shape(plan, node, args, sizes, views), node.attr("step"))
+            if base.__class__ is tuple or step[0] == "reshape":   # a reshape may copy
+                view = view_shape(base if base.__class__ is tuple else base.shape, step)
+                shape = view
+            else:
+                view = apply_view(base, step)
+                shape = view.shape
         except (IndexError, ValueError, TypeError):
             return None   # NumPy raises for this view of these arguments
+        views[node.id] = view
         for dim, size in zip(node.type.shape, shape):
             if dim.__class__ is not str:
                 if size != 1:

@@ -32,6 +32,7 @@ def _view_dims(state: Any, dims: tuple[Dim, ...], step: tuple[str, Any],
     1; any other size (``x[1:]``, ``reshape(-1)``) gets a symbol of its own, read from the
     view at run time, even when it is 1 now: only NumPy broadcasting may treat it as 1."""
     name, argument = step
+    dims = tuple(state.find(d) for d in dims)
     if name == "transpose":
         return tuple(dims[axis] for axis in argument)
     if name == "reshape":
