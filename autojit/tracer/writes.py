@@ -61,10 +61,19 @@ def write(target: Proxy, key: Any, value: Any) -> None:
         return write(target, None, np.where(key, value, target))
     region = target if key is None else getitem(target, key)
     source = _value_proxy(value, target.dtype)
+    if written_param(state, source.node) == param:
+        # x[1:] = x[:-1], x[...] = x.T: NumPy copies overlapping memory before writing; a
+        # kernel storing as it loads would read elements it already overwrote
+        copy = state.add_node(Op.CAST, (source.node,), source.type, (), user_location(3))
+        source = Proxy(copy, source.type)
     extra = source.ndim - region.ndim
     if extra > 0 and all(state.as_one(d) for d in source.type.shape[:extra]):
         source = getitem(source, (0,) * extra)   # NumPy drops leading size-1 dimensions
     shape = broadcast_dims([region.type.shape, source.type.shape], state.broadcast)
+    if len(shape) == region.ndim:   # a derived size 1 written into a size 1 stays 1
+        for dim, want in zip(shape, region.type.shape):
+            if state.find(want) == 1:
+                state.as_one(dim)
     if tuple(map(state.find, shape)) != tuple(map(state.find, region.type.shape)):
         # sizes decide this (a view's may differ next call): not cached as a fallback
         raise BroadcastError(f"could not broadcast input array from shape "

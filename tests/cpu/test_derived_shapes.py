@@ -64,6 +64,26 @@ def test_write_into_a_slice_of_length_one_writes_every_element_later():
     assert _python_calls(jitted) == 0
 
 
+@pytest.mark.parametrize("write", [
+    lambda x: x.__setitem__(slice(1, None), x[:-1]),
+    lambda x: x.__setitem__(slice(None, None, 2), x[::-2]),
+    lambda x: x.__setitem__(Ellipsis, x.reshape(-1, 1).T[0][::-1]),
+], ids=["shift", "reversed_steps", "reversed_reshape"])
+def test_write_of_an_overlapping_view_of_the_same_argument(write):
+    def overlapping(x):
+        write(x)
+    calls = [(_vector(n),) for n in (*SIZES, 1000, 2)]
+    jitted = assert_calls_match_numpy(overlapping, calls)
+    assert _python_calls(jitted) == 0
+
+
+def test_write_of_the_transpose_of_the_same_argument():
+    def transposed(x):
+        x[...] = x.T
+    calls = [(np.arange(n * n, dtype=np.float64).reshape(n, n),) for n in (*SIZES, 64)]
+    assert_calls_match_numpy(transposed, calls)
+
+
 def test_two_derived_sizes_of_one_broadcast_as_numpy_does():
     def pair(x, y):
         return x[1:] - y[:-1]
