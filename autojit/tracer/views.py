@@ -55,8 +55,9 @@ def _view_dims(state: Any, dims: tuple[Dim, ...], step: tuple[str, Any],
         if isinstance(part, int):
             continue
         size = sizes[len(result)]
-        if part.start in (None, 0) and part.stop is None and part.step in (None, 1):
-            result.append(dim)
+        forward = part.step in (None, 1) and part.start in (None, 0)
+        if part.stop is None and (forward or part.step == -1 and part.start is None):
+            result.append(dim)       # every element (reversed or not): the same size
         elif dim == 1 and size == 1:    # a slice of a literal 1 is the same for every call
             result.append(1)
         else:
