@@ -1,6 +1,7 @@
 """Scalar dtypes and tensor types with symbolic sizes.
 
-A size is either the literal ``1`` (a broadcast dimension, part of the signature) or a
+A size is either the literal ``1`` (a broadcast dimension: an argument's, part of the
+signature, or a view's size the trace specialised on being 1, checked at each call) or a
 symbol such as ``"n0"`` whose value arrives at run time. Sizes never enter a compile key.
 """
 

@@ -5,7 +5,9 @@ A view is recorded as a VIEW node holding one NumPy step (``("getitem", key)``,
 ``("transpose", axes)``, ...). At run time the same step is applied with NumPy to the real
 argument, so the kernel reads the argument's own memory through the view's strides: no
 copy, and NumPy's exact indexing rules. Each dimension of a view gets a size symbol read
-from the view itself at run time (``x[1:-1]`` needs no recompile when ``x`` grows).
+from the view itself at run time (``x[1:-1]`` needs no recompile when ``x`` grows), even
+when it is 1 at trace time: only where NumPy broadcasting (or squeeze) treats such a size
+as 1 is the trace specialised on it, and a call where it is not 1 retraces.
 """
 
 from __future__ import annotations
