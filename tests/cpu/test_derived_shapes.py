@@ -212,6 +212,32 @@ def test_reshape_of_a_transposed_argument_after_a_write():
     assert_calls_match_numpy(written, calls)
 
 
+def test_integer_index_writes_land_in_the_argument():
+    def elements(a, b):
+        a[0] = -2
+        b[-1, 1] = 9
+    calls = [(np.zeros(n), np.zeros((n, 3))) for n in (1, 2, 3, 31)] + [(np.zeros(0),
+                                                                          np.zeros((2, 3)))]
+    jitted = assert_calls_match_numpy(elements, calls)
+    assert _python_calls(jitted) <= 1   # only a[0] of an empty a (NumPy raises)
+
+
+def test_ravel_of_a_fortran_argument_after_a_write():
+    def bumped(a):
+        a += 1
+        return a.ravel()
+    calls = [(np.asfortranarray(np.arange(n * 3, dtype=np.int32).reshape(n, 3)),)
+             for n in (2, 1, 3, 31, 0)]
+    assert_calls_match_numpy(bumped, calls)
+
+
+def test_0d_argument_receives_a_scan_result():
+    def scanned(a0, a1):
+        a1[...] = np.cumsum(a0) * 2
+    calls = [(np.array(3.0), np.array(0.0)), (np.array(-1.5), np.array(7.0))]
+    assert_calls_match_numpy(scanned, calls)
+
+
 @pytest.mark.parametrize("index", [(Ellipsis, -1), (0, Ellipsis), (Ellipsis,), ()],
                          ids=["ellipsis_last", "first_ellipsis", "ellipsis", "empty"])
 def test_ellipsis_index_gives_an_array_and_integers_a_scalar(index):
