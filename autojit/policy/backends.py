@@ -233,7 +233,8 @@ def _lifetimes(plan: Plan) -> tuple[tuple[int, ...],
 
 def _take_over(buffer: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """Return ``buffer``'s memory as an array of ``shape`` and ``dtype`` (it fits: the
-    buffer plan only pairs byte counts that are the same product of sizes)."""
+    buffer plan only pairs byte counts that are the same product of sizes, and a fresh
+    buffer's item size at least the taker's)."""
     if buffer.shape == shape and buffer.dtype == dtype:
         return buffer
     nbytes = math.prod(shape) * dtype.itemsize
@@ -241,17 +242,21 @@ def _take_over(buffer: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
 
 
 def _allocate(backend: Backend, schedule: Schedule, values: list[Any], first: int,
-              index: int, donor: int, clear: bool, sizes: dict[str, int]) -> None:
+              index: int, donor: int, clear: bool, sizes: dict[str, int],
+              fresh: list[Any]) -> None:
     """Put allocation ``index`` in its slot: fresh memory, or the buffer of ``donor`` (whose
-    slot is cleared when it is dead already; an in-place step still reads it)."""
+    slot is cleared when it is dead already; an in-place step still reads it). ``fresh``
+    holds each allocation's physical buffer: a donor may itself be a smaller item size's
+    view of it (bool over int64), which cannot hold the taker's wider items."""
     shape, dtype = schedule.allocations[index]
     concrete = tuple(sizes[d] if d.__class__ is str else d for d in shape)
     if donor < 0:
-        values[first + index] = backend.empty(concrete, dtype)
+        values[first + index] = fresh[index] = backend.empty(concrete, dtype)
         return
-    values[first + index] = _take_over(values[first + donor], concrete, dtype)
+    fresh[index] = fresh[donor]
+    values[first + index] = _take_over(fresh[donor], concrete, dtype)
     if clear:
-        values[first + donor] = None
+        values[first + donor] = fresh[donor] = None   # the memory moved to the taker
 
 
 def _meta(call: KernelCall, arrays: Sequence[Any], sizes: dict[str, int]) -> list[int]:
@@ -288,14 +293,16 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
     schedule = build_schedule(plan, len(args))
     first = len(args)
     values = [*args, *[None] * len(schedule.allocations)]
+    fresh: list[Any] = [None] * len(schedule.allocations)
     for index in schedule.upfront:
-        _allocate(backend, schedule, values, first, index, -1, False, sizes)
+        _allocate(backend, schedule, values, first, index, -1, False, sizes, fresh)
     values.extend(schedule.constants)
     for base, step in schedule.views:
         values.append(apply_view(values[base], step))   # views, not element copies
     for position, (kind, index) in enumerate(schedule.order):
         for allocation, donor, clear in schedule.allocate[position]:
-            _allocate(backend, schedule, values, first, allocation, donor, clear, sizes)
+            _allocate(backend, schedule, values, first, allocation, donor, clear, sizes,
+                      fresh)
         if kind == "library":
             name, inputs, output = schedule.libraries[index]
             _run_library(backend, name, [values[i] for i in inputs], values[output])
@@ -303,7 +310,7 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
             _launch(backend, plan.kernels[index], programs[index], schedule.calls[index],
                     values, args, sizes)
         for allocation in schedule.release[position]:   # dead: give the memory back now
-            values[first + allocation] = None
+            values[first + allocation] = fresh[allocation] = None
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
     if not results and not schedule.output_tuple:

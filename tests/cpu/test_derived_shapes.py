@@ -121,6 +121,16 @@ def test_matmul_with_a_one_element_result_used_further():
     assert _python_calls(jitted) == 0
 
 
+def test_buffer_taken_over_twice_through_a_narrower_dtype():
+    """Small kernels (fusion_max_ops=3): an int64 buffer is reused for a bool value, then
+    for an int32 one; the second reuse must take the int64 memory, not the bool view."""
+    def plus_eye(a0):
+        return a0 + np.eye(a0.shape[-2], a0.shape[-1], dtype=np.uint16)
+    calls = [(np.ones(shape, np.int8),) for shape in ((3, 3), (2, 5), (31, 3), (1, 4), (0, 2))]
+    jitted = assert_calls_match_numpy(plus_eye, calls, options={"fusion_max_ops": 3})
+    assert _python_calls(jitted) == 0
+
+
 # -- sizes Python reads, sizes the code fixes ---------------------------------------------------
 
 def test_size_read_by_a_python_loop_retraces_when_it_changes():
