@@ -117,7 +117,7 @@ def inlined_nodes(graph: Graph) -> set[int]:
                                for r in readers) and all(
                                    r.op not in NEEDS_MEMORY for r in readers)
         cheap = node.op in CHEAP_OPS and feeds_broadcasts and not is_uniform(node)
-        viewed = any(r.op is Op.VIEW for r in readers)
+        viewed = any(r.op in (Op.VIEW, *LIBRARY_OPS) for r in readers)   # read from memory
         if readers and not viewed and (cheap or node.op is Op.FILL):   # FILL: a constant
             inlined.add(node.id)
     return inlined

@@ -325,8 +325,8 @@ SIZES_MISS: Mapping[str, int] = MappingProxyType({})
 
 @dataclass(frozen=True)
 class _SizeSources:
-    """Per plan: its views and writes (in graph order), guards, and the guarded sizes
-    nothing binds at a call (fixed by the code itself: ``np.zeros(3)``)."""
+    """Per plan: its views and writes (in graph order), guards, and the guarded sizes no
+    argument binds (fixed by the code itself, ``np.zeros(3)``, or read from a view)."""
 
     special: tuple[Any, ...]
     guards: dict[str, int]
@@ -338,8 +338,9 @@ def _size_sources(plan: Plan) -> _SizeSources:
     if found is None:   # once per plan: most plans have no views or writes at all
         graph = plan.graph
         special = tuple(n for n in graph.nodes if n.op in (Op.VIEW, Op.WRITE))
-        bound = {s for s, _ in graph.dims} | {d for n in special if n.op is Op.VIEW
-                                              for d in n.type.shape if d.__class__ is str}
+        # a guarded size no argument binds: fixed by the code, or one a view binds later
+        # (preset to its guard: a view of another size then misses and retraces)
+        bound = {s for s, _ in graph.dims}
         found = plan.schedule_cache["size_sources"] = _SizeSources(
             special, dict(graph.guards), tuple(g for g in graph.guards if g[0] not in bound))
     return found

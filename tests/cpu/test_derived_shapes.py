@@ -131,6 +131,24 @@ def test_buffer_taken_over_twice_through_a_narrower_dtype():
     assert _python_calls(jitted) == 0
 
 
+def test_matmul_with_an_array_made_inside_the_function():
+    def weighted(x):
+        return x @ np.ones(x.shape[-1]), np.full((x.shape[-1], 2), 0.5).T @ x.T
+    calls = [(np.arange(n * 4.0).reshape(n, 4),) for n in (50, 0, 1, 2, 31)]
+    jitted = assert_calls_match_numpy(weighted, calls)
+    assert _python_calls(jitted) == 0
+
+
+def test_unused_matmul_of_a_computed_value():
+    def unused(a0, a1):
+        v4 = np.less_equal(-float("inf"), np.expand_dims(np.isnan(a0), -2))
+        np.matmul(v4, a1)
+        return np.isnan(a0)
+    calls = [(np.ones((n, 3)), np.ones((3, 2), bool)) for n in (2, 0, 1, 3, 31)]
+    jitted = assert_calls_match_numpy(unused, calls)
+    assert _python_calls(jitted) == 0
+
+
 # -- sizes Python reads, sizes the code fixes ---------------------------------------------------
 
 def test_size_read_by_a_python_loop_retraces_when_it_changes():
@@ -141,6 +159,18 @@ def test_size_read_by_a_python_loop_retraces_when_it_changes():
         return y
     calls = [(_vector(n), np.linspace(0, 1, 8)) for n in (12, 5, 0, 1, 2, 3, 31, 5)]
     jitted = assert_calls_match_numpy(horner, calls)
+    assert _python_calls(jitted) == 0
+
+
+def test_length_of_a_slice_read_by_a_python_loop_retraces_when_it_changes():
+    def tail_horner(c, x):
+        tail = c[1:]
+        y = x * 0
+        for k in range(len(tail)):
+            y = y * x + tail[k]
+        return y
+    calls = [(_vector(n), np.linspace(0, 1, 5)) for n in (6, 3, 0, 1, 2, 31, 3)]
+    jitted = assert_calls_match_numpy(tail_horner, calls)
     assert _python_calls(jitted) == 0
 
 
