@@ -326,7 +326,21 @@ _FIXED_OPS = [
     ("diff", lambda v, y: np.diff(v)),
     ("plus_y", lambda v, y: v + y),
     ("times_y_tail", lambda v, y: v * y[1:]),
-    ("affine", lambda v, y: v * 2.0 + 1.0),
+    ("affine", lambda v, y: v * 2.0 + 1.0),   # exact: sums of whole numbers stay exact
+    ("stencil", lambda v, y: v[1:] + v[:-1]),
+    ("expand", lambda v, y: np.expand_dims(v, -1)),
+    ("swap", lambda v, y: np.swapaxes(v, 0, -1)),
+    ("reversed", lambda v, y: v[::-1]),
+    ("where", lambda v, y: np.where(v > 0, v, y[:1])),
+    ("outer", lambda v, y: v[..., None] * y),
+    ("first_rows", lambda v, y: v.reshape(v.shape[0], -1)),
+    ("one_row", lambda v, y: v.reshape(1, -1)),
+    ("like", lambda v, y: np.zeros_like(v) + v[..., :1]),
+    ("ones", lambda v, y: np.ones(v.shape) * v),
+    ("cumsum", lambda v, y: np.cumsum(v, axis=-1)),
+    ("gram", lambda v, y: v @ v.T),
+    ("argmax", lambda v, y: v.argmax(axis=0)),
+    ("first_element", lambda v, y: v[(0,) * v.ndim] + v),
 ]
 
 
