@@ -35,6 +35,9 @@ LEAF_OPS = (Op.ARG, Op.CONST, Op.SIZE, Op.VIEW)   # VIEW: stored memory seen wit
 #: ops that are never recomputed inside a reader: they run along rows, or write memory
 ROW_OPS = (Op.REDUCE, Op.SCAN, Op.WRITE)
 
+#: ops a library call computes (a step of its own, never an instruction of a kernel)
+LIBRARY_OPS = (Op.MATMUL,)
+
 #: readers that need their input stored in memory (not recomputed inside them)
 NEEDS_MEMORY = frozenset({Op.REDUCE, Op.MATMUL, Op.WRITE, Op.VIEW})
 
@@ -125,7 +128,7 @@ def inlined_nodes(graph: Graph) -> set[int]:
     scalar: set[int] = set()
     for node in graph.nodes:
         library_input = any(graph.node(u).op in (Op.MATMUL, Op.VIEW) for u in users[node.id])
-        if (node.op not in LEAF_OPS and node.op not in ROW_OPS and is_uniform(node)
+        if (node.op not in (*LEAF_OPS, *ROW_OPS, *LIBRARY_OPS) and is_uniform(node)
                 and node.id not in outputs and not library_input
                 and not overwritten.intersection(node.inputs)
                 and all(graph.node(i).op in LEAF_OPS or i in scalar for i in node.inputs)):
@@ -140,7 +143,7 @@ def inlined_nodes(graph: Graph) -> set[int]:
                                for r in readers) and all(
                                    r.op not in NEEDS_MEMORY for r in readers)
         cheap = node.op in CHEAP_OPS and feeds_broadcasts and not is_uniform(node)
-        viewed = any(r.op is Op.VIEW for r in readers)
+        viewed = any(r.op in (Op.VIEW, *LIBRARY_OPS) for r in readers)   # read from memory
         if readers and not viewed and (cheap or node.op is Op.FILL):   # FILL: a constant
             inlined.add(node.id)
     return inlined

@@ -45,8 +45,8 @@ class Plan:
 
 
 def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
-    """Return nodes that must live in memory: returned, or read by another kernel (also
-    through nodes that kernels recompute)."""
+    """Return nodes that must live in memory: returned, viewed, computed by a library
+    call, or read by another kernel (also through nodes that kernels recompute)."""
     owner = {n: g for g, group in enumerate(groups) for n in group.nodes}
     users = graph.users()
     readers: dict[int, set[int]] = {}   # node -> groups that evaluate it
@@ -60,6 +60,8 @@ def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
 
     needed = {o for o in graph.outputs if o in owner}
     needed |= {n.inputs[0] for n in graph.nodes if n.op is Op.VIEW and n.inputs[0] in owner}
+    needed |= {g.nodes[0] for g in groups if g.library}   # a library call writes memory
+    # (even when nothing reads it: an unused matmul's result still needs a buffer)
     for node_id, group in owner.items():
         if any(g != group for g in reading_groups(node_id)):
             needed.add(node_id)
@@ -234,6 +236,8 @@ class _KernelEmitter:
     def _emit(self, node: Node, where: Placement) -> int:
         if node.op is Op.CONST:
             return self.kb.const(node.attr("value"), node.type.dtype)
+        if node.op is Op.INDEX and node.type.shape[node.attr("axis")] == 1:
+            return self.kb.const(0, np.dtype(np.int64))   # a size-1 axis has no loop
         if node.op is Op.INDEX:   # its group iterates over its own shape: one loop dim
             full_axis = node.attr("axis") + len(self.group.shape) - len(node.type.shape)
             self.kb.position(where.level, where.phase)

@@ -15,7 +15,7 @@ import numpy as np
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op
-from autojit.ir.views import apply_view
+from autojit.ir.views import apply_view, view_shape
 
 
 def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -42,22 +42,20 @@ def graph_sizes(graph: Graph, args: Sequence[Any]) -> dict[str, int]:
     sizes = {symbol: np.shape(args[sources[0][0]])[sources[0][1]]
              for symbol, sources in graph.dims}
     sizes.update(dict(graph.guards))
-    views: dict[int, Any] = {}
+    shapes: dict[int, tuple[int, ...]] = {}
     for node in graph.nodes:
         if node.op is Op.VIEW:
             base = graph.node(node.inputs[0])
             if base.op is Op.VIEW:
-                source = views[base.id]
+                shape = shapes[base.id]
             elif base.op is Op.ARG:
-                source = args[base.attr("index")]
-            else:   # a computed value: a stand-in of its shape (only sizes are wanted)
+                shape = np.shape(args[base.attr("index")])
+            else:   # a computed value (or an argument after a write): its type's shape
                 shape = tuple(sizes[d] if isinstance(d, str) else d for d in base.type.shape)
-                source = np.lib.stride_tricks.as_strided(np.zeros(1, base.type.dtype), shape,
-                                                         (0,) * len(shape))
-            views[node.id] = apply_view(source, node.attr("step"))
-            for axis, dim in enumerate(node.type.shape):
+            shapes[node.id] = view_shape(shape, node.attr("step"))
+            for dim, size in zip(node.type.shape, shapes[node.id]):
                 if isinstance(dim, str):
-                    sizes.setdefault(dim, views[node.id].shape[axis])
+                    sizes.setdefault(dim, size)
     return sizes
 
 

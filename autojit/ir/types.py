@@ -1,6 +1,7 @@
 """Scalar dtypes and tensor types with symbolic sizes.
 
-A size is either the literal ``1`` (a broadcast dimension, part of the signature) or a
+A size is either the literal ``1`` (a broadcast dimension: an argument's, part of the
+signature, or a view's size the trace specialised on being 1, checked at each call) or a
 symbol such as ``"n0"`` whose value arrives at run time. Sizes never enter a compile key.
 """
 
@@ -63,11 +64,12 @@ class TensorType:
         return TensorType(np.dtype(dtype), self.shape)
 
 
-def broadcast_dims(shapes: list[tuple[Dim, ...]], unify: callable) -> tuple[Dim, ...]:
-    """Broadcast symbolic shapes NumPy's way; ``unify(a, b)`` merges two symbols that must match.
+def broadcast_dims(shapes: list[tuple[Dim, ...]], broadcast: callable) -> tuple[Dim, ...]:
+    """Broadcast symbolic shapes NumPy's way; ``broadcast(a, b)`` combines two symbols.
 
-    Returns the broadcast shape. Literal 1 yields to anything; two symbols are unified,
-    because NumPy raises unless they are equal at run time (a guard checks that).
+    Returns the broadcast shape. Literal 1 yields to anything; two symbols go to
+    ``broadcast`` (the tracer's: equal sizes are unified, because NumPy raises unless they
+    are equal at run time, and a derived size that is 1 at trace time is specialised on 1).
     """
     rank = max((len(s) for s in shapes), default=0)
     result: list[Dim] = []
@@ -83,6 +85,6 @@ def broadcast_dims(shapes: list[tuple[Dim, ...]], unify: callable) -> tuple[Dim,
             if dim == 1:
                 dim = other
             elif dim != other:
-                dim = unify(dim, other)
+                dim = broadcast(dim, other)
         result.append(dim)
     return tuple(result)

@@ -3,16 +3,18 @@ applied with the array library itself so indexing follows NumPy's rules exactly.
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 
 def apply_view(array: Any, step: tuple[str, Any]) -> Any:
     """Return ``array`` seen through one view step (NumPy or CuPy arrays alike).
 
-    An index of one integer per axis (``a[0, 1]``) is taken as ``a[0, 1, ...]``: a 0-d view
-    of the element, not the NumPy scalar NumPy's ``a[0, 1]`` returns, which is a copy (a
-    write through it would be lost, a read of it would see the memory before the kernels
-    ran). The values and shape are the same either way."""
+    A key without ``...`` gets one at its end: the same elements, but an all-integer key
+    gives a 0-d view of the memory rather than a NumPy scalar copied out of it (the plan
+    takes views before its kernels fill the memory they look at)."""
     name, argument = step
     if name == "getitem":
         if not any(part is Ellipsis for part in argument):
@@ -21,3 +23,29 @@ def apply_view(array: Any, step: tuple[str, Any]) -> Any:
     if name == "reshape":
         return array.reshape(argument)
     return array.transpose(argument)
+
+
+def reshaped(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[int, ...]:
+    """Return the shape NumPy's ``reshape(target)`` gives an array of ``shape``; raise
+    ValueError as NumPy does when the element count does not fit."""
+    total, known = math.prod(shape), math.prod(s for s in target if s != -1)
+    if sum(s == -1 for s in target) > 1 or any(s < -1 for s in target):
+        raise ValueError("can only specify one unknown dimension")
+    if -1 in target:
+        if known == 0 or total % known:
+            raise ValueError(f"cannot reshape array of size {total} into shape {target}")
+        return tuple(total // known if s == -1 else s for s in target)
+    if known != total:
+        raise ValueError(f"cannot reshape array of size {total} into shape {target}")
+    return tuple(target)
+
+
+def view_shape(shape: tuple[int, ...], step: tuple[str, Any]) -> tuple[int, ...]:
+    """Return the shape of a view step applied to an array of ``shape``, without memory
+    (NumPy's reshape of a stand-in would copy); raise NumPy's errors."""
+    name, argument = step
+    if name == "reshape":
+        return reshaped(tuple(shape), tuple(argument))
+    one = np.array([0], dtype=np.uint8)       # (np.zeros is traced inside a trace)
+    stand_in = np.lib.stride_tricks.as_strided(one, shape, (0,) * len(shape))
+    return apply_view(stand_in, step).shape

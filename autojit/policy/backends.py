@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import numpy as np
@@ -19,7 +20,7 @@ from autojit.fuse.partition import memory_param
 from autojit.fuse.plan import Plan
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
-from autojit.ir.views import apply_view
+from autojit.ir.views import apply_view, view_shape
 from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.team import park as park_team
 from autojit.lower_cpu.threads import call_kernel
@@ -268,7 +269,8 @@ def _lifetimes(plan: Plan) -> tuple[tuple[int, ...],
 
 def _take_over(buffer: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """Return ``buffer``'s memory as an array of ``shape`` and ``dtype`` (it fits: the
-    buffer plan only pairs byte counts that are the same product of sizes)."""
+    buffer plan only pairs byte counts that are the same product of sizes, and a fresh
+    buffer's item size at least the taker's)."""
     if buffer.shape == shape and buffer.dtype == dtype:
         return buffer
     nbytes = math.prod(shape) * dtype.itemsize
@@ -276,17 +278,21 @@ def _take_over(buffer: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
 
 
 def _allocate(backend: Backend, schedule: Schedule, values: list[Any], first: int,
-              index: int, donor: int, clear: bool, sizes: dict[str, int]) -> None:
+              index: int, donor: int, clear: bool, sizes: dict[str, int],
+              fresh: list[Any]) -> None:
     """Put allocation ``index`` in its slot: fresh memory, or the buffer of ``donor`` (whose
-    slot is cleared when it is dead already; an in-place step still reads it)."""
+    slot is cleared when it is dead already; an in-place step still reads it). ``fresh``
+    holds each allocation's physical buffer: a donor may itself be a smaller item size's
+    view of it (bool over int64), which cannot hold the taker's wider items."""
     shape, dtype = schedule.allocations[index]
     concrete = tuple(sizes[d] if d.__class__ is str else d for d in shape)
     if donor < 0:
-        values[first + index] = backend.empty(concrete, dtype)
+        values[first + index] = fresh[index] = backend.empty(concrete, dtype)
         return
-    values[first + index] = _take_over(values[first + donor], concrete, dtype)
+    fresh[index] = fresh[donor]
+    values[first + index] = _take_over(fresh[donor], concrete, dtype)
     if clear:
-        values[first + donor] = None
+        values[first + donor] = fresh[donor] = None   # the memory moved to the taker
 
 
 def _meta(call: KernelCall, arrays: Sequence[Any], sizes: dict[str, int]) -> list[int]:
@@ -334,8 +340,9 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
         for written, other in schedule.overlaps:   # read from a copy: evaluate, then write
             if values[other] is args[other] and _may_overlap(args[written], args[other]):
                 values[other] = args[other].copy(order="K")
+    fresh: list[Any] = [None] * len(schedule.allocations)
     for index in schedule.upfront:
-        _allocate(backend, schedule, values, first, index, -1, False, sizes)
+        _allocate(backend, schedule, values, first, index, -1, False, sizes, fresh)
     values.extend(schedule.constants)
     first_view = len(values)
     values.extend([None] * len(schedule.views))
@@ -346,7 +353,8 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
         if batches[position + 1]:
             _take_views(schedule, values, first_view, position + 1)
         for allocation, donor, clear in schedule.allocate[position]:
-            _allocate(backend, schedule, values, first, allocation, donor, clear, sizes)
+            _allocate(backend, schedule, values, first, allocation, donor, clear, sizes,
+                      fresh)
         if kind == "library":
             name, inputs, output = schedule.libraries[index]
             _run_library(backend, name, [values[i] for i in inputs], values[output])
@@ -354,7 +362,7 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
             _launch(backend, plan.kernels[index], programs[index], schedule.calls[index],
                     values, args, sizes)
         for allocation in schedule.release[position]:   # dead: give the memory back now
-            values[first + allocation] = None
+            values[first + allocation] = fresh[allocation] = None
     if batches[-1]:
         _take_views(schedule, values, first_view, len(batches) - 1)
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
@@ -364,9 +372,38 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
     return tuple(results) if schedule.output_tuple else results[0]
 
 
-def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
-    """Return each size symbol's value for this call; None if arguments disagree (NumPy
-    would raise a broadcasting error, so the caller runs plain Python to raise it)."""
+#: What ``bind_sizes`` returns when a size the trace depends on differs at this call (a
+#: guard, or a view's size the trace specialised on being 1): not this entry; retrace.
+SIZES_MISS: Mapping[str, int] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class _SizeSources:
+    """Per plan: its views and writes (in graph order), guards, and the guarded sizes no
+    argument binds (fixed by the code itself, ``np.zeros(3)``, or read from a view)."""
+
+    special: tuple[Any, ...]
+    guards: dict[str, int]
+    fixed: tuple[tuple[str, int], ...]
+
+
+def _size_sources(plan: Plan) -> _SizeSources:
+    found = plan.schedule_cache.get("size_sources")
+    if found is None:   # once per plan: most plans have no views or writes at all
+        graph = plan.graph
+        special = tuple(n for n in graph.nodes if n.op in (Op.VIEW, Op.WRITE))
+        # a guarded size no argument binds: fixed by the code, or one a view binds later
+        # (preset to its guard: a view of another size then misses and retraces)
+        bound = {s for s, _ in graph.dims}
+        found = plan.schedule_cache["size_sources"] = _SizeSources(
+            special, dict(graph.guards), tuple(g for g in graph.guards if g[0] not in bound))
+    return found
+
+
+def bind_sizes(plan: Plan, args: Sequence[Any]) -> Mapping[str, int] | None:
+    """Return each size symbol's value for this call: ``SIZES_MISS`` when a size the trace
+    read or specialised on differs (retrace), None when NumPy raises for these arguments
+    (sizes that must agree do not: the caller runs plain Python to raise it)."""
     sizes: dict[str, int] = {}
     for symbol, sources in plan.graph.dims:
         first_arg, first_axis = sources[0]
@@ -375,21 +412,16 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> dict[str, int] | None:
             if args[arg].shape[axis] != size:
                 return None
         sizes[symbol] = size
-    if any(sizes.get(s) == 0 for s in plan.graph.nonempty):
+    graph, sources = plan.graph, _size_sources(plan)
+    if sources.special or graph.guards:
+        if any(sizes.get(s, v) != v for s, v in graph.guards):
+            return SIZES_MISS
+        sizes.update(sources.fixed)   # sizes the code itself fixed (np.zeros(3))
+        found = _bind_view_sizes(plan, sources, args, sizes)
+        if found is not True:
+            return found
+    if any(sizes[s] == 0 for s in graph.nonempty):
         return None   # NumPy raises for a reduction of nothing without an identity
-    guards = plan.graph.guards
-    if guards and any(sizes.get(s, v) != v for s, v in guards):
-        # a size the code read changed: not this plan (guards_hold says so), whose views
-        # may not exist for these arguments (coeffs[k] for k < the old coeffs.shape[0])
-        for symbol, value in guards:
-            sizes.setdefault(symbol, value)
-        return sizes
-    if not _bind_view_sizes(plan, args, sizes):
-        return None
-    for symbol, value in plan.graph.guards:
-        sizes.setdefault(symbol, value)   # sizes the code itself fixed (np.zeros(3))
-    if any(sizes[s] == 0 for s in plan.graph.nonempty):
-        return None
     if sizes:   # a bound from the largest size and rank first: the usual call stops there
         _, rank, literal = plan.schedule_cache.get("value_shapes") or _value_shapes(plan)
         if max(max(sizes.values()), literal) ** rank > _MAX_ELEMENTS and _too_big(plan, sizes):
@@ -426,51 +458,56 @@ def _too_big(plan: Plan, sizes: dict[str, int]) -> bool:
     return False
 
 
-def _view_source(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, int],
-                 views: dict[int, Any]) -> Any:
-    """What a view is taken of, for binding its sizes: a view, an argument, or a stand-in
-    of the computed value's shape (no memory: only the view's shape is wanted here)."""
+def _view_base(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, int],
+               views: dict[int, Any]) -> Any:
+    """What a view is taken of: a view's result, an argument (arrays), or the shape of a
+    computed value (nothing to look through yet)."""
     base = plan.graph.node(node.inputs[0])
     if base.op is Op.VIEW:
         return views[base.id]
     param = memory_param(plan.graph, base.id)
     if param is not None:
         return args[param]
-    fixed = dict(plan.graph.guards)   # np.zeros(3): a size the code fixed
-    shape = tuple(d if d.__class__ is not str else sizes[d] if d in sizes else fixed[d]
-                  for d in base.type.shape)
-    return np.lib.stride_tricks.as_strided(np.zeros(1, base.type.dtype), shape,
-                                           (0,) * len(shape))
+    return tuple(sizes[d] if d.__class__ is str else d for d in base.type.shape)
 
 
-def _bind_view_sizes(plan: Plan, args: Sequence[Any], sizes: dict[str, int]) -> bool:
-    """Bind the sizes of views of arguments; False when they contradict (NumPy raises)."""
-    views: dict[int, Any] = {}
-    special = plan.schedule_cache.get("view_nodes")
-    if special is None:   # once per plan: most plans have no views or writes at all
-        special = plan.schedule_cache["view_nodes"] = [
-            n for n in plan.graph.nodes if n.op in (Op.VIEW, Op.WRITE)]
-    for node in special:
+def _bind_view_sizes(plan: Plan, sources: _SizeSources, args: Sequence[Any],
+                     sizes: dict[str, int]) -> Mapping[str, int] | None | bool:
+    """Bind the sizes of views; True when bound, else what ``bind_sizes`` returns: a view
+    whose size differs from what it must equal misses where NumPy might broadcast (a size 1)
+    or the trace depends on it (a guard, a literal 1), and raises otherwise."""
+    views: dict[int, Any] = {}   # an array where the view of an argument is cheap, else a shape
+    for node in sources.special:
         if node.op is Op.WRITE and not getattr(args[node.attr("param")].flags, "writeable",
                                                True):
-            return False   # NumPy raises: assignment destination is read-only
+            return None   # NumPy raises: assignment destination is read-only
         if node.op is not Op.VIEW:
             continue
+        base, step = _view_base(plan, node, args, sizes, views), node.attr("step")
         try:
-            views[node.id] = apply_view(_view_source(plan, node, args, sizes, views),
-                                        node.attr("step"))
-        except (IndexError, ValueError):
-            return False   # NumPy raises for these arguments (a[10] of 5 elements)
-        shape = views[node.id].shape
-        for axis, dim in enumerate(node.type.shape):
-            if dim.__class__ is str and sizes.setdefault(dim, shape[axis]) != shape[axis]:
-                return False
-        for axis, symbol in node.attr("ones", ()):   # guarded to stay 1 (guards_hold)
-            sizes[symbol] = shape[axis]
+            if base.__class__ is tuple or step[0] == "reshape":   # a reshape may copy
+                view = view_shape(base if base.__class__ is tuple else base.shape, step)
+                shape = view
+            else:
+                view = apply_view(base, step)
+                shape = view.shape
+        except (IndexError, ValueError, TypeError):
+            return None   # NumPy raises for this view of these arguments
+        views[node.id] = view
+        for dim, size in zip(node.type.shape, shape):
+            if dim.__class__ is not str:
+                if size != 1:
+                    return SIZES_MISS   # the trace took this size as a broadcast 1
+                continue
+            known = sizes.setdefault(dim, size)
+            if known != size:
+                return SIZES_MISS if 1 in (known, size) or dim in sources.guards else None
+            if sources.guards.get(dim, size) != size:
+                return SIZES_MISS
     if len(args) > 1:
         for written, other in argument_overlaps(plan).python:
             if _shares_memory(args[written], args[other]):
-                return False   # the trace assumed distinct memory: plain Python runs it
+                return None   # the trace assumed distinct memory: plain Python runs it
     return True
 
 
@@ -544,9 +581,11 @@ def _shares_memory(a: Any, b: Any) -> bool:
         return True
 
 
-def guards_hold(plan: Plan, sizes: dict[str, int], args: Sequence[Any]) -> bool:
+def guards_hold(plan: Plan, sizes: Mapping[str, int], args: Sequence[Any]) -> bool:
     """Return True when sizes the trace read concretely are unchanged."""
-    return all(sizes[symbol] == value for symbol, value in plan.graph.guards)
+    if sizes is SIZES_MISS:
+        return False
+    return all(sizes.get(symbol) == value for symbol, value in plan.graph.guards)
 
 
 def int_arguments_fit(plan: Plan, args: Sequence[Any]) -> bool:

@@ -24,6 +24,7 @@ from autojit.fuse.plan import Plan, plan_kernels
 from autojit.ir.fp_errors import numpy_reports_fp_errors
 from autojit.policy import disk_cache
 from autojit.policy.backends import (
+    SIZES_MISS,
     Backend,
     CpuBackend,
     GpuBackend,
@@ -304,6 +305,8 @@ class Dispatcher:
             if entry.plan is None:
                 return entry, {}
             sizes = bind_sizes(entry.plan, args)
+            if sizes is SIZES_MISS:
+                continue   # a size this version was specialised on differs: not this one
             graph = entry.plan.graph   # most plans have neither kind of guard: skip the calls
             if sizes is None or graph.int_guards and not int_arguments_fit(entry.plan, args):
                 return None, {}  # NumPy raises for these arguments; let it
@@ -344,7 +347,7 @@ class Dispatcher:
         if entry.plan is None:
             return entry, {}
         sizes = bind_sizes(entry.plan, args)
-        if sizes is None:
+        if sizes is None or sizes is SIZES_MISS:
             return None, {}  # NumPy raises for these arguments (an empty max, say); let it
         return entry, sizes
 

@@ -39,7 +39,7 @@ def _result_shape(state: Any, a: tuple[Dim, ...], b: tuple[Dim, ...]) -> tuple[D
         state.unify(a[-1], b[0])
         return a[:-1]
     state.unify(a[-1], b[-2])
-    return broadcast_dims([a[:-2], b[:-2]], state.unify) + (a[-2], b[-1])
+    return broadcast_dims([a[:-2], b[:-2]], state.broadcast) + (a[-2], b[-1])
 
 
 def matmul(a: Any, b: Any) -> Proxy:

@@ -125,9 +125,14 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     if retstep or axis != 0 or device is not None or np.ndim(start) or np.ndim(stop):
         raise UnsupportedError("linspace with retstep, axis or array bounds", user_location(3))
     div = (num - 1) if endpoint else num
-    step = (stop - start) / div if div > 0 else np.nan
+    delta = float(np.subtract(stop, start, dtype=np.float64))
     index = _positions(_concrete_shape((num,)), 0).astype(np.float64)
-    values = index * step + start if step != 0 else index / div * (stop - start) + start
+    if div <= 0:    # NumPy: 0 or 1 values with endpoint, step undefined: i * delta + start
+        values = index * delta + start
+    elif delta / div != 0:
+        values = index * (delta / div) + start
+    else:           # a step that underflows to 0 (denormal bounds)
+        values = index / div * delta + start
     if endpoint and num > 1:
         values = np.where(_positions(_concrete_shape((num,)), 0) == num - 1, float(stop),
                           values)

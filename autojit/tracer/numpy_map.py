@@ -82,7 +82,7 @@ def make_elementwise(op: Op, operands: tuple[Any, ...], loop: tuple[np.dtype, ..
     state = current_trace()
     for dtype in (*loop, out_dtype):
         _check_dtype(dtype)
-    shape = broadcast_dims([_shape_of(o) for o in operands], state.unify)
+    shape = broadcast_dims([_shape_of(o) for o in operands], state.broadcast)
     inputs = tuple(_operand_node(state, o, d, op) for o, d in zip(operands, loop))
     node = state.add_node(op, inputs, TensorType(out_dtype, shape), attrs)
     return Proxy(node, TensorType(out_dtype, shape), is_scalar=is_scalar)

@@ -66,6 +66,7 @@ class TraceState:
     consts: dict[tuple, int] = field(default_factory=dict)
     fp_policy: object = field(default_factory=current_policy)   # np.errstate at trace start
     versions: dict[int, int] = field(default_factory=dict)   # argument -> its current node
+    argument_symbols: set[str] = field(default_factory=set)   # never 1 (the signature's)
 
     # -- size symbols ---------------------------------------------------------------------
     def new_symbol(self, example_size: int) -> str:
@@ -75,29 +76,76 @@ class TraceState:
         return name
 
     def find(self, dim: Dim) -> Dim:
-        if isinstance(dim, int):
-            return dim
-        while self.parent[dim] != dim:
-            self.parent[dim] = self.parent[self.parent[dim]]
-            dim = self.parent[dim]
-        return dim
+        """Return ``dim``'s class representative: a symbol, or the literal 1 for a derived
+        size the trace specialised on being 1 (see ``broadcast``)."""
+        root = dim
+        while root.__class__ is str and self.parent[root] != root:
+            root = self.parent[root]
+        while dim.__class__ is str and dim != root:   # path compression
+            self.parent[dim], dim = root, self.parent[dim]
+        return root
 
     def unify(self, a: Dim, b: Dim) -> Dim:
         """Merge two size symbols NumPy requires to be equal; return the survivor."""
         a, b = self.find(a), self.find(b)
         if a == b:
             return a
-        if self.example_sizes.get(a) != self.example_sizes.get(b):
-            raise BroadcastError(f"shapes do not broadcast: sizes {self.example_sizes.get(a)} "
-                             f"and {self.example_sizes.get(b)}", user_location(2))
+        if self.example_of(a) != self.example_of(b):
+            raise BroadcastError(f"shapes do not broadcast: sizes {self.example_of(a)} "
+                                 f"and {self.example_of(b)}", user_location(2))
+        if a.__class__ is not str or b.__class__ is not str:   # 1 and a derived size 1:
+            self.parent[b if a == 1 else a] = 1                # specialise it on 1
+            return 1
         keep, drop = sorted((a, b), key=lambda s: int(s[1:]))
         self.parent[drop] = keep
         return keep
 
+    def broadcast(self, a: Dim, b: Dim) -> Dim:
+        """Return the size NumPy broadcasting gives two sizes (neither the literal 1).
+
+        A derived size (a view's) that is 1 now while the other is not broadcasts at this
+        call only: the trace specialises on it being 1, the symbol becomes the literal 1,
+        and a call where that view's size is not 1 misses and retraces (``bind_sizes``)."""
+        a, b = self.find(a), self.find(b)
+        if a == b or b == 1:
+            return a
+        if a == 1:
+            return b
+        example_a, example_b = self.example_sizes[a], self.example_sizes[b]
+        if example_a == 1 and example_b != 1:
+            self.parent[a] = 1
+            return b
+        if example_b == 1 and example_a != 1:
+            self.parent[b] = 1
+            return a
+        return self.unify(a, b)
+
+    def as_one(self, dim: Dim) -> bool:
+        """Return True when ``dim`` is 1 at this call, specialising a derived size on it
+        (NumPy asks "is this size 1?": squeeze, dropping leading dimensions in a write)."""
+        dim = self.find(dim)
+        if dim.__class__ is not str:
+            return dim == 1
+        if self.example_sizes[dim] != 1:
+            return False
+        self.parent[dim] = 1
+        return True
+
+    def may_be_one(self, dim: Dim) -> bool:
+        """Return True for a symbol that may be 1 at some call of this trace's signature:
+        one no argument's dimension is equal to (an argument's size 1 is the literal 1)."""
+        dim = self.find(dim)
+        return dim.__class__ is str and all(self.find(s) != dim for s in self.argument_symbols)
+
+    def example_of(self, dim: Dim) -> int:
+        """Return a dim's size at trace time (no guard)."""
+        dim = self.find(dim)
+        return self.example_sizes[dim] if dim.__class__ is str else dim
+
     def concrete(self, dim: Dim) -> int:
         """Return a dim's size at trace time, guarding on it (the trace now depends on it)."""
         dim = self.find(dim)
-        if isinstance(dim, int):
+        if dim.__class__ is not str:
             return dim
         self.guards[dim] = self.example_sizes[dim]
         return self.example_sizes[dim]
@@ -188,8 +236,9 @@ class TraceState:
         nodes = []
         for n in self.nodes:
             n = replace(n, type=TensorType(n.type.dtype, tuple(self.find(d) for d in n.type.shape)))
-            if n.op is Op.SIZE:
-                symbols = tuple(sorted(str(self.find(s)) for s in n.attr("symbols")))
+            if n.op is Op.SIZE:   # a size specialised to 1 leaves the product
+                found = (self.find(s) for s in n.attr("symbols"))
+                symbols = tuple(sorted(f for f in found if f.__class__ is str))
                 n = replace(n, attrs=(("symbols", symbols),))
             nodes.append(n)
         return nodes

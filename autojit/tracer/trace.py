@@ -47,6 +47,7 @@ def _argument_proxy(state: TraceState, index: int, name: str, value: Any,
     if not is_supported(dtype):
         raise UnsupportedError(f"argument '{name}' has dtype {dtype}, which is not supported")
     dims = tuple(1 if size == 1 else state.new_symbol(size) for size in shape)
+    state.argument_symbols.update(d for d in dims if d != 1)
     type_ = TensorType(dtype, dims)
     node = state.add_node(Op.ARG, (), type_, (("index", index),), loc)
     return Param(name, kind, type_), Proxy(node, type_, weak, is_scalar, index)
@@ -113,7 +114,9 @@ def _freeze(state: TraceState, fn: Callable, name: str | None, params: Sequence[
         for axis, dim in enumerate(param.type.shape):
             if isinstance(dim, str):
                 sources.setdefault(dim, []).append((index, axis))
-    guards = sorted({(state.find(s), v) for s, v in state.guards.items()})
+    # a symbol specialised to 1 is checked where it is read, on its views (bind_sizes)
+    guards = sorted({(state.find(s), v) for s, v in state.guards.items()
+                     if state.find(s).__class__ is str})
     return Graph(
         name=name or getattr(fn, "__name__", "fn"),
         params=params,
@@ -124,6 +127,6 @@ def _freeze(state: TraceState, fn: Callable, name: str | None, params: Sequence[
         guards=tuple(guards),
         dims=tuple((s, tuple(v)) for s, v in sorted(sources.items())),
         int_guards=tuple(sorted(state.int_guards)),
-        nonempty=tuple(sorted({str(state.find(s)) for s in state.nonempty})),
+        nonempty=tuple(sorted({state.find(s) for s in state.nonempty} - {1})),
         loc=_function_loc(fn),
     )

@@ -5,7 +5,9 @@ A view is recorded as a VIEW node holding one NumPy step (``("getitem", key)``,
 ``("transpose", axes)``, ...). At run time the same step is applied with NumPy to the real
 argument, so the kernel reads the argument's own memory through the view's strides: no
 copy, and NumPy's exact indexing rules. Each dimension of a view gets a size symbol read
-from the view itself at run time (``x[1:-1]`` needs no recompile when ``x`` grows).
+from the view itself at run time (``x[1:-1]`` needs no recompile when ``x`` grows), even
+when it is 1 at trace time: only where NumPy broadcasting (or squeeze) treats such a size
+as 1 is the trace specialised on it, and a call where it is not 1 retraces.
 """
 
 from __future__ import annotations
@@ -15,20 +17,54 @@ from typing import Any
 
 import numpy as np
 
-from autojit.errors import TraceError, UnsupportedError
+from autojit.errors import BroadcastError, UnsupportedError
 from autojit.ir.ops import Op
-from autojit.ir.types import TensorType
-from autojit.ir.views import apply_view
+from autojit.ir.types import Dim, TensorType
+from autojit.ir.views import view_shape
 from autojit.tracer.proxy import Proxy
-from autojit.tracer.state import aliases_base, current_trace, user_location, view_key
+from autojit.tracer.state import current_trace, user_location, view_key
 
 
-def _example(state: Any, proxy: Proxy) -> np.ndarray:
-    """A zero-strided stand-in with the proxy's trace-time shape (no memory)."""
-    shape = tuple(state.example_sizes[state.find(d)] if isinstance(d, str) else d
-                  for d in proxy.type.shape)
-    one = np.array([0], dtype=proxy.dtype)   # (np.zeros is traced inside a trace)
-    return np.lib.stride_tricks.as_strided(one, shape, (0,) * len(shape))
+def _view_dims(state: Any, dims: tuple[Dim, ...], step: tuple[str, Any],
+               sizes: tuple[int, ...]) -> tuple[Dim, ...]:
+    """Return the view's symbolic shape (``sizes``: its sizes at trace time).
+
+    A size the view keeps (a full slice, a transposed axis) stays the same symbol; a size
+    1 for every call (``None``, ``reshape(1, -1)``, a slice of a literal 1) is the literal
+    1; any other size (``x[1:]``, ``reshape(-1)``) gets a symbol of its own, read from the
+    view at run time, even when it is 1 now: only NumPy broadcasting may treat it as 1."""
+    name, argument = step
+    dims = tuple(state.find(d) for d in dims)
+    if name == "transpose":
+        return tuple(dims[axis] for axis in argument)
+    if name == "reshape":
+        return tuple(1 if wanted == 1 else state.new_symbol(size)
+                     for wanted, size in zip(argument, sizes))
+    consumed = sum(1 for p in argument if p is not None and p is not Ellipsis
+                   and p.__class__ is not bool)
+    parts: list[Any] = []
+    for part in argument:
+        parts += [slice(None)] * (len(dims) - consumed) if part is Ellipsis else [part]
+    if not any(part is Ellipsis for part in argument):
+        parts += [slice(None)] * (len(dims) - consumed)
+    result: list[Dim] = []
+    axis = 0
+    for part in parts:
+        if part is None or part is True or part is False:   # a new axis (bool: a mask)
+            result.append(1 if sizes[len(result)] == 1 else state.new_symbol(0))
+            continue
+        dim, axis = dims[axis], axis + 1
+        if isinstance(part, int):
+            continue
+        size = sizes[len(result)]
+        forward = part.step in (None, 1) and part.start in (None, 0)
+        if part.stop is None and (forward or part.step == -1 and part.start is None):
+            result.append(dim)       # every element (reversed or not): the same size
+        elif dim == 1 and size == 1:    # a slice of a literal 1 is the same for every call
+            result.append(1)
+        else:
+            result.append(state.new_symbol(size))
+    return tuple(result)
 
 
 def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Proxy:
@@ -41,18 +77,13 @@ def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Pr
         found = state.nodes[state.seen[key]]
         return Proxy(found.id, found.type, is_scalar=scalar and not found.type.shape)
     try:
-        example = apply_view(_example(state, proxy), step)
+        sizes = view_shape(tuple(state.example_of(d) for d in proxy.type.shape), step)
     except (IndexError, ValueError, TypeError) as exc:   # NumPy's own error: fallback raises
-        raise TraceError(f"{type(exc).__name__}: {exc}", user_location(3)) from None
-    shape = tuple(1 if size == 1 else state.new_symbol(size) for size in example.shape)
-    # a size-1 axis is typed 1 (it broadcasts): guarded, since a[1:] of 2 elements has 1
-    # but of 5 elements 4 (the view's own size symbol, bound at run time, must stay 1)
-    ones = tuple((axis, state.new_symbol(1)) for axis, size in enumerate(example.shape)
-                 if size == 1)
-    state.guards.update({symbol: 1 for _, symbol in ones})
+        # it depends on sizes (the signature fixes the rest): not cached as a fallback
+        raise BroadcastError(f"{type(exc).__name__}: {exc}", user_location(3)) from None
+    shape = _view_dims(state, proxy.type.shape, step, sizes)
     type_ = TensorType(proxy.dtype, shape)
-    attrs = (("step", step),) + ((("ones", ones),) if ones else ())
-    node = state.add_node(Op.VIEW, (proxy.node,), type_, attrs, user_location(3))
+    node = state.add_node(Op.VIEW, (proxy.node,), type_, (("step", step),), user_location(3))
     state.seen[key] = node
     return Proxy(node, type_, is_scalar=scalar and not shape)
 
@@ -65,14 +96,29 @@ def _index_key(key: Any) -> tuple:
                                    user_location(4))
         if not (part is None or part is Ellipsis or isinstance(part, slice | int | np.integer)):
             raise UnsupportedError(f"index {part!r} is not supported", user_location(4))
-    return tuple(int(p) if isinstance(p, np.integer) else p for p in parts)
+    return tuple(_plain(p) for p in parts)
+
+
+def _plain(part: Any) -> Any:
+    """Return an index part with NumPy integers (also slice bounds) as Python ints."""
+    if isinstance(part, np.integer):
+        return int(part)
+    if isinstance(part, slice):
+        bounds = (part.start, part.stop, part.step)
+        if not all(v is None or isinstance(v, int | np.integer) for v in bounds):
+            raise UnsupportedError(f"slice {part!r} is not supported", user_location(5))
+        return slice(*(None if v is None else int(v) for v in bounds))
+    return part
 
 
 def getitem(proxy: Proxy, key: Any) -> Proxy:
-    """``x[1:-1, ::2]``, ``x[0]``, ``x[None]``, ``x[..., 1]``: a view of an argument."""
+    """``x[1:-1, ::2]``, ``x[0]``, ``x[None]``, ``x[..., 1]``: a view of an argument.
+    An element is a NumPy scalar only when integers index every axis and no ``...`` is
+    given (``x[..., -1]`` of a 1-D array is a 0-d array)."""
     key = _index_key(key)
-    step = ("getitem", key)   # an integer per axis (no ...): NumPy returns a scalar
-    return record_view(proxy, step, scalar=not aliases_base(step, proxy.ndim))
+    integers = sum(isinstance(p, int) and p.__class__ is not bool for p in key)
+    scalar = integers == proxy.ndim and not any(p is Ellipsis for p in key)
+    return record_view(proxy, ("getitem", key), scalar=scalar)
 
 
 def transpose(proxy: Proxy, *axes: Any) -> Proxy:
@@ -87,14 +133,39 @@ def reshape(proxy: Proxy, *shape: Any, order: str = "C", **kwargs: Any) -> Proxy
         raise UnsupportedError("reshape with order other than 'C'", user_location(3))
     if len(shape) == 1 and isinstance(shape[0], tuple | list):
         shape = tuple(shape[0])
-    return record_view(proxy, ("reshape", tuple(int(s) for s in shape)))
+    return record_view(_copy_if_viewed(proxy), ("reshape", tuple(int(s) for s in shape)))
+
+
+def _copy_if_viewed(proxy: Proxy) -> Proxy:
+    """Return what a reshape may view: NumPy copies a reshaped strided view, and the plan
+    takes its views before any kernel runs, so a reshape of a view of a computed value (or
+    of an argument after a write) would copy memory not yet filled. Such a value is first
+    copied by a kernel (a cast to its own dtype) into memory the plan owns, C-contiguous."""
+    state = current_trace()
+    node, written = state.nodes[proxy.node], False
+    root = node
+    while root.op in (Op.VIEW, Op.WRITE):
+        written |= root.op is Op.WRITE
+        root = state.nodes[root.inputs[0]]
+    if not written and (node.op is not Op.VIEW or root.op is Op.ARG):
+        return proxy
+    copy = state.add_node(Op.CAST, (proxy.node,), proxy.type, (), user_location(4))
+    return Proxy(copy, proxy.type, is_scalar=proxy.is_scalar)
 
 
 def _squeeze(a: Proxy, axis: Any = None) -> Proxy:
+    """np.squeeze: which sizes are 1 decides the result, so a derived size (a view's,
+    which may be 1 or not at another call) is read and guarded."""
+    state = current_trace()
     if axis is None:
-        axis = tuple(i for i, d in enumerate(a.type.shape) if d == 1)
+        axis = tuple(i for i, d in enumerate(a.type.shape)
+                     if state.find(d) == 1 or state.may_be_one(d) and state.concrete(d) == 1)
     axes = axis if isinstance(axis, tuple) else (axis,)
-    key = tuple(0 if i in [x % a.ndim for x in axes] else slice(None) for i in range(a.ndim))
+    axes = tuple(x % max(a.ndim, 1) for x in axes)
+    if not all(state.as_one(a.type.shape[x]) for x in axes):
+        raise BroadcastError("cannot select an axis to squeeze out which has size not "
+                             "equal to one", user_location(3))
+    key = tuple(0 if i in axes else slice(None) for i in range(a.ndim))
     return record_view(a, ("getitem", key))
 
 

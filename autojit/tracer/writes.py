@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from autojit.errors import TraceError, UnsupportedError
+from autojit.errors import BroadcastError, TraceError, UnsupportedError
 from autojit.ir.ops import Op
 from autojit.ir.types import broadcast_dims
 from autojit.tracer.proxy import Proxy
@@ -73,12 +73,18 @@ def write(target: Proxy, key: Any, value: Any) -> None:
         from autojit.tracer.numpy_map import astype
         source = astype(source, source.dtype)
     extra = source.ndim - region.ndim
-    if extra > 0 and all(d == 1 for d in source.type.shape[:extra]):
+    if extra > 0 and all(state.as_one(d) for d in source.type.shape[:extra]):
         source = getitem(source, (0,) * extra)   # NumPy drops leading size-1 dimensions
-    shape = broadcast_dims([region.type.shape, source.type.shape], state.unify)
+    shape = broadcast_dims([region.type.shape, source.type.shape], state.broadcast)
+    if len(shape) == region.ndim:   # a derived size 1 written into a size 1 stays 1
+        for dim, want in zip(shape, region.type.shape):
+            if state.find(want) == 1:
+                state.as_one(dim)
     if tuple(map(state.find, shape)) != tuple(map(state.find, region.type.shape)):
-        raise TraceError(f"could not broadcast input array from shape {source.type.shape} "
-                         f"into shape {region.type.shape}", user_location(3))
+        # sizes decide this (a view's may differ next call): not cached as a fallback
+        raise BroadcastError(f"could not broadcast input array from shape "
+                             f"{source.type.shape} into shape {region.type.shape}",
+                             user_location(3))
     readers = tuple(sorted(state.readers_of_param(param)))
     version = state.nodes[state.current_version(param)].type   # the whole argument
     node = state.add_node(Op.WRITE, (region.node, source.node), version,
