@@ -150,11 +150,23 @@ def _where(condition: Any, x: Any = None, y: Any = None) -> Proxy:
                             is_scalar=False)
 
 
+def _as_array_operand(value: Any) -> Any:
+    """What ``np.asarray(value)`` makes of a Python scalar: a strong (not NEP 50 weak)
+    value of the default dtype; functions that convert their input first (``np.clip``'s
+    ``a``) promote it like an array."""
+    if isinstance(value, Proxy) and value.weak is not None:
+        return Proxy(value.node, value.type, None, True, value.param)
+    if type(value) in (int, float):
+        return np.asarray(value)
+    return value
+
+
 def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> Proxy:
     if out is not None or kwargs:
         raise _unsupported("np.clip with out= or other keywords is not supported")
     if a_min is None and a_max is None:
         raise TraceError("One of max or min must be given", user_location(2))
+    a = _as_array_operand(a)
     if a_max is None:
         return apply_ufunc(np.maximum, "__call__", (a, a_min), {})
     if a_min is None:
