@@ -254,7 +254,39 @@ def _identity_unless_float(op: Op) -> Rule:
     return rule
 
 
+#: ``y OP x`` is ``x MIRRORED y``.
+_MIRRORED = {Op.EQ: Op.EQ, Op.NE: Op.NE, Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}
+#: For a signed ``x`` and an unsigned ``y``: (how ``x < 0`` decides the answer, joined by
+#: OR: true when x < 0; by AND: false when x < 0) — the rest compares ``x`` as unsigned.
+_NEGATIVE_MAKES_TRUE = {Op.EQ: False, Op.NE: True, Op.LT: True, Op.LE: True, Op.GT: False,
+                        Op.GE: False}
+
+
+def _compare(op: Op) -> Rule:
+    """Comparisons are exact for every operand pair, as NumPy 2's: its mixed int64/uint64
+    loops (``qQ->?``, ``Qq->?``) compare the values, not float64 or wrapped bit patterns.
+    A negative signed operand decides the answer; otherwise both compare as unsigned."""
+
+    def rule(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+        x, y = args
+        kinds = _kind(b, x) + _kind(b, y)
+        if b.dtype_of(x) == b.dtype_of(y) or kinds not in ("iu", "ui"):
+            return b.emit(op, args, BOOL)
+        which = op
+        if kinds == "ui":
+            x, y, which = y, x, _MIRRORED[op]
+        e = Emit(b, b.dtype_of(x))
+        unsigned = e.op(which, b.emit(Op.CAST, (x,), b.dtype_of(y)), y)
+        negative = e.op(Op.LT, x, e.k(0))
+        if _NEGATIVE_MAKES_TRUE[which]:
+            return e.op(Op.OR, negative, unsigned, dtype=BOOL)
+        return e.op(Op.AND, e.op(Op.NOT, negative, dtype=BOOL), unsigned, dtype=BOOL)
+
+    return rule
+
+
 DECOMPOSITIONS: dict[Op, Rule] = {
+    **{op: _compare(op) for op in _MIRRORED},
     Op.FLOOR: _identity_unless_float(Op.FLOOR),
     Op.CEIL: _identity_unless_float(Op.CEIL),
     Op.TRUNC: _identity_unless_float(Op.TRUNC),
