@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from autojit.ir.host import HostStep
 from autojit.ir.ops import Op
 from autojit.ir.types import TensorType
 
@@ -68,6 +69,8 @@ class Graph:
     (several when broadcasting made sizes equal: a call must agree or NumPy would raise);
     ``int_guards`` lists (parameter, dtype) pairs: a Python int argument NumPy converts to
     that integer dtype, so a call must pass a value in its range (else NumPy raises).
+    ``prologue`` is the host prologue (``autojit.ir.host``): Python-scalar arithmetic,
+    replayed per call; its values are the last ``len(prologue)`` params (kind 'scalar').
     """
 
     name: str
@@ -81,6 +84,7 @@ class Graph:
     int_guards: tuple[tuple[int, str], ...] = ()
     nonempty: tuple[str, ...] = ()          # sizes NumPy requires > 0 (max of nothing raises)
     loc: SourceLoc | None = None
+    prologue: tuple[HostStep, ...] = ()
     _by_id: dict[int, Node] = field(default_factory=dict, compare=False, repr=False)
 
     def node(self, node_id: int) -> Node:

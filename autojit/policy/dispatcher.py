@@ -22,12 +22,15 @@ from autojit.errors import (
 from autojit.fuse.plan import Plan, plan_kernels
 from autojit.policy import disk_cache
 from autojit.policy.backends import (
+    CALL_MISS,
+    CALL_OK,
     Backend,
     CpuBackend,
     GpuBackend,
     bind_sizes,
+    call_arguments,
+    check_call,
     guards_hold,
-    int_arguments_fit,
 )
 from autojit.policy.config import Settings, check_options, current_settings
 from autojit.policy.fastpath import MISS, FastPath
@@ -112,6 +115,8 @@ class Dispatcher:
         if decision.route == "python":
             self._stats.note_decision(decision, n)
             return self._run_python(args, {})
+        if entry.plan.graph.prologue:   # Python-scalar arithmetic: its values, replayed
+            args = tuple(call_arguments(entry.plan, args))
         result = self._run_compiled(entry, args, sizes, router, decision, state, n)
         if decision.route == "cpu" and not (decision.to_device or decision.fetch_inputs):
             self._fastpath.after_cpu_call(self, entry, settings, n)
@@ -216,9 +221,15 @@ class Dispatcher:
             if entry.plan is None:
                 return entry, {}
             sizes = bind_sizes(entry.plan, args)
-            graph = entry.plan.graph   # most plans have neither kind of guard: skip the calls
-            if sizes is None or graph.int_guards and not int_arguments_fit(entry.plan, args):
+            graph = entry.plan.graph   # most plans have none of the guards: skip the calls
+            if sizes is None:
                 return None, {}  # NumPy raises for these arguments; let it
+            if graph.int_guards or graph.prologue:
+                status = check_call(entry.plan, args)
+                if status == CALL_MISS:
+                    continue     # traced for other Python scalar types
+                if status != CALL_OK:
+                    return None, {}  # Python or NumPy raises for these values; let it
             if not graph.guards or guards_hold(entry.plan, sizes, args):
                 return entry, sizes
         return None
@@ -248,7 +259,7 @@ class Dispatcher:
         if entry.plan is None:
             return entry, {}
         sizes = bind_sizes(entry.plan, args)
-        if sizes is None:
+        if sizes is None or check_call(entry.plan, args) != CALL_OK:
             return None, {}  # NumPy raises for these arguments (an empty max, say); let it
         return entry, sizes
 

@@ -81,19 +81,31 @@ class Unsupported(Exception):
     """The plan or signature is outside what the native entry serves."""
 
 
-def _arg_codes(signature: tuple, int_guards: dict[int, str]) -> list[int]:
+def _int_ranges(int_guards: tuple[tuple[int, str], ...]) -> dict[int, tuple[int, int]]:
+    """Return each guarded argument's allowed range: the intersection over its dtypes (an
+    int used with uint8 and int8 arrays must fit both), clipped to what C long long holds."""
+    ranges: dict[int, tuple[int, int]] = {}
+    for index, dtype in int_guards:
+        if np.dtype(dtype).kind not in "iu":
+            raise Unsupported(f"a Python scalar converted to {dtype} needs a check")
+        info = np.iinfo(dtype)
+        lo, hi = ranges.get(index, (-(1 << 63), (1 << 63) - 1))
+        ranges[index] = (max(lo, int(info.min)), min(hi, int(info.max)))
+    return ranges
+
+
+def _arg_codes(signature: tuple, int_guards: tuple[tuple[int, str], ...]) -> list[int]:
     codes: list[int] = []
+    ranges = _int_ranges(int_guards)
     for index, key in enumerate(signature):
         if key[0] == "a":
             ones = sum(1 << d for d, one in enumerate(key[3]) if one)
             codes += [_ARRAY, np.dtype(key[1]).num, key[2], ones, int(key[4])]
         elif key[0] == "py":
-            lo, hi = 0, 0
-            guard = int_guards.get(index)
-            if guard is not None:
-                info = np.iinfo(guard)
-                lo, hi = max(int(info.min), -(1 << 63)), min(int(info.max), (1 << 63) - 1)
-            codes += [_PY_KINDS[key[1]], int(guard is not None), lo, hi, 0]
+            if index in ranges and key[1] != "int":
+                raise Unsupported("a Python float converted to an integer dtype")
+            lo, hi = ranges.get(index, (0, 0))
+            codes += [_PY_KINDS[key[1]], int(index in ranges), lo, hi, 0]
         elif key[0] == "np":
             codes += [_NPSCALAR, np.dtype(key[1]).num, 0, 0, 0]
         else:
@@ -176,7 +188,9 @@ def encode_spec(plan: Any, signature: tuple, addresses: Sequence[int]) -> tuple:
             raise Unsupported(f"size {name} is not bound from the arguments")
         return index[name]
 
-    codes = _arg_codes(signature, {i: d for i, d in graph.int_guards}) + symbol_codes
+    if graph.prologue:
+        raise Unsupported("Python-scalar arithmetic (a host prologue)")
+    codes = _arg_codes(signature, graph.int_guards) + symbol_codes
     for shape, dtype in schedule.allocations:
         codes += [np.dtype(dtype).num, len(shape)]
         codes += [symbol(d) if isinstance(d, str) else -int(d) - 1 for d in shape]

@@ -15,6 +15,7 @@ import numpy as np
 
 from autojit.errors import BroadcastError, TraceError, UnsupportedError
 from autojit.ir.graph import Node, SourceLoc
+from autojit.ir.host import HostStep
 from autojit.ir.ops import Op
 from autojit.ir.types import Dim, TensorType
 
@@ -63,6 +64,29 @@ class TraceState:
     stale: set[int] = field(default_factory=set)        # versions of arguments since written
     params_kind: list[str] = field(default_factory=list)
     consts: dict[tuple, int] = field(default_factory=dict)
+    arg_count: int = 0                                   # the call's own arguments
+    host_steps: list[HostStep] = field(default_factory=list)   # the host prologue
+    host_inputs: dict[tuple[int, str], int] = field(default_factory=dict)
+
+    # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
+    def add_host_step(self, step: HostStep) -> int:
+        """Append a host step; return the call argument index its value will have."""
+        self.host_steps.append(step)
+        self.params_kind.append("scalar")
+        return self.arg_count + len(self.host_steps) - 1
+
+    def host_input(self, ref: int, dtype: np.dtype, python_type: type) -> int:
+        """Return the node reading Python scalar call argument ``ref`` converted to
+        ``dtype`` as NumPy converts it (a kernel scalar); a conversion NumPy may refuse
+        (an int out of range, NaN into an integer) is guarded: such calls run as Python."""
+        dtype = np.dtype(dtype)
+        key = (ref, dtype.str)
+        if key not in self.host_inputs:
+            if python_type in (int, float) and dtype.kind in "iu":
+                self.int_guards.add((ref, dtype.name))
+            self.host_inputs[key] = self.add_node(Op.ARG, (), TensorType(dtype, ()),
+                                                  (("index", ref),), user_location(3))
+        return self.host_inputs[key]
 
     # -- size symbols ---------------------------------------------------------------------
     def new_symbol(self, example_size: int) -> str:

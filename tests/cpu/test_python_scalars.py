@@ -79,3 +79,188 @@ def test_every_signed_unsigned_pair_compares_exactly(left, right):
     a = np.repeat(_edges(left), 6)
     b = np.tile(_edges(right), 6)
     assert_matches_numpy(_all_comparisons, a, b)
+
+
+# -- Python-int range rules (NumPy raises, or compares exactly) ------------------------------
+def test_uint64_array_plus_minus_one_raises_like_numpy():
+    assert_calls_match_numpy(lambda x, s: x + s, [(np.ones(3, np.uint64), -1),
+                                                  (np.ones(3, np.uint64), 1),
+                                                  (np.ones(3, np.uint64), -1)])
+
+
+def test_comparison_with_an_out_of_range_python_int_is_exact():
+    assert_calls_match_numpy(lambda x, s: (x < s, x == s, x >= s),
+                             [(np.arange(3, dtype=np.uint8), -1),
+                              (np.arange(3, dtype=np.uint8), 1),
+                              (np.arange(3, dtype=np.uint8), 300)])
+
+
+def test_python_int_beyond_int64_reaches_uint64_arrays():
+    assert_calls_match_numpy(lambda x, s: np.minimum(x, s),
+                             [(np.ones(2, np.uint64), 5), (np.ones(2, np.uint64), 2**63),
+                              (np.ones(2, np.uint64), 2**64 - 1), (np.ones(2, np.uint64), 2**64)])
+    assert_calls_match_numpy(lambda x, s: x * s,
+                             [(np.ones(2), 5), (np.ones(2), 2**63), (np.ones(2), 2**70)])
+
+
+def test_one_python_int_used_with_two_dtypes_must_fit_both():
+    """The fast path checks the intersection of the ranges, not the last dtype's."""
+    def fn(a, b, s):
+        return a + s, b + s
+
+    a, b = np.zeros(3, np.uint8), np.zeros(3, np.int8)
+    assert_calls_match_numpy(fn, [(a, b, 5)] * 3 + [(a, b, 200), (a, b, -5), (a, b, 7)])
+
+
+def test_out_of_range_literal_writes_raise_like_numpy():
+    def to_int8(a):
+        a[...] = 300
+
+    def nan_into_int(a):
+        a[...] = float("nan")
+
+    def inf_into_int(a):
+        a[:-1] = -float("inf")
+
+    def masked(a):
+        a[a > 0] = 300
+
+    assert_matches_numpy(to_int8, np.zeros(3, np.int8))
+    assert_matches_numpy(nan_into_int, np.zeros(3, np.int32))
+    assert_matches_numpy(inf_into_int, np.zeros(3, np.int64))
+    assert_matches_numpy(masked, np.ones(3, np.int8))
+
+
+def test_python_scalar_argument_writes_convert_like_numpy():
+    def store(a, s):
+        a[...] = s
+
+    def masked(a, s):
+        a[a > 0] = s
+
+    for fn in (store, masked):
+        assert_calls_match_numpy(fn, [(np.ones(3, np.uint32), 7), (np.ones(3, np.uint32), -1),
+                                      (np.ones(3, np.uint32), 2**32)])
+        assert_calls_match_numpy(fn, [(np.ones(3, np.int32), 2.7), (np.ones(3, np.int32), -2.7),
+                                      (np.ones(3, np.int32), float("nan")),
+                                      (np.ones(3, np.int32), float("inf")),
+                                      (np.ones(3, np.int32), 1e10), (np.ones(3, np.int32), 1.5)])
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_python_ints_at_every_edge_against_every_dtype(dtype):
+    """One compiled function per operation, called with every edge value in turn (cached
+    versions must re-check the value) and, separately, traced first at each value."""
+    x = _edges(dtype)
+    operations = [lambda x, s: x + s, lambda x, s: x < s, lambda x, s: x == s,
+                  lambda x, s: np.maximum(x, s), lambda x, s: np.where(x > 0, s, x)]
+    for fn in operations:
+        assert_calls_match_numpy(fn, [(x, s) for s in EDGE_INTS])
+        for s in (-1, 2**63, 2**64 - 1, -(2**63)):
+            assert_calls_match_numpy(fn, [(x, s), (x, 1)])
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_python_floats_and_bools_at_every_edge(dtype):
+    x = _edges(dtype)
+    values = [0.0, -0.0, 1.5, -2.5, float("inf"), float("-inf"), float("nan"), 1e308, 5e-324,
+              3.5e38, 2.0**63, True, False]
+    for fn in (lambda x, s: x * s, lambda x, s: x <= s, lambda x, s: np.minimum(s, x)):
+        assert_calls_match_numpy(fn, [(x, s) for s in values if type(s) is float])
+        assert_calls_match_numpy(fn, [(x, True), (x, False)])
+
+
+def _write_value(a, s):
+    a[1:] = s
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_writing_python_scalars_at_every_edge(dtype):
+    calls = [(_edges(dtype), s) for s in EDGE_INTS]
+    calls += [(_edges(dtype), s) for s in (2.7, -2.7, float("nan"), float("inf"), 1e20)]
+    assert_calls_match_numpy(_write_value, [c for c in calls if type(c[1]) is int])
+    assert_calls_match_numpy(_write_value, [c for c in calls if type(c[1]) is float])
+
+
+# -- arithmetic on Python scalars stays Python's (the host prologue) -------------------------
+def test_python_int_arithmetic_has_arbitrary_precision():
+    def fn(x, s):
+        return x + 1, s * s, x * (s * s), s ** 3 - s
+
+    jitted = assert_calls_match_numpy(fn, [(np.ones(2), 2**40), (np.ones(3), 7),
+                                           (np.ones(2), -(2**62)), (np.ones(2), 2**100)])
+    assert not jitted.stats()["fallbacks"]
+
+
+def test_python_division_by_zero_raises_zero_division_error():
+    def fn(x, s):
+        return x + 1, 3 / s
+
+    assert_calls_match_numpy(fn, [(np.ones(2), 2), (np.ones(2), 0), (np.ones(4), -4)])
+    assert_calls_match_numpy(fn, [(np.ones(2), 0), (np.ones(2), 2)])
+    assert_calls_match_numpy(lambda x, s: x * (1 // s), [(np.ones(2), 1), (np.ones(2), 0)])
+    assert_calls_match_numpy(lambda x, s: x * (1.5 % s), [(np.ones(2), 1.0), (np.ones(2), 0.0)])
+
+
+def test_python_results_are_python_objects():
+    def fn(x, s):
+        return x + s, s > 1, s * 2, s / 4, -s, abs(s), s // 1, s == s, s
+
+    for s in (1.5, 3, True, -0.0, float("nan")):
+        assert_calls_match_numpy(fn, [(np.ones(2), s), (np.ones(3), s)])
+
+
+def test_invert_of_a_python_bool_is_a_python_int():
+    def fn(x, s):
+        flag = s > s
+        return x + 1, ~flag, ~(s < 2), flag & (s > 0), flag | True
+
+    assert_calls_match_numpy(fn, [(np.ones(2), 1.5), (np.ones(2), 2.5)])
+
+
+def test_a_python_type_change_retraces():
+    """``s ** t`` is an int for t >= 0 and a float for t < 0: each is its own version."""
+    def fn(x, s, t):
+        return x + 1, s ** t, x * s ** t
+
+    jitted = assert_calls_match_numpy(fn, [(np.ones(2), 2, 3), (np.ones(2), 2, -1),
+                                           (np.ones(2), 3, 2), (np.ones(2), 4, -2)])
+    assert not jitted.stats()["fallbacks"]
+
+
+def test_half_a_python_float_feeding_array_math_stays_compiled():
+    def step(x, v, dt):
+        half = dt * 0.5
+        return x + v * half, v - half * x
+
+    x, v = np.linspace(0, 1, 7), np.linspace(1, 2, 7)
+    jitted = assert_calls_match_numpy(step, [(x, v, 0.1), (x, v, 1e-3), (x[:3], v[:3], 0.1),
+                                             (x, v, 0.0), (x, v, float("inf"))])
+    assert not jitted.stats()["fallbacks"]
+    assert_matches_numpy(step, x.astype(np.float32), v.astype(np.float32), 0.1)
+
+
+def test_python_scalar_expressions_meet_arrays_as_weak_scalars():
+    def fn(x, s, t):
+        return x * (s + t), np.maximum(x, s - t), np.where(x > s * 2, s / t, x), np.sin(s * t)
+
+    for dtype in ("float32", "int8", "uint8", "int64"):
+        x = np.arange(5).astype(dtype)
+        assert_calls_match_numpy(fn, [(x, 2, 1), (x, 100, 100), (x, -3, 2), (x, 2**62, 2**62)])
+        assert_calls_match_numpy(fn, [(x, 2.5, 0.5), (x, 1e20, 1.0), (x, 1.0, 0.0)])
+
+
+def test_repeat_calls_with_python_scalars_stay_correct_on_the_fast_path():
+    """Warm calls: direct Python scalar arguments may take the native path; host
+    arithmetic always takes the full path. Both must keep answering like NumPy."""
+    def direct(x, s):
+        return x * s
+
+    def computed(x, s):
+        return x * (s * s)
+
+    x = np.arange(4.0)
+    for fn in (direct, computed):
+        assert_calls_match_numpy(fn, [(x, 3)] * 5 + [(x, 2**40), (x, 2**70), (x, 3.5), (x, 3)]
+                                 + [(x, 5)] * 5)
+
