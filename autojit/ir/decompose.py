@@ -115,19 +115,25 @@ def _fmod(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
     return _int_divmod(Emit(b, out), *args)[2]
 
 
-def _power(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+def _power(b: Builder, args: tuple[int, ...], out: np.dtype,
+           scalar_exponent: bool = False) -> int:
     e = Emit(b, out)
     base, exponent = args
     value = b.const_value(exponent)
     if out.kind == "f":
-        # NumPy's power loop takes these shortcuts for a scalar exponent.
+        # NumPy's power loop takes these shortcuts for a scalar exponent (one value for the
+        # whole loop: a constant, or a runtime scalar such as a Python float argument).
         shortcuts = {2.0: lambda: e.op(Op.MUL, base, base), 0.5: lambda: e.op(Op.SQRT, base),
                      -1.0: lambda: e.op(Op.DIV, e.k(1.0), base)}
         if value is not None and float(value) in shortcuts:
             return shortcuts[float(value)]()
         if value is not None and np.isfinite(value) and float(value) != round(float(value)):
             return _guarded_power(e, base, exponent, float(value))
-        return e.op(Op.POW, base, exponent)
+        result = e.op(Op.POW, base, exponent)
+        if scalar_exponent and value is None:
+            for constant, shortcut in shortcuts.items():
+                result = e.select(e.op(Op.EQ, exponent, e.k(constant)), shortcut(), result)
+        return result
     if value is None or int(value) < 0:
         raise NotImplementedError("integer power needs a constant non-negative exponent")
     result, square, n = e.k(1), base, int(value)
@@ -321,6 +327,8 @@ def decompose(b: Builder, op: Op, args: tuple[int, ...], out: np.dtype,
     """Emit graph op ``op`` as primitives through ``b``; return the result's id."""
     if op is Op.FILL:
         return b.const((attrs or {})["value"], out)
+    if op is Op.POWER:
+        return _power(b, args, np.dtype(out), bool((attrs or {}).get("scalar_exponent")))
     rule = DECOMPOSITIONS.get(op)
     if rule is not None:
         return rule(b, args, np.dtype(out))

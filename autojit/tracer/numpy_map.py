@@ -103,14 +103,15 @@ def _host_free(value: Any) -> Any:
 
 
 def make_elementwise(op: Op, operands: tuple[Any, ...], loop: tuple[np.dtype, ...],
-                     out_dtype: np.dtype, is_scalar: bool) -> Proxy:
+                     out_dtype: np.dtype, is_scalar: bool,
+                     attrs: tuple[tuple[str, Any], ...] = ()) -> Proxy:
     """Record ``op`` over ``operands`` cast to the ``loop`` dtypes; return the result proxy."""
     state = current_trace()
     for dtype in (*loop, out_dtype):
         _check_dtype(dtype)
     shape = broadcast_dims([_shape_of(o) for o in operands], state.unify)
     inputs = tuple(_operand_node(state, o, d, op) for o, d in zip(operands, loop))
-    node = state.add_node(op, inputs, TensorType(out_dtype, shape))
+    node = state.add_node(op, inputs, TensorType(out_dtype, shape), attrs)
     return Proxy(node, TensorType(out_dtype, shape), is_scalar=is_scalar)
 
 
@@ -173,7 +174,10 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
     loop, out_dtype = resolved[: ufunc.nin], resolved[ufunc.nin]
     _check_special_cases(op, inputs, loop)
     is_scalar = all(len(_shape_of(o)) == 0 for o in inputs)
-    return make_elementwise(op, inputs, loop, out_dtype, is_scalar)
+    attrs: tuple[tuple[str, Any], ...] = ()
+    if op is Op.POWER and all(d == 1 for d in _shape_of(inputs[1])):
+        attrs = (("scalar_exponent", True),)   # NumPy's loop: x ** 0.5 is sqrt(x), ...
+    return make_elementwise(op, inputs, loop, out_dtype, is_scalar, attrs)
 
 
 def _result_type_operand(operand: Any) -> Any:

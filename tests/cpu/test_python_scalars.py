@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle import assert_calls_match_numpy, assert_matches_numpy
+from oracle import TRANSCENDENTAL_ULPS, assert_calls_match_numpy, assert_matches_numpy
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 ALL_DTYPES = ["bool", *INT_DTYPES, "float32", "float64"]
@@ -264,3 +264,15 @@ def test_repeat_calls_with_python_scalars_stay_correct_on_the_fast_path():
         assert_calls_match_numpy(fn, [(x, 3)] * 5 + [(x, 2**40), (x, 2**70), (x, 3.5), (x, 3)]
                                  + [(x, 5)] * 5)
 
+
+def test_power_with_a_python_float_exponent_takes_numpys_scalar_shortcuts():
+    """NumPy's power loop computes ``x ** 0.5`` with a scalar exponent as ``sqrt(x)``
+    (-0.0 stays -0.0, -inf gives NaN), ``x ** 2`` as ``x * x``, ``x ** -1`` as ``1 / x``."""
+    base = np.array([-0.0, 0.0, -np.inf, np.inf, np.nan, 3.0, -2.0, 1e-310, 7.5])
+    for dtype in ("float32", "float64"):
+        x = base.astype(dtype)
+        exact = [(x, e) for e in (0.5, 2.0, -1.0, 0.0, 1.0)] + [(x, 2), (x, -1)]
+        other = [(x, e) for e in (1.5, 3.0, -0.5)] + [(x, 0.5)]
+        for fn in (lambda x, e: np.power(x, e), lambda x, e: x ** e):
+            assert_calls_match_numpy(fn, exact)
+            assert_calls_match_numpy(fn, other, ulps=TRANSCENDENTAL_ULPS)
