@@ -15,6 +15,7 @@ from typing import Any
 from autojit.errors import (
     AutojitError,
     BroadcastError,
+    CallRaisesError,
     FallbackWarning,
     StrictFallbackError,
     TraceError,
@@ -247,8 +248,8 @@ class Dispatcher:
             graph = trace_function(self.fn, args, self.__qualname__)
             contiguous = [bool(k[0] in "ag" and k[4]) for k in signature]
             entry = Entry(signature, plan_kernels(graph, contiguous, settings.fusion_max_ops))
-        except BroadcastError:
-            return None, {}
+        except (BroadcastError, CallRaisesError):
+            return None, {}   # depends on these arguments' values: run Python, cache nothing
         except TraceError as exc:
             entry = Entry(signature, None, str(exc))
             self._note_fallback(str(exc))

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from autojit.errors import TraceError
+from autojit.errors import CallRaisesError, TraceError
 from autojit.ir.host import HOST_OPS, HostStep
 from autojit.tracer.state import current_trace, user_location
 
@@ -50,8 +50,8 @@ def _record(op: str, *operands: Any) -> Any:
     try:
         value = HOST_OPS[op](*examples)
     except Exception as exc:   # Python raises for the example values: so will the call
-        raise TraceError(f"{type(exc).__name__} in Python scalar arithmetic: {exc}",
-                         user_location(3)) from None
+        raise CallRaisesError(f"{type(exc).__name__} in Python scalar arithmetic: {exc}",
+                              user_location(3)) from None
     if type(value) not in PYTHON_SCALARS:
         raise TraceError(f"Python scalar arithmetic gave a {type(value).__name__}",
                          user_location(3))

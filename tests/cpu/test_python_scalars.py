@@ -197,7 +197,9 @@ def test_python_division_by_zero_raises_zero_division_error():
         return x + 1, 3 / s
 
     assert_calls_match_numpy(fn, [(np.ones(2), 2), (np.ones(2), 0), (np.ones(4), -4)])
-    assert_calls_match_numpy(fn, [(np.ones(2), 0), (np.ones(2), 2)])
+    jitted = assert_calls_match_numpy(fn, [(np.ones(2), 0), (np.ones(2), 2), (np.ones(2), 0)])
+    assert not jitted.stats()["fallbacks"], "a first call that raises must not stick"
+    assert jitted.stats()["routes"].get("cpu") == 1
     assert_calls_match_numpy(lambda x, s: x * (1 // s), [(np.ones(2), 1), (np.ones(2), 0)])
     assert_calls_match_numpy(lambda x, s: x * (1.5 % s), [(np.ones(2), 1.0), (np.ones(2), 0.0)])
 
@@ -261,8 +263,11 @@ def test_repeat_calls_with_python_scalars_stay_correct_on_the_fast_path():
 
     x = np.arange(4.0)
     for fn in (direct, computed):
-        assert_calls_match_numpy(fn, [(x, 3)] * 5 + [(x, 2**40), (x, 2**70), (x, 3.5), (x, 3)]
-                                 + [(x, 5)] * 5)
+        jitted = assert_calls_match_numpy(fn, [(x, 3)] * 5 + [(x, 2**40), (x, 2**70), (x, 3.5),
+                                                              (x, 3)] + [(x, 5)] * 5)
+        assert not jitted.stats()["fallbacks"]
+        if fn is direct:
+            assert jitted.stats()["fast_calls"] > 0, "a direct Python scalar keeps the fast path"
 
 
 def test_power_with_a_python_float_exponent_takes_numpys_scalar_shortcuts():
