@@ -30,8 +30,9 @@ class BroadcastError(TraceError):
 
 
 class CallRaisesError(TraceError):
-    """Python raises for these argument values (``3 / s`` with ``s == 0``): depends on the
-    values, so never cached; the call runs as plain Python, which raises it."""
+    """Python raises for these argument values (``3 / s`` with ``s == 0``), or gives what
+    autojit does not compile (``(-1) ** 0.5`` is complex): depends on the values, so never
+    cached; the call runs as plain Python."""
 
 
 class CompileError(AutojitError):

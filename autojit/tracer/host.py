@@ -52,9 +52,9 @@ def _record(op: str, *operands: Any) -> Any:
     except Exception as exc:   # Python raises for the example values: so will the call
         raise CallRaisesError(f"{type(exc).__name__} in Python scalar arithmetic: {exc}",
                               user_location(3)) from None
-    if type(value) not in PYTHON_SCALARS:
-        raise TraceError(f"Python scalar arithmetic gave a {type(value).__name__}",
-                         user_location(3))
+    if type(value) not in PYTHON_SCALARS:   # (-1) ** 0.5 is complex: for these values
+        raise CallRaisesError(f"Python scalar arithmetic gave a {type(value).__name__}",
+                              user_location(3))
     state = current_trace()
     return HostScalar(state.add_host_step(HostStep(op, refs, type(value).__name__)), value)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from oracle import TRANSCENDENTAL_ULPS, assert_calls_match_numpy, assert_matches_numpy
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -281,3 +283,47 @@ def test_power_with_a_python_float_exponent_takes_numpys_scalar_shortcuts():
         for fn in (lambda x, e: np.power(x, e), lambda x, e: x ** e):
             assert_calls_match_numpy(fn, exact)
             assert_calls_match_numpy(fn, other, ulps=TRANSCENDENTAL_ULPS)
+
+
+# -- randomised: Python scalars of any size and kind, against NumPy ---------------------------
+python_scalars = st.one_of(
+    st.integers(-(2**65), 2**65), st.sampled_from(EDGE_INTS), st.booleans(),
+    st.floats(allow_nan=True, allow_infinity=True, width=64))
+small_exponents = st.one_of(st.integers(-3, 5), st.sampled_from([0.5, -1.0, 2.0, 1.5]))
+
+_HOST_EXPRESSIONS = {
+    "add": lambda s, t: s + t, "sub": lambda s, t: s - t, "mul": lambda s, t: s * t,
+    "truediv": lambda s, t: s / t, "floordiv": lambda s, t: s // t, "mod": lambda s, t: s % t,
+    "lt": lambda s, t: s < t, "eq": lambda s, t: s == t, "neg": lambda s, t: -s + t,
+}
+
+
+def _with_arrays(expression):
+    """A function returning the Python expression and its meetings with an array."""
+    def fn(x, s, t):
+        value = expression(s, t)
+        return x + 1, value, x * value, x < value
+    return fn
+
+
+_FUNCTIONS = {name: _with_arrays(f) for name, f in _HOST_EXPRESSIONS.items()}
+_FUNCTIONS["pow"] = lambda x, s, t: (s ** t, x - s ** t)
+_FUNCTIONS["direct"] = lambda x, s, t: (x + s, np.maximum(x, t), x == s, np.where(x > t, s, x))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dtype=st.sampled_from(ALL_DTYPES), name=st.sampled_from(sorted(_FUNCTIONS)),
+       first=st.tuples(python_scalars, python_scalars),
+       second=st.tuples(python_scalars, python_scalars), exponent=small_exponents)
+def test_random_python_scalars_match_numpy(dtype, name, first, second, exponent):
+    """Two calls of one compiled function (traced at the first values, re-checked at the
+    second) with Python scalars of any kind and size: results, their Python types and
+    exceptions as NumPy and Python give them."""
+    if name == "pow":   # keep Python's own ints small enough to compute
+        first, second = (first[0], exponent), (second[0], exponent)
+        if any(type(v) is int and abs(v) > 2**70 for v in (first[0], second[0])):
+            return
+        if type(exponent) is float and (first[0] < 0 or second[0] < 0):
+            return   # a complex result: the oracle compares real dtypes
+    x = _edges(dtype)
+    assert_calls_match_numpy(_FUNCTIONS[name], [(x, *first), (x, *second)])
