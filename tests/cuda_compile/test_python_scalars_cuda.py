@@ -1,5 +1,7 @@
-"""The exact mixed signed/unsigned comparison rule (``autojit.ir.decompose``) through the
-CUDA path: the kernels compile with NVRTC and their CPU emulation matches NumPy."""
+"""Python scalars and exact comparisons through the CUDA path: the mixed signed/unsigned
+comparison rule and power's scalar-exponent shortcuts (``autojit.ir.decompose``), Python
+scalars converted per call and host-prologue values as kernel scalars. The kernels compile
+with NVRTC and their CPU emulation matches NumPy."""
 
 from __future__ import annotations
 
@@ -11,7 +13,14 @@ import pytest
 from oracle import call_numpy, compare_results
 from translation_unit import ARCHS, case_plan, compile_unit
 
-from autojit.policy.backends import EmulatedCudaBackend, bind_sizes, run_plan
+from autojit.policy.backends import (
+    CALL_OK,
+    EmulatedCudaBackend,
+    bind_sizes,
+    call_arguments,
+    check_call,
+    run_plan,
+)
 
 
 def _comparisons(a, b):
@@ -22,7 +31,23 @@ def _where_less(a0, a1):
     return np.where(np.less(a0, a1), a0, -3.25)
 
 
+def _power(x, e):
+    return x ** e, np.power(x, e)
+
+
+def _half_step(x, v, dt):
+    half = dt * 0.5
+    return x + v * half, half
+
+
+_BASES = np.array([-0.0, 0.0, -np.inf, np.inf, np.nan, 3.0, -2.0, 7.5])
+
 CASES = [
+    (_power, (_BASES, 0.5)),
+    (_power, (_BASES.astype(np.float32), 0.5)),
+    (_power, (_BASES, -1.0)),
+    (_half_step, (np.linspace(0, 1, 5), np.linspace(1, 2, 5), 0.1)),
+    (lambda x, s: (x + s, x < s), (np.arange(4, dtype=np.uint64), 2**63 + 5)),
     (_comparisons, (np.array([-1, 2**63 - 1, 0, -(2**63), 5, 7], np.int64),
                     np.array([2**64 - 1, 2**63, 0, 0, 5, 2**63 + 7], np.uint64))),
     (_comparisons, (np.array([-128, 127, 0, -1, 3], np.int8),
@@ -40,19 +65,21 @@ def _unit():
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_mixed_sign_comparison_kernels_compile_with_nvrtc(arch):
+def test_kernels_compile_with_nvrtc(arch):
     plans, _, binaries = _unit()
     entries = set(re.findall(r"\.entry\s+(\w+)", binaries[arch].ptx))
     assert {k.name for plan in plans for k in plan.kernels} <= entries
 
 
 @pytest.mark.parametrize("index", range(len(CASES)))
-def test_mixed_sign_comparisons_emulated_cuda_match_numpy(index):
+def test_emulated_cuda_matches_numpy(index):
     plans, source, _ = _unit()
     fn, args = CASES[index]
     plan = plans[index]
     expected, error = call_numpy(fn, args)
     assert error is None
-    actual = run_plan(plan, [source] * len(plan.kernels), EmulatedCudaBackend(source), args,
-                      bind_sizes(plan, args))
+    assert check_call(plan, args) == CALL_OK
+    actual = run_plan(plan, [source] * len(plan.kernels), EmulatedCudaBackend(source),
+                      call_arguments(plan, args), bind_sizes(plan, args))
     compare_results(actual, expected)
+    assert type(actual[-1]) is type(expected[-1])
