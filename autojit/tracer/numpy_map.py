@@ -80,8 +80,8 @@ def _operand_node(state: TraceState, operand: Any, dtype: np.dtype, op: Op) -> i
             return state.host_input(operand.param, dtype, operand.weak)
         return state.add_node(Op.CAST, (operand.node,), operand.type.with_dtype(dtype))
     value = np.asarray(operand).item()
-    if isinstance(value, int) and not isinstance(value, bool) and dtype.kind in "iu":
-        info = np.iinfo(dtype)
+    if isinstance(value, int) and not isinstance(value, bool) and dtype.kind in "iub":
+        info = np.iinfo(np.int64 if dtype.kind == "b" else dtype)   # bool: through C long
         if not info.min <= value <= info.max:
             # NumPy raises OverflowError here, or (comparisons) special-cases it.
             raise _unsupported(f"Python integer {value} is out of bounds for {dtype}")

@@ -75,11 +75,15 @@ class TraceState:
         self.params_kind.append("scalar")
         return self.arg_count + len(self.host_steps) - 1
 
-    def host_input(self, ref: int, dtype: np.dtype, python_type: type) -> int:
+    def host_input(self, ref: int, dtype: np.dtype, python_type: type,
+                   ufunc_operand: bool = True) -> int:
         """Return the node reading Python scalar call argument ``ref`` converted to
         ``dtype`` as NumPy converts it (a kernel scalar); a conversion NumPy may refuse
-        (an int out of range, NaN into an integer) is guarded: such calls run as Python."""
+        (an int out of range, NaN into an integer) is guarded: such calls run as Python.
+        A ufunc converts a Python int for a bool loop through C long: it must fit int64."""
         dtype = np.dtype(dtype)
+        if python_type is int and dtype.kind == "b" and ufunc_operand:
+            self.int_guards.add((ref, "int64"))
         key = (ref, dtype.str)
         if key not in self.host_inputs:
             if python_type in (int, float) and dtype.kind in "iu":

@@ -46,7 +46,8 @@ def _assigned(value: Any, dtype: np.dtype) -> Any:
 
 def _value_proxy(value: Any, dtype: np.dtype) -> Proxy:
     if isinstance(value, HostScalar):   # converted per call as NumPy converts it
-        node = current_trace().host_input(value.ref, dtype, value.python_type)
+        node = current_trace().host_input(value.ref, dtype, value.python_type,
+                                          ufunc_operand=False)
         return Proxy(node, TensorType(dtype, ()), is_scalar=True)
     if isinstance(value, Proxy):
         return value if value.dtype == dtype else value.astype(dtype)

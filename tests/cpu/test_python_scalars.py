@@ -155,7 +155,8 @@ def test_python_ints_at_every_edge_against_every_dtype(dtype):
     versions must re-check the value) and, separately, traced first at each value."""
     x = _edges(dtype)
     operations = [lambda x, s: x + s, lambda x, s: x < s, lambda x, s: x == s,
-                  lambda x, s: np.maximum(x, s), lambda x, s: np.where(x > 0, s, x)]
+                  lambda x, s: np.maximum(x, s), lambda x, s: np.where(x > 0, s, x),
+                  lambda x, s: np.logical_and(x, s), lambda x, s: np.logical_or(x, 2**63)]
     for fn in operations:
         assert_calls_match_numpy(fn, [(x, s) for s in EDGE_INTS])
         for s in (-1, 2**63, 2**64 - 1, -(2**63)):
