@@ -34,7 +34,7 @@ from autojit.policy.backends import (
     guards_hold,
 )
 from autojit.policy.config import Settings, check_options, current_settings
-from autojit.policy.fastpath import MISS, FastPath
+from autojit.policy.fastpath import MISS, FastPath, fast_with_prologue
 from autojit.policy.observe import log_decision
 from autojit.policy.registry import register
 from autojit.policy.route import Router, choose_route, current_router
@@ -85,6 +85,7 @@ class Dispatcher:
         self._last_signature: Signature | None = None
         self._fastpath = FastPath()   # repeat calls served natively (policy/fastpath.py)
         self._fast: Any = None        # its native table, once a signature is armed
+        self._hosted: Any = None      # (host prologue replay, native table): one entry
         functools.update_wrapper(self, fn)
         if registered:
             register(self)
@@ -94,6 +95,11 @@ class Dispatcher:
         fast = self._fast
         if fast is not None and not kwargs:
             result = fast(args)
+            if result is not MISS:
+                return result
+        hosted = self._hosted
+        if hosted is not None and not kwargs:   # Python-scalar arithmetic first, then native
+            result = fast_with_prologue(hosted, args)
             if result is not MISS:
                 return result
         if self._static:

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from autojit.ir.host import compile_prologue
 from autojit.ir.ops import Op
 from autojit.policy.backends import build_schedule
 from autojit.policy.devices import HostDevice
@@ -188,8 +189,8 @@ def encode_spec(plan: Any, signature: tuple, addresses: Sequence[int]) -> tuple:
             raise Unsupported(f"size {name} is not bound from the arguments")
         return index[name]
 
-    if graph.prologue:
-        raise Unsupported("Python-scalar arithmetic (a host prologue)")
+    if len(signature) != len(graph.params):
+        raise Unsupported("the signature does not cover the host prologue's values")
     codes = _arg_codes(signature, graph.int_guards) + symbol_codes
     for shape, dtype in schedule.allocations:
         codes += [np.dtype(dtype).num, len(shape)]
@@ -211,6 +212,19 @@ def _same(gate: tuple, other: tuple) -> bool:
     return len(gate) == len(other) and all(a is b for a, b in zip(gate, other))
 
 
+def fast_with_prologue(hosted: tuple, args: tuple) -> Any:
+    """Serve a call of the armed entry with a host prologue: replay the prologue (Python's
+    arithmetic, compiled once), then the native table checks every argument and runs the
+    kernels. MISS
+    when the prologue raises or changes a type (the full path decides: it runs Python)."""
+    replay, table = hosted
+    try:
+        values = replay(args)
+    except Exception:  # the full path runs the function, which raises it
+        return MISS
+    return MISS if values is None else table(tuple(values))
+
+
 class FastPath:
     """One function's fast path: its armed specs and the native table serving them. The
     table counts its calls in the dispatcher's ``FunctionStats.fast`` (the stats object a
@@ -223,6 +237,9 @@ class FastPath:
         # id(entry) -> (entry, spec or None); holding the entry keeps its programs alive
         self._specs: dict[int, tuple] = {}
         self._armed: tuple[int, ...] = ()      # ids of the entries in ``table``
+        # the one armed entry with a host prologue (``dispatcher._hosted``) and its gate
+        self._hosted_id: int | None = None
+        self._hosted_gate: tuple = ()
         self._lock = threading.Lock()
 
     def after_cpu_call(self, dispatcher: Any, entry: Any, settings: Any, n: int) -> None:
@@ -237,16 +254,26 @@ class FastPath:
                 or (settings.force is None and n >= settings.gpu_min_elems)
                 or _LOGGER.isEnabledFor(logging.DEBUG)):
             return
+        prologue = entry.plan.graph.prologue
+        if prologue and id(entry) == self._hosted_id and _same(self._hosted_gate, gate):
+            return
         spec = self._spec(dispatcher, entry)
         if spec is None:
+            return
+        n_limit = _NO_LIMIT if settings.force == "cpu" else settings.gpu_min_elems
+        work = MAX_WORK
+        if settings.num_threads > 1:
+            work = min(work, getattr(settings, "thread_min_work", MAX_WORK) - 1)
+        if prologue:   # its own table: the call arguments are the prologue's, one entry's
+            table = _native.Table(gate[0], gate[1], gate[2], dispatcher._stats.fast, (spec,),
+                                  n_limit, work, SAMPLE_EVERY - 1)
+            with self._lock:
+                self._hosted_id, self._hosted_gate = id(entry), gate
+            dispatcher._hosted = (compile_prologue(prologue), table)
             return
         with self._lock:
             keep = self._armed if _same(self._gate, gate) else ()
             ids = (id(entry), *(i for i in keep if i != id(entry)))[:MAX_SPECS]
-            n_limit = _NO_LIMIT if settings.force == "cpu" else settings.gpu_min_elems
-            work = MAX_WORK
-            if settings.num_threads > 1:
-                work = min(work, getattr(settings, "thread_min_work", MAX_WORK) - 1)
             self.table = _native.Table(gate[0], gate[1], gate[2], dispatcher._stats.fast,
                                        tuple(self._specs[i][1] for i in ids), n_limit, work,
                                        SAMPLE_EVERY - 1)
@@ -263,7 +290,9 @@ class FastPath:
             if any(key[0] not in ("a", "py", "np") for key in entry.signature):
                 raise Unsupported("GPU arguments")
             programs = dispatcher.programs(entry, "cpu")
-            spec = encode_spec(entry.plan, entry.signature, [p.address for p in programs])
+            signature = entry.signature + tuple(   # the host prologue's values follow
+                ("py", step.result_type) for step in entry.plan.graph.prologue)
+            spec = encode_spec(entry.plan, signature, [p.address for p in programs])
             _native.Table((), None, None, _SCRATCH, (spec,), 0, 0, 0)   # validates it
         except (Unsupported, ValueError, AttributeError, TypeError) as exc:
             _LOGGER.debug("%s: no fast path for %s: %s", dispatcher.__qualname__,

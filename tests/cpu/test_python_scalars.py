@@ -256,21 +256,24 @@ def test_python_scalar_expressions_meet_arrays_as_weak_scalars():
 
 
 def test_repeat_calls_with_python_scalars_stay_correct_on_the_fast_path():
-    """Warm calls: direct Python scalar arguments may take the native path; host
-    arithmetic always takes the full path. Both must keep answering like NumPy."""
+    """Warm calls take the native fast path (host arithmetic replayed first); new values,
+    types and out-of-range ints must still answer like NumPy."""
     def direct(x, s):
         return x * s
 
     def computed(x, s):
         return x * (s * s)
 
+    def raising(x, s):
+        return x * (1 / s)
+
     x = np.arange(4.0)
+    assert_calls_match_numpy(raising, [(x, 2)] * 5 + [(x, 0), (x, 2.0), (x, 0.0), (x, 4)] * 3)
     for fn in (direct, computed):
         jitted = assert_calls_match_numpy(fn, [(x, 3)] * 5 + [(x, 2**40), (x, 2**70), (x, 3.5),
                                                               (x, 3)] + [(x, 5)] * 5)
         assert not jitted.stats()["fallbacks"]
-        if fn is direct:
-            assert jitted.stats()["fast_calls"] > 0, "a direct Python scalar keeps the fast path"
+        assert jitted.stats()["fast_calls"] > 0, "Python scalars keep the fast path"
 
 
 def test_power_with_a_python_float_exponent_takes_numpys_scalar_shortcuts():
