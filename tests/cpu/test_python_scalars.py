@@ -331,3 +331,14 @@ def test_random_python_scalars_match_numpy(dtype, name, first, second, exponent)
             return   # a complex result: the oracle compares real dtypes
     x = _edges(dtype)
     assert_calls_match_numpy(_FUNCTIONS[name], [(x, *first), (x, *second)])
+
+
+def test_backends_agree_on_python_scalar_arithmetic_with_cuda_emulation():
+    from autojit.testing import assert_backends_agree
+
+    def step(x, v, dt):
+        half = dt * 0.5
+        return x + v * half, half > 0
+
+    x = np.linspace(0, 1, 5)
+    assert_backends_agree(step, x, x + 1, 0.25, backends=["python", "cpu", "cuda-emulated"])
