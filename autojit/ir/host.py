@@ -13,6 +13,7 @@ dispatcher then runs the original Python, which raises it at the right point.
 from __future__ import annotations
 
 import functools
+import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,11 +21,22 @@ from typing import Any
 
 import numpy as np
 
-#: The Python operators a step may apply (``operator`` module functions, by name).
+#: ``math`` functions of Python scalars a step may apply (the tracer patches them in).
+MATH_FUNCTIONS = tuple(name for name in (
+    "sqrt", "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin",
+    "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "hypot",
+    "fabs", "copysign", "pow", "isnan", "isinf", "isfinite", "erf", "erfc", "gamma",
+    "lgamma", "degrees", "radians", "cbrt", "exp2") if hasattr(math, name))
+
+#: What a step may apply, by name: Python's operators (``operator`` functions), the
+#: rounding builtins (``round``, ``math.floor``/``ceil``/``trunc`` through the scalar's
+#: own methods) and ``math`` functions.
 HOST_OPS: dict[str, Callable[..., Any]] = {
-    name: getattr(operator, name) for name in (
+    **{name: getattr(operator, name) for name in (
         "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and_", "or_", "xor",
-        "lshift", "rshift", "eq", "ne", "lt", "le", "gt", "ge", "neg", "pos", "abs", "invert")
+        "lshift", "rshift", "eq", "ne", "lt", "le", "gt", "ge", "neg", "pos", "abs", "invert")},
+    "round": round, "floor": math.floor, "ceil": math.ceil, "trunc": math.trunc,
+    **{f"math.{name}": getattr(math, name) for name in MATH_FUNCTIONS},
 }
 
 #: The Python scalar types a step may produce, by name (a pickled plan names them).
@@ -67,7 +79,11 @@ def compile_prologue(prologue: tuple[HostStep, ...]) -> Callable[[Sequence[Any]]
                 namespace[f"c{len(namespace)}"] = v
                 operands.append(f"c{len(namespace) - 1}")
         namespace[f"t{j}"] = HOST_TYPES[step.result_type]
-        lines += [f"    v = {_SYNTAX[step.op].format(*operands)}",
+        syntax = _SYNTAX.get(step.op)
+        if syntax is None:   # a function: called by name
+            namespace[f"f{j}"] = HOST_OPS[step.op]
+            syntax = f"f{j}(" + ", ".join("{}" for _ in operands) + ")"
+        lines += [f"    v = {syntax.format(*operands)}",
                   f"    if v.__class__ is not t{j}:", "        return None",
                   "    values.append(v)"]
     lines.append("    return values")

@@ -9,12 +9,13 @@ value: a kernel scalar of the dtype NumPy converts it to (NEP 50: weak ints and 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from autojit.errors import CallRaisesError, TraceError
-from autojit.ir.host import HOST_OPS, HostStep
+from autojit.ir.host import HOST_OPS, MATH_FUNCTIONS, HostStep
 from autojit.tracer.state import current_trace, user_location
 
 #: Python scalar types a host value may have, and the dtype NumPy gives each on its own.
@@ -139,3 +140,56 @@ class HostScalar:
 
     def __invert__(self) -> Any:
         return _record("invert", self)
+
+    # round(), math.floor/ceil/trunc ask the scalar itself
+    def __round__(self, ndigits: Any = None) -> Any:
+        return _record("round", self) if ndigits is None else _record("round", self, ndigits)
+
+    def __floor__(self) -> Any:
+        return _record("floor", self)
+
+    def __ceil__(self) -> Any:
+        return _record("ceil", self)
+
+    def __trunc__(self) -> Any:
+        return _record("trunc", self)
+
+
+class _MathPatches:
+    """While any trace runs, ``math.sqrt`` & co. record a host step when given a traced
+    Python scalar; for anything else (and in other threads) they are ``math``'s own."""
+
+    def __init__(self) -> None:
+        import threading
+        self.lock, self.depth = threading.Lock(), 0
+
+    @staticmethod
+    def _wrapper(name: str) -> Any:
+        original = HOST_OPS[f"math.{name}"]
+
+        def function(*args: Any) -> Any:
+            if any(isinstance(a, HostScalar) for a in args):
+                result = _record(f"math.{name}", *args)
+                if result is not NotImplemented:
+                    return result
+            return original(*args)
+
+        function.__name__ = function.__qualname__ = name
+        return function
+
+    def __enter__(self) -> None:
+        with self.lock:
+            if self.depth == 0:
+                for name in MATH_FUNCTIONS:
+                    setattr(math, name, self._wrapper(name))
+            self.depth += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0:
+                for name in MATH_FUNCTIONS:
+                    setattr(math, name, HOST_OPS[f"math.{name}"])
+
+
+math_patches = _MathPatches()

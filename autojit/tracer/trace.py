@@ -14,7 +14,7 @@ from autojit.ir.host import HOST_TYPES
 from autojit.ir.ops import Op
 from autojit.ir.types import TensorType, is_supported
 from autojit.tracer.creation import creation_patches
-from autojit.tracer.host import HostScalar, python_scalar_dtype
+from autojit.tracer.host import HostScalar, math_patches, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import CURRENT_TRACE, TraceState
 
@@ -93,7 +93,7 @@ def trace_function(fn: Callable, args: Sequence[Any], name: str | None = None) -
     state.params_kind = [p.kind for p in params]
     token = CURRENT_TRACE.set(state)
     try:
-        with creation_patches:
+        with creation_patches, math_patches:
             result = fn(*proxies)
     except TraceError:
         raise

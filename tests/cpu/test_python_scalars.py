@@ -360,3 +360,20 @@ def test_assigning_a_computed_numpy_scalar_raises_where_numpy_does():
                                       (np.zeros(2, np.int32), np.array([2.5, 1.0]))])
     assert_matches_numpy(store, np.zeros(3), np.arange(4))
     assert_matches_numpy(store, np.zeros(3, np.int64), np.arange(4, dtype=np.int32))
+
+
+def test_math_functions_and_rounding_of_python_scalars_stay_python():
+    import math
+
+    def oscillator(x, k, m, s):
+        w = math.sqrt(k / m)
+        return (x * w, w, round(s), math.floor(s), math.ceil(s), round(s, 1), math.trunc(s),
+                math.exp(-s) * x, math.isnan(s), math.atan2(s, k), abs(s))
+
+    x = np.ones(3)
+    jitted = assert_calls_match_numpy(oscillator, [
+        (x, 2.0, 0.5, 1.26), (x, 2.0, 0.5, -3.75), (x, -2.0, 0.5, 1.0), (x, 2.0, 0.5, 2.5),
+        (x, 1e308, 1e-308, 0.5)])
+    assert not jitted.stats()["fallbacks"]
+    assert type(math.sqrt).__name__ == "builtin_function_or_method", "math is restored"
+    assert_calls_match_numpy(oscillator, [(x, 3, 2, 7), (x, 3, 0, 7), (x, 2**1100, 1, 7)])
