@@ -39,7 +39,9 @@ def _in_place(ufunc: np.ufunc):
 class Proxy:
     """A traced array value: graph node id plus its symbolic type.
 
-    ``weak`` is ``int`` or ``float`` for a Python scalar argument (NEP 50 weak promotion);
+    ``weak`` is ``int`` or ``float`` for a Python scalar made a graph value (NEP 50 weak
+    promotion; Python scalars themselves are ``tracer.host.HostScalar``s), ``param`` then
+    its call argument index;
     ``is_scalar`` marks values NumPy would return as a scalar rather than a 0-d array;
     ``param`` is the argument index for arguments (-1 otherwise).
     """
