@@ -67,8 +67,9 @@ class Graph:
     ``guards`` are sizes the Python code read as concrete numbers (the trace is specialised
     on them); ``dims`` maps each size symbol to the (argument, axis) pairs it is read from
     (several when broadcasting made sizes equal: a call must agree or NumPy would raise);
-    ``int_guards`` lists (parameter, dtype) pairs: a Python int argument NumPy converts to
-    that integer dtype, so a call must pass a value in its range (else NumPy raises).
+    ``int_guards`` lists (call argument, dtype) pairs: a Python scalar (an argument or a
+    prologue value) NumPy converts to that dtype, so a call must pass a value it converts
+    (an int in range; no NaN or inf into an integer), else NumPy raises.
     ``prologue`` is the host prologue (``autojit.ir.host``): Python-scalar arithmetic,
     replayed per call; its values are the last ``len(prologue)`` params (kind 'scalar').
     """
