@@ -81,6 +81,12 @@ class HostScalar:
     def python_type(self) -> type:
         return type(self.value)
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:   # noqa: N802 (Python's name)
+        """``isinstance(s, float)`` answers as for the real argument, so code that branches
+        on it traces the branch Python takes (``type(s)`` is still HostScalar)."""
+        return type(self.value)
+
     # -- NumPy protocols: where a Python scalar meets NumPy ------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any):
         from autojit.tracer.numpy_map import apply_ufunc

@@ -377,3 +377,22 @@ def test_math_functions_and_rounding_of_python_scalars_stay_python():
     assert not jitted.stats()["fallbacks"]
     assert type(math.sqrt).__name__ == "builtin_function_or_method", "math is restored"
     assert_calls_match_numpy(oscillator, [(x, 3, 2, 7), (x, 3, 0, 7), (x, 2**1100, 1, 7)])
+
+
+def test_code_branching_on_the_python_type_traces_pythons_branch():
+    def scale(x, s):
+        if isinstance(s, float):
+            return x * s
+        return x + s
+
+    jitted = assert_calls_match_numpy(scale, [(np.ones(2), 2.0), (np.ones(2), 2),
+                                              (np.ones(3), 0.5), (np.ones(3), True)])
+    assert not jitted.stats()["fallbacks"]
+
+
+def test_python_scalars_as_indices_and_sizes_run_as_python():
+    """Indexing and sizes need the value: the call runs as Python, never a baked-in one."""
+    def pick(x, s):
+        return x[s], x[s:], np.zeros(s)
+
+    assert_calls_match_numpy(pick, [(np.arange(4.0), 1), (np.arange(4.0), 2), (np.arange(4.0), 9)])
