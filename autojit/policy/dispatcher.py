@@ -231,14 +231,15 @@ class Dispatcher:
             graph = entry.plan.graph   # most plans have none of the guards: skip the calls
             if sizes is None:
                 return None, {}  # NumPy raises for these arguments; let it
-            if graph.int_guards or graph.prologue:
+            if graph.guards and not guards_hold(entry.plan, sizes, args):
+                continue
+            if graph.int_guards or graph.prologue:   # this entry's Python scalar checks
                 status = check_call(entry.plan, args)
                 if status == CALL_MISS:
                     continue     # traced for other Python scalar types
                 if status != CALL_OK:
                     return None, {}  # Python or NumPy raises for these values; let it
-            if not graph.guards or guards_hold(entry.plan, sizes, args):
-                return entry, sizes
+            return entry, sizes
         return None
 
     def _trace(self, signature: Signature, args: tuple,

@@ -396,3 +396,13 @@ def test_python_scalars_as_indices_and_sizes_run_as_python():
         return x[s], x[s:], np.zeros(s)
 
     assert_calls_match_numpy(pick, [(np.arange(4.0), 1), (np.arange(4.0), 2), (np.arange(4.0), 9)])
+
+
+def test_python_arithmetic_on_a_shape_dependent_branch():
+    """Only the branch the trace took replays: another shape takes its own version."""
+    def fn(x, s):
+        k = 1 / s if x.shape[0] > 2 else 1.0
+        return x * k
+
+    assert_calls_match_numpy(fn, [(np.ones(3), 2), (np.ones(1), 0), (np.ones(3), 0),
+                                  (np.ones(1), 4), (np.ones(3), 4)])
