@@ -290,7 +290,7 @@ def test_power_with_a_python_float_exponent_takes_numpys_scalar_shortcuts():
         half = np.full(1, 0.5, dtype)
         assert_matches_numpy(np.power, x, half)                         # one value: sqrt
         assert_matches_numpy(np.power, np.stack([x, x]), half[:, None].repeat(2, 0),  # pow
-                             ulps=0 if dtype == "float64" else TRANSCENDENTAL_ULPS)
+                             ulps=TRANSCENDENTAL_ULPS)
 
 
 # -- randomised: Python scalars of any size and kind, against NumPy ---------------------------
