@@ -44,25 +44,13 @@ def _assigned(value: Any, dtype: np.dtype) -> Any:
     return cell.item()
 
 
-def _check_scalar_fits(value: Proxy, dtype: np.dtype) -> None:
-    """NumPy stores a NumPy scalar (``a[...] = x.sum()``) through a Python int or float:
-    one that does not fit an integer target raises (NaN, 300 into int8), depending on the
-    value. A kernel cannot raise, so such a write runs as Python unless the cast is safe."""
-    if value.is_scalar and dtype.kind in "iu" and not np.can_cast(value.dtype, dtype, "safe"):
-        raise UnsupportedError(f"assigning a NumPy {value.dtype} scalar into a {dtype} array "
-                               "(NumPy raises for values that do not fit)", user_location(5))
-
-
 def _value_proxy(value: Any, dtype: np.dtype) -> Proxy:
     if isinstance(value, HostScalar):   # converted per call as NumPy converts it
         node = current_trace().host_input(value.ref, dtype, value.python_type,
                                           ufunc_operand=False)
         return Proxy(node, TensorType(dtype, ()), is_scalar=True)
     if isinstance(value, Proxy):
-        if value.dtype == dtype:
-            return value
-        _check_scalar_fits(value, dtype)
-        return value.astype(dtype)
+        return value if value.dtype == dtype else value.astype(dtype)
     if isinstance(value, np.ndarray) and value.ndim:
         raise UnsupportedError("writing an array constant is not supported", user_location(4))
     from autojit.tracer.creation import _filled
@@ -91,8 +79,6 @@ def write(target: Proxy, key: Any, value: Any) -> None:
         # scalar is stored as a[...] = scalar stores it (300 into int8 raises)
         if not isinstance(value, Proxy):
             value = _value_proxy(value, target.dtype)
-        elif value.dtype != target.dtype:
-            _check_scalar_fits(value, target.dtype)
         return write(target, None, np.where(key, value, target))
     region = target if key is None else getitem(target, key)
     source = _value_proxy(value, target.dtype)
