@@ -29,6 +29,12 @@ class BroadcastError(TraceError):
     """Arguments whose sizes NumPy cannot broadcast: depends on sizes, so never cached."""
 
 
+class CallRaisesError(TraceError):
+    """Python raises for these argument values (``3 / s`` with ``s == 0``), or gives what
+    autojit does not compile (``(-1) ** 0.5`` is complex): depends on the values, so never
+    cached; the call runs as plain Python."""
+
+
 class CompileError(AutojitError):
     """A backend compiler rejected generated code; carries numbered source and the log."""
 

@@ -115,19 +115,25 @@ def _fmod(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
     return _int_divmod(Emit(b, out), *args)[2]
 
 
-def _power(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+def _power(b: Builder, args: tuple[int, ...], out: np.dtype,
+           scalar_exponent: bool = False) -> int:
     e = Emit(b, out)
     base, exponent = args
     value = b.const_value(exponent)
     if out.kind == "f":
-        # NumPy's power loop takes these shortcuts for a scalar exponent.
+        # NumPy's power loop takes these shortcuts for a scalar exponent (one value for the
+        # whole loop: a constant, or a runtime scalar such as a Python float argument).
         shortcuts = {2.0: lambda: e.op(Op.MUL, base, base), 0.5: lambda: e.op(Op.SQRT, base),
                      -1.0: lambda: e.op(Op.DIV, e.k(1.0), base)}
         if value is not None and float(value) in shortcuts:
             return shortcuts[float(value)]()
         if value is not None and np.isfinite(value) and float(value) != round(float(value)):
             return _guarded_power(e, base, exponent, float(value))
-        return e.op(Op.POW, base, exponent)
+        result = e.op(Op.POW, base, exponent)
+        if scalar_exponent and value is None:
+            for constant, shortcut in shortcuts.items():
+                result = e.select(e.op(Op.EQ, exponent, e.k(constant)), shortcut(), result)
+        return result
     if value is None or int(value) < 0:
         raise NotImplementedError("integer power needs a constant non-negative exponent")
     result, square, n = e.k(1), base, int(value)
@@ -291,7 +297,39 @@ def _identity_unless_float(op: Op) -> Rule:
     return rule
 
 
+#: ``y OP x`` is ``x MIRRORED y``.
+_MIRRORED = {Op.EQ: Op.EQ, Op.NE: Op.NE, Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}
+#: For a signed ``x`` and an unsigned ``y``: (how ``x < 0`` decides the answer, joined by
+#: OR: true when x < 0; by AND: false when x < 0) — the rest compares ``x`` as unsigned.
+_NEGATIVE_MAKES_TRUE = {Op.EQ: False, Op.NE: True, Op.LT: True, Op.LE: True, Op.GT: False,
+                        Op.GE: False}
+
+
+def _compare(op: Op) -> Rule:
+    """Comparisons are exact for every operand pair, as NumPy 2's: its mixed int64/uint64
+    loops (``qQ->?``, ``Qq->?``) compare the values, not float64 or wrapped bit patterns.
+    A negative signed operand decides the answer; otherwise both compare as unsigned."""
+
+    def rule(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
+        x, y = args
+        kinds = _kind(b, x) + _kind(b, y)
+        if b.dtype_of(x) == b.dtype_of(y) or kinds not in ("iu", "ui"):
+            return b.emit(op, args, BOOL)
+        which = op
+        if kinds == "ui":
+            x, y, which = y, x, _MIRRORED[op]
+        e = Emit(b, b.dtype_of(x))
+        unsigned = e.op(which, b.emit(Op.CAST, (x,), b.dtype_of(y)), y)
+        negative = e.op(Op.LT, x, e.k(0))
+        if _NEGATIVE_MAKES_TRUE[which]:
+            return e.op(Op.OR, negative, unsigned, dtype=BOOL)
+        return e.op(Op.AND, e.op(Op.NOT, negative, dtype=BOOL), unsigned, dtype=BOOL)
+
+    return rule
+
+
 DECOMPOSITIONS: dict[Op, Rule] = {
+    **{op: _compare(op) for op in _MIRRORED},
     Op.FLOOR: _identity_unless_float(Op.FLOOR),
     Op.CEIL: _identity_unless_float(Op.CEIL),
     Op.TRUNC: _identity_unless_float(Op.TRUNC),
@@ -331,6 +369,8 @@ def decompose(b: Builder, op: Op, args: tuple[int, ...], out: np.dtype,
     """Emit graph op ``op`` as primitives through ``b``; return the result's id."""
     if op is Op.FILL:
         return b.const((attrs or {})["value"], out)
+    if op is Op.POWER:
+        return _power(b, args, np.dtype(out), bool((attrs or {}).get("scalar_exponent")))
     rule = DECOMPOSITIONS.get(op)
     for (attr_op, key), variant in ATTR_VARIANTS.items():
         if attr_op is op and (attrs or {}).get(key):

@@ -98,7 +98,9 @@ def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
         for node in graph.nodes:
             dtype = node.type.dtype
             if node.op is Op.ARG:
-                values[node.id] = np.asarray(args[node.attr("index")])
+                value = args[node.attr("index")]   # a Python scalar: converted as NumPy does
+                values[node.id] = np.asarray(value, dtype=None if isinstance(
+                    value, np.ndarray | np.generic) else dtype)
             elif node.op is Op.CONST:
                 values[node.id] = np.asarray(node.attr("value"), dtype=dtype)
             elif node.op is Op.SIZE:

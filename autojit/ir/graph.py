@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from autojit.ir.host import HostStep
 from autojit.ir.ops import Op
 from autojit.ir.types import TensorType
 
@@ -66,8 +67,11 @@ class Graph:
     ``guards`` are sizes the Python code read as concrete numbers (the trace is specialised
     on them); ``dims`` maps each size symbol to the (argument, axis) pairs it is read from
     (several when broadcasting made sizes equal: a call must agree or NumPy would raise);
-    ``int_guards`` lists (parameter, dtype) pairs: a Python int argument NumPy converts to
-    that integer dtype, so a call must pass a value in its range (else NumPy raises).
+    ``int_guards`` lists (call argument, dtype) pairs: a Python scalar (an argument or a
+    prologue value) NumPy converts to that dtype, so a call must pass a value it converts
+    (an int in range; no NaN or inf into an integer), else NumPy raises.
+    ``prologue`` is the host prologue (``autojit.ir.host``): Python-scalar arithmetic,
+    replayed per call; its values are the last ``len(prologue)`` params (kind 'scalar').
     """
 
     name: str
@@ -81,6 +85,7 @@ class Graph:
     int_guards: tuple[tuple[int, str], ...] = ()
     nonempty: tuple[str, ...] = ()          # sizes NumPy requires > 0 (max of nothing raises)
     loc: SourceLoc | None = None
+    prologue: tuple[HostStep, ...] = ()
     _by_id: dict[int, Node] = field(default_factory=dict, compare=False, repr=False)
 
     def node(self, node_id: int) -> Node:

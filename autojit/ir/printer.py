@@ -54,9 +54,14 @@ def _node_name(node: Node) -> str:
 
 def format_graph(graph: Graph) -> str:
     """Return the graph's text form (see module docstring)."""
-    params = ", ".join(f"{p.name}: {p.type}" for p in graph.params)
+    arguments = graph.params[:len(graph.params) - len(graph.prologue)]
+    params = ", ".join(f"{p.name}: {p.type}" for p in arguments)
     head = f"trace {graph.name}({params}):"
     lines = [_with_comment(head, f"source: {graph.loc}" if graph.loc else "")]
+    for step, param in zip(graph.prologue, graph.params[len(arguments):]):
+        operands = ", ".join(graph.params[v].name if kind == "ref" else repr(v)
+                             for kind, v in step.operands)
+        lines.append(f"  {param.name} = python {step.op}({operands}) : {step.result_type}")
     for node in graph.nodes:
         text = f"  %{node.id} = {_node_name(node)} {_node_operands(node, graph)} : {node.type}"
         lines.append(_with_comment(text, str(node.loc) if node.loc else ""))

@@ -18,6 +18,7 @@ import numpy as np
 from autojit.fuse.buffers import plan_buffers
 from autojit.fuse.partition import memory_param
 from autojit.fuse.plan import Plan
+from autojit.ir.host import conversion_fails, run_prologue
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
 from autojit.ir.views import apply_view, view_shape
@@ -589,9 +590,37 @@ def guards_hold(plan: Plan, sizes: Mapping[str, int], args: Sequence[Any]) -> bo
 
 
 def int_arguments_fit(plan: Plan, args: Sequence[Any]) -> bool:
-    """Return True when Python ints NumPy converts to small dtypes fit (else NumPy raises)."""
+    """Return True when every Python scalar NumPy converts to a dtype converts (an int out
+    of the dtype's range, or NaN/inf into an integer, makes NumPy raise). ``args`` are the
+    call arguments (:func:`call_arguments`: host prologue values included)."""
     for index, dtype_name in plan.graph.int_guards:
-        info = np.iinfo(dtype_name)
-        if not info.min <= args[index] <= info.max:
+        if conversion_fails(args[index], dtype_name):
             return False
     return True
+
+
+#: What :func:`check_call` says about a call.
+CALL_OK, CALL_MISS, CALL_PYTHON = "ok", "miss", "python"
+
+
+def call_arguments(plan: Plan, args: Sequence[Any]) -> Sequence[Any] | None:
+    """Return the arguments the plan's kernels read: ``args``, then the host prologue's
+    values (``autojit.ir.host``); None when a value's Python type differs from the traced
+    one. Raises what the prologue's Python arithmetic raises."""
+    prologue = plan.graph.prologue
+    return run_prologue(prologue, args) if prologue else args
+
+
+def check_call(plan: Plan, args: Sequence[Any]) -> str:
+    """Return CALL_OK when ``plan`` answers this call (sizes aside), CALL_MISS when it was
+    traced for other Python scalar types, CALL_PYTHON when Python or NumPy raises for these
+    values (the original function runs and raises itself, at the right point)."""
+    try:
+        values = call_arguments(plan, args)
+    except Exception:  # the prologue's Python arithmetic raised: so does the function
+        return CALL_PYTHON
+    if values is None:
+        return CALL_MISS
+    if plan.graph.int_guards and not int_arguments_fit(plan, values):
+        return CALL_PYTHON
+    return CALL_OK

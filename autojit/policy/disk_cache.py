@@ -35,7 +35,7 @@ from autojit.fuse.plan import Plan
 from autojit.ir.graph import SourceLoc
 from autojit.lower_cpu import entries
 from autojit.policy import disk_files
-from autojit.policy.backends import bind_sizes, guards_hold, int_arguments_fit
+from autojit.policy.backends import CALL_OK, bind_sizes, check_call, guards_hold
 from autojit.policy.cache_key import (
     Unkeyable,
     cpu_tag,
@@ -142,7 +142,7 @@ def load_plan(slot: DiskSlot, args: Sequence[Any]) -> tuple[Plan, dict, DiskSlot
             discard(path, "its payload is not a plan")
             continue
         sizes = bind_sizes(plan, args)
-        if sizes is None or not int_arguments_fit(plan, args) or not guards_hold(
+        if sizes is None or check_call(plan, args) != CALL_OK or not guards_hold(
                 plan, sizes, args):
             continue
         disk_files.touch(path)

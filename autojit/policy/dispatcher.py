@@ -16,6 +16,7 @@ from typing import Any
 from autojit.errors import (
     AutojitError,
     BroadcastError,
+    CallRaisesError,
     FallbackWarning,
     StrictFallbackError,
     TraceError,
@@ -24,16 +25,19 @@ from autojit.fuse.plan import Plan, plan_kernels
 from autojit.ir.fp_errors import numpy_reports_fp_errors
 from autojit.policy import disk_cache
 from autojit.policy.backends import (
+    CALL_MISS,
+    CALL_OK,
     SIZES_MISS,
     Backend,
     CpuBackend,
     GpuBackend,
     bind_sizes,
+    call_arguments,
+    check_call,
     guards_hold,
-    int_arguments_fit,
 )
 from autojit.policy.config import Settings, check_options, current_settings
-from autojit.policy.fastpath import MISS, FastPath
+from autojit.policy.fastpath import MISS, FastPath, fast_with_prologue
 from autojit.policy.guards import NO_GUARDS, Guards, Unguardable, collect
 from autojit.policy.observe import log_decision
 from autojit.policy.registry import register
@@ -122,6 +126,7 @@ class Dispatcher:
         self._guard_retraces = 0
         self._fastpath = FastPath()   # repeat calls served natively (policy/fastpath.py)
         self._fast: Any = None        # its native table, once a signature is armed
+        self._hosted: Any = None      # (host prologue replay, native table): one entry
         # a function's attributes are copied as any decorator does; a callable object's
         # (an instance's own state: ``options``, ``fn``, ...) would overwrite the Dispatcher's
         functools.update_wrapper(self, fn, updated=functools.WRAPPER_UPDATES
@@ -138,6 +143,11 @@ class Dispatcher:
         fast = self._fast
         if fast is not None and not kwargs:
             result = fast(args)
+            if result is not MISS:
+                return result
+        hosted = self._hosted
+        if hosted is not None and not kwargs:   # Python-scalar arithmetic first, then native
+            result = fast_with_prologue(hosted, args)
             if result is not MISS:
                 return result
         if CURRENT_TRACE.get() is not None:
@@ -167,6 +177,8 @@ class Dispatcher:
         if decision.route == "python":
             self._stats.note_decision(decision, n)
             return self._run_python(args, {})
+        if entry.plan.graph.prologue:   # Python-scalar arithmetic: its values, replayed
+            args = tuple(call_arguments(entry.plan, args))
         result = self._run_compiled(entry, args, sizes, router, decision, state, n)
         if decision.route == "cpu" and not (decision.to_device or decision.fetch_inputs):
             self._fastpath.after_cpu_call(self, entry, settings, n)
@@ -307,11 +319,18 @@ class Dispatcher:
             sizes = bind_sizes(entry.plan, args)
             if sizes is SIZES_MISS:
                 continue   # a size this version was specialised on differs: not this one
-            graph = entry.plan.graph   # most plans have neither kind of guard: skip the calls
-            if sizes is None or graph.int_guards and not int_arguments_fit(entry.plan, args):
+            graph = entry.plan.graph   # most plans have none of the guards: skip the calls
+            if sizes is None:
                 return None, {}  # NumPy raises for these arguments; let it
-            if not graph.guards or guards_hold(entry.plan, sizes, args):
-                return entry, sizes
+            if graph.guards and not guards_hold(entry.plan, sizes, args):
+                continue
+            if graph.int_guards or graph.prologue:   # this entry's Python scalar checks
+                status = check_call(entry.plan, args)
+                if status == CALL_MISS:
+                    continue     # traced for other Python scalar types
+                if status != CALL_OK:
+                    return None, {}  # Python or NumPy raises for these values; let it
+            return entry, sizes
         return None
 
     def _trace(self, signature: Signature, args: tuple, settings: Settings,
@@ -335,8 +354,8 @@ class Dispatcher:
             contiguous = [bool(k[0] in "ag" and k[4]) for k in signature]
             entry = Entry(signature, plan_kernels(graph, contiguous, settings.fusion_max_ops),
                           guards=guards)
-        except BroadcastError:
-            return None, {}
+        except (BroadcastError, CallRaisesError):
+            return None, {}   # depends on these arguments' values: run Python, cache nothing
         except TraceError as exc:
             entry = Entry(signature, None, str(exc), guards=guards)
             self._note_fallback(str(exc))
@@ -347,7 +366,7 @@ class Dispatcher:
         if entry.plan is None:
             return entry, {}
         sizes = bind_sizes(entry.plan, args)
-        if sizes is None or sizes is SIZES_MISS:
+        if sizes is None or sizes is SIZES_MISS or check_call(entry.plan, args) != CALL_OK:
             return None, {}  # NumPy raises for these arguments (an empty max, say); let it
         return entry, sizes
 

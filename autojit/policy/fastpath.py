@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from autojit.ir.host import compile_prologue
 from autojit.ir.ops import Op
 from autojit.policy.backends import build_schedule
 from autojit.policy.devices import HostDevice
@@ -83,19 +84,31 @@ class Unsupported(Exception):
     """The plan or signature is outside what the native entry serves."""
 
 
-def _arg_codes(signature: tuple, int_guards: dict[int, str]) -> list[int]:
+def _int_ranges(int_guards: tuple[tuple[int, str], ...]) -> dict[int, tuple[int, int]]:
+    """Return each guarded argument's allowed range: the intersection over its dtypes (an
+    int used with uint8 and int8 arrays must fit both), clipped to what C long long holds."""
+    ranges: dict[int, tuple[int, int]] = {}
+    for index, dtype in int_guards:
+        if np.dtype(dtype).kind not in "iu":
+            raise Unsupported(f"a Python scalar converted to {dtype} needs a check")
+        info = np.iinfo(dtype)
+        lo, hi = ranges.get(index, (-(1 << 63), (1 << 63) - 1))
+        ranges[index] = (max(lo, int(info.min)), min(hi, int(info.max)))
+    return ranges
+
+
+def _arg_codes(signature: tuple, int_guards: tuple[tuple[int, str], ...]) -> list[int]:
     codes: list[int] = []
+    ranges = _int_ranges(int_guards)
     for index, key in enumerate(signature):
         if key[0] == "a":
             ones = sum(1 << d for d, one in enumerate(key[3]) if one)
             codes += [_ARRAY, np.dtype(key[1]).num, key[2], ones, int(key[4])]
         elif key[0] == "py":
-            lo, hi = 0, 0
-            guard = int_guards.get(index)
-            if guard is not None:
-                info = np.iinfo(guard)
-                lo, hi = max(int(info.min), -(1 << 63)), min(int(info.max), (1 << 63) - 1)
-            codes += [_PY_KINDS[key[1]], int(guard is not None), lo, hi, 0]
+            if index in ranges and key[1] != "int":
+                raise Unsupported("a Python float converted to an integer dtype")
+            lo, hi = ranges.get(index, (0, 0))
+            codes += [_PY_KINDS[key[1]], int(index in ranges), lo, hi, 0]
         elif key[0] == "np":
             codes += [_NPSCALAR, np.dtype(key[1]).num, 0, 0, 0]
         else:
@@ -182,7 +195,9 @@ def encode_spec(plan: Any, signature: tuple, addresses: Sequence[int],
             raise Unsupported(f"size {name} is not bound from the arguments")
         return index[name]
 
-    codes = _arg_codes(signature, {i: d for i, d in graph.int_guards}) + symbol_codes
+    if len(signature) != len(graph.params):
+        raise Unsupported("the signature does not cover the host prologue's values")
+    codes = _arg_codes(signature, graph.int_guards) + symbol_codes
     for shape, dtype in schedule.allocations:
         codes += [np.dtype(dtype).num, len(shape)]
         codes += [symbol(d) if isinstance(d, str) else -int(d) - 1 for d in shape]
@@ -203,6 +218,19 @@ def _same(gate: tuple, other: tuple) -> bool:
     return len(gate) == len(other) and all(a is b for a, b in zip(gate, other))
 
 
+def fast_with_prologue(hosted: tuple, args: tuple) -> Any:
+    """Serve a call of the armed entry with a host prologue: replay the prologue (Python's
+    arithmetic, compiled once), then the native table checks every argument and runs the
+    kernels. MISS
+    when the prologue raises or changes a type (the full path decides: it runs Python)."""
+    replay, table = hosted
+    try:
+        values = replay(args)
+    except Exception:  # the full path runs the function, which raises it
+        return MISS
+    return MISS if values is None else table(tuple(values))
+
+
 class FastPath:
     """One function's fast path: its armed specs and the native table serving them. The
     table counts its calls in the dispatcher's ``FunctionStats.fast`` (the stats object a
@@ -215,6 +243,9 @@ class FastPath:
         # id(entry) -> (entry, spec or None); holding the entry keeps its programs alive
         self._specs: dict[int, tuple] = {}
         self._armed: tuple[int, ...] = ()      # ids of the entries in ``table``
+        # the one armed entry with a host prologue (``dispatcher._hosted``) and its gate
+        self._hosted_id: int | None = None
+        self._hosted_gate: tuple = ()
         self._lock = threading.Lock()
 
     def after_cpu_call(self, dispatcher: Any, entry: Any, settings: Any, n: int) -> None:
@@ -229,16 +260,26 @@ class FastPath:
                 or (settings.force is None and n >= settings.gpu_min_elems)
                 or _LOGGER.isEnabledFor(logging.DEBUG)):
             return
+        prologue = entry.plan.graph.prologue
+        if prologue and id(entry) == self._hosted_id and _same(self._hosted_gate, gate):
+            return
         spec = self._spec(dispatcher, entry)
         if spec is None:
+            return
+        n_limit = _NO_LIMIT if settings.force == "cpu" else settings.gpu_min_elems
+        work = MAX_WORK
+        if settings.num_threads > 1:
+            work = min(work, getattr(settings, "thread_min_work", MAX_WORK) - 1)
+        if prologue:   # its own table: the call arguments are the prologue's, one entry's
+            table = _native.Table(gate[0], gate[1], gate[2], dispatcher._stats.fast, (spec,),
+                                  n_limit, work, SAMPLE_EVERY - 1)
+            with self._lock:
+                self._hosted_id, self._hosted_gate = id(entry), gate
+            dispatcher._hosted = (compile_prologue(prologue), table)
             return
         with self._lock:
             keep = self._armed if _same(self._gate, gate) else ()
             ids = (id(entry), *(i for i in keep if i != id(entry)))[:MAX_SPECS]
-            n_limit = _NO_LIMIT if settings.force == "cpu" else settings.gpu_min_elems
-            work = MAX_WORK
-            if settings.num_threads > 1:
-                work = min(work, getattr(settings, "thread_min_work", MAX_WORK) - 1)
             self.table = _native.Table(gate[0], gate[1], gate[2], dispatcher._stats.fast,
                                        tuple(self._specs[i][1] for i in ids), n_limit, work,
                                        SAMPLE_EVERY - 1)
@@ -255,7 +296,9 @@ class FastPath:
             if any(key[0] not in ("a", "py", "np") for key in entry.signature):
                 raise Unsupported("GPU arguments")
             programs = dispatcher.programs(entry, "cpu")
-            spec = encode_spec(entry.plan, entry.signature, [p.address for p in programs],
+            signature = entry.signature + tuple(   # the host prologue's values follow
+                ("py", step.result_type) for step in entry.plan.graph.prologue)
+            spec = encode_spec(entry.plan, signature, [p.address for p in programs],
                                entry.guards.checks)
             _native.Table((), None, None, _SCRATCH, (spec,), 0, 0, 0)   # validates it
         except (Unsupported, ValueError, AttributeError, TypeError) as exc:

@@ -13,8 +13,6 @@ Signature = tuple
 ('py', type name) for Python scalars, ('np', dtype) for NumPy scalars."""
 
 _PYTHON_SCALARS = {float: ("py", "float"), int: ("py", "int"), bool: ("py", "bool")}
-_PY_INT = _PYTHON_SCALARS[int]
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # A dict lookup answers the common dtypes in ~50 ns (``is_supported`` compares against each
 # supported dtype: ~1.5 us); map() with bound methods avoids a generator per call.
 _SUPPORTED_CHARS = {dtype: dtype.char for dtype in SUPPORTED_DTYPES}
@@ -57,8 +55,6 @@ def argument_key(value: Any) -> tuple | None:
     """Return the signature entry of one argument, or None if autojit cannot compile it."""
     scalar = _PYTHON_SCALARS.get(type(value))
     if scalar is not None:
-        if scalar is _PY_INT and not _INT64_MIN <= value <= _INT64_MAX:
-            return None   # this call runs as Python; later int64-sized calls still compile
         return scalar
     kind = type(value)
     if kind in ARRAY_TYPES:

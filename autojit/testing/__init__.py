@@ -159,17 +159,18 @@ def _run_forced(dispatcher: Dispatcher, name: str, args: Sequence[Any], inspecti
 
 def _run_emulated(args: Sequence[Any], inspection: Any) -> Outcome:
     """Return the Outcome of the plan's CUDA C run on the CPU through g++."""
-    from autojit.policy.backends import bind_sizes, run_plan
+    from autojit.policy.backends import CALL_OK, bind_sizes, call_arguments, check_call, run_plan
     plan = inspection.plan
     if plan is None:
         return Outcome("cuda-emulated", skipped=f"runs as plain Python: "
                                                  f"{inspection.fallback_reason}")
     sizes = bind_sizes(plan, args)
-    if sizes is None:
+    if sizes is None or check_call(plan, args) != CALL_OK:
         return Outcome("cuda-emulated", skipped="NumPy raises for these arguments")
     backend = EmulatedCudaBackend()
     programs = [backend.compile(k) for k in plan.kernels]
-    return _called("cuda-emulated", lambda *a: run_plan(plan, programs, backend, a, sizes), args)
+    return _called("cuda-emulated", lambda *a: run_plan(
+        plan, programs, backend, call_arguments(plan, a), sizes), args)
 
 
 def _run(dispatcher: Dispatcher, name: str, args: Sequence[Any], inspection: Any) -> Outcome:

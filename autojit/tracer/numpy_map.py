@@ -17,6 +17,7 @@ from autojit.ir.ops import UFUNC_OPS, Op
 from autojit.ir.types import TensorType, broadcast_dims, is_supported
 from autojit.tracer.contractions import CONTRACTION_HANDLERS
 from autojit.tracer.creation import CREATION_HANDLERS
+from autojit.tracer.host import HostScalar, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.reductions import REDUCTION_HANDLERS
 from autojit.tracer.scans import SCAN_HANDLERS, accumulate
@@ -32,8 +33,21 @@ def _unsupported(reason: str) -> UnsupportedError:
     return UnsupportedError(reason, user_location(3))
 
 
+def host_proxy(value: HostScalar, strong: bool = False) -> Proxy:
+    """A Python scalar as a graph value of its default dtype (int64, float64, bool): weak
+    (NEP 50) unless ``strong`` (what ``np.asarray`` makes of it)."""
+    python_type = value.python_type
+    dtype = python_scalar_dtype(python_type)
+    node = current_trace().host_input(value.ref, dtype, python_type)
+    weak = None if strong or python_type is bool else python_type
+    return Proxy(node, TensorType(dtype, ()), weak, True, value.ref)
+
+
 def _descriptor(operand: Any) -> np.dtype | type:
     """Return what NumPy's dtype resolution sees: a dtype, or ``int``/``float`` if weak."""
+    if isinstance(operand, HostScalar):
+        python_type = operand.python_type
+        return np.dtype(bool) if python_type is bool else python_type
     if isinstance(operand, Proxy):
         return operand.weak or operand.type.dtype
     if isinstance(operand, bool | np.bool_):
@@ -55,16 +69,19 @@ def _check_dtype(dtype: np.dtype) -> None:
 
 
 def _operand_node(state: TraceState, operand: Any, dtype: np.dtype, op: Op) -> int:
-    """Return a node holding ``operand`` converted to ``dtype`` (a CAST or a constant)."""
+    """Return a node holding ``operand`` converted to ``dtype`` (a CAST, a constant, or a
+    Python scalar converted to ``dtype`` by NumPy at call time)."""
+    if isinstance(operand, HostScalar):
+        return state.host_input(operand.ref, dtype, operand.python_type)
     if isinstance(operand, Proxy):
         if operand.type.dtype == dtype:
             return operand.node
-        if operand.weak is int and dtype.kind in "iu":
-            state.int_guards.add((operand.param, dtype.name))
+        if operand.weak is not None and operand.param >= 0:
+            return state.host_input(operand.param, dtype, operand.weak)
         return state.add_node(Op.CAST, (operand.node,), operand.type.with_dtype(dtype))
     value = np.asarray(operand).item()
-    if isinstance(value, int) and not isinstance(value, bool) and dtype.kind in "iu":
-        info = np.iinfo(dtype)
+    if isinstance(value, int) and not isinstance(value, bool) and dtype.kind in "iub":
+        info = np.iinfo(np.int64 if dtype.kind == "b" else dtype)   # bool: through C long
         if not info.min <= value <= info.max:
             # NumPy raises OverflowError here, or (comparisons) special-cases it.
             raise _unsupported(f"Python integer {value} is out of bounds for {dtype}")
@@ -73,6 +90,16 @@ def _operand_node(state: TraceState, operand: Any, dtype: np.dtype, op: Op) -> i
 
 def _shape_of(operand: Any) -> tuple:
     return operand.type.shape if isinstance(operand, Proxy) else ()
+
+
+def _host_free(value: Any) -> Any:
+    """``value`` with Python scalars (top level, or in a tuple/list) as weak graph values:
+    what NumPy functions other than ufuncs receive."""
+    if isinstance(value, HostScalar):
+        return host_proxy(value)
+    if isinstance(value, tuple | list) and any(isinstance(v, HostScalar) for v in value):
+        return type(value)(_host_free(v) for v in value)
+    return value
 
 
 def make_elementwise(op: Op, operands: tuple[Any, ...], loop: tuple[np.dtype, ...],
@@ -92,13 +119,26 @@ def _check_special_cases(op: Op, operands: tuple[Any, ...], loop: tuple[np.dtype
     """Refuse value-dependent NumPy behaviour kernels cannot reproduce."""
     if op is Op.POWER and loop[0].kind in "iu":
         exponent = operands[1]
-        if isinstance(exponent, Proxy):
+        if isinstance(exponent, Proxy | HostScalar):
             raise _unsupported("integer power with a non-constant exponent")
         if int(exponent) < 0:
             raise TraceError("Integers to negative integer powers are not allowed.",
                              user_location(3))
     if op is Op.SIGN and loop[0].kind == "b":
         raise _unsupported("sign of booleans")
+
+
+def _python_ints_as_int64(inputs: tuple[Any, ...]) -> None:
+    """A ufunc of Python scalars only converts each int by value (``np.asarray``): int64 if
+    it fits, else uint64 or an object array. Only int64 is the weak int of NEP 50, so other
+    values run as Python (a guard; a literal is refused)."""
+    state = current_trace()
+    for operand in inputs:
+        if isinstance(operand, HostScalar) and operand.python_type is int:
+            state.int_guards.add((operand.ref, "int64"))
+        elif type(operand) is int and not -(2**63) <= operand < 2**63:
+            raise _unsupported(f"a ufunc of the Python int {operand} alone (NumPy converts "
+                               "it by value)")
 
 
 def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
@@ -125,6 +165,8 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
         if key not in _IGNORED_UFUNC_KWARGS or value is not _IGNORED_UFUNC_KWARGS[key] and \
                 value != _IGNORED_UFUNC_KWARGS[key]:
             raise _unsupported(f"np.{ufunc.__name__}(..., {key}=...) is not supported")
+    if not any(isinstance(o, Proxy) for o in inputs):
+        _python_ints_as_int64(inputs)
     descriptors = tuple(_descriptor(o) for o in inputs)
     try:
         resolved = ufunc.resolve_dtypes(descriptors + (None,) * ufunc.nout)
@@ -133,10 +175,14 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
     loop, out_dtype = resolved[: ufunc.nin], resolved[ufunc.nin]
     _check_special_cases(op, inputs, loop)
     is_scalar = all(len(_shape_of(o)) == 0 for o in inputs)
+    if op is Op.POWER and all(d == 1 for d in _shape_of(inputs[1])):
+        attrs = attrs + (("scalar_exponent", True),)   # NumPy's loop: x ** 0.5 is sqrt(x)
     return make_elementwise(op, inputs, loop, out_dtype, is_scalar, attrs)
 
 
 def _result_type_operand(operand: Any) -> Any:
+    if isinstance(operand, HostScalar):
+        return operand.python_type(0)
     if isinstance(operand, Proxy):
         return operand.weak(0) if operand.weak else operand.type.dtype
     _descriptor(operand)  # refuses unsupported operands
@@ -147,6 +193,8 @@ def _where(condition: Any, x: Any = None, y: Any = None) -> Proxy:
     if x is None or y is None:
         raise _unsupported("np.where with one argument (np.nonzero) is not supported")
     dtype = np.result_type(_result_type_operand(x), _result_type_operand(y))
+    if isinstance(condition, HostScalar):
+        condition = host_proxy(condition, strong=True)
     cond = condition if isinstance(condition, Proxy) else np.asarray(condition, dtype=bool)
     return make_elementwise(Op.SELECT, (cond, x, y), (np.dtype(bool), dtype, dtype), dtype,
                             is_scalar=False)
@@ -177,14 +225,18 @@ def _clip_loop_attrs(a: Any, a_min: Any, a_max: Any) -> tuple[tuple[str, Any], .
     return ()
 
 
-def _as_array_operand(a: Any) -> Any:
-    """np.clip turns a Python scalar ``a`` into an array first (``_wrapit``: asarray), so
-    it is no longer weak: ``np.clip(5, np.int16(-53), None)`` is int64, not int16."""
-    if isinstance(a, Proxy) and a.weak is not None:
-        return Proxy(a.node, a.type, None, a.is_scalar, a.param)
-    if isinstance(a, bool | int | float) and not isinstance(a, np.generic):
-        return np.asarray(a)[()]
-    return a
+def _as_array_operand(value: Any) -> Any:
+    """What ``np.asarray(value)`` makes of a Python scalar: a strong (not NEP 50 weak)
+    value of the default dtype; functions that convert their input first (``np.clip``'s
+    ``a``: ``np.clip(5, np.int16(-53), None)`` is int64, not int16) promote it like an
+    array."""
+    if isinstance(value, HostScalar):
+        return host_proxy(value, strong=True)
+    if isinstance(value, Proxy) and value.weak is not None:
+        return Proxy(value.node, value.type, None, value.is_scalar, value.param)
+    if type(value) in (int, float):
+        return np.asarray(value)[()]
+    return value
 
 
 def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kwargs: Any) -> Proxy:
@@ -229,6 +281,9 @@ def astype(proxy: Proxy, dtype: Any, order: str = "K", casting: str = "unsafe",
     return Proxy(node, proxy.type.with_dtype(dtype), is_scalar=proxy.is_scalar)
 
 
+#: Handlers that take Python scalars (HostScalar) as NumPy does themselves.
+_WEAK_AWARE = (_where, _clip)
+
 FUNCTION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     np.where: _where,
     np.clip: _clip,
@@ -247,4 +302,7 @@ def apply_function(func: Callable, args: tuple[Any, ...], kwargs: dict[str, Any]
         module = (getattr(func, "__module__", None) or "numpy").replace("numpy", "np", 1)
         module = "np" if module.startswith("np._") else module   # private homes of np.sort
         raise _unsupported(f"{module}.{func.__name__} is not supported")
+    if handler not in _WEAK_AWARE:
+        args = tuple(_host_free(a) for a in args)
+        kwargs = {k: _host_free(v) for k, v in kwargs.items()}
     return handler(*args, **kwargs)

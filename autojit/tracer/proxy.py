@@ -39,7 +39,9 @@ def _in_place(ufunc: np.ufunc):
 class Proxy:
     """A traced array value: graph node id plus its symbolic type.
 
-    ``weak`` is ``int`` or ``float`` for a Python scalar argument (NEP 50 weak promotion);
+    ``weak`` is ``int`` or ``float`` for a Python scalar made a graph value (NEP 50 weak
+    promotion; Python scalars themselves are ``tracer.host.HostScalar``s), ``param`` then
+    its call argument index;
     ``is_scalar`` marks values NumPy would return as a scalar rather than a 0-d array;
     ``param`` is the argument index for arguments (-1 otherwise).
     """
@@ -149,13 +151,21 @@ class Proxy:
     __truediv__, __rtruediv__ = _binary(np.true_divide), _binary(np.true_divide, True)
     __floordiv__, __rfloordiv__ = _binary(np.floor_divide), _binary(np.floor_divide, True)
     __mod__, __rmod__ = _binary(np.remainder), _binary(np.remainder, True)
-    __pow__, __rpow__ = _binary(np.power), _binary(np.power, True)
+    __rpow__ = _binary(np.power, True)
     __and__, __rand__ = _binary(np.bitwise_and), _binary(np.bitwise_and, True)
     __or__, __ror__ = _binary(np.bitwise_or), _binary(np.bitwise_or, True)
     __xor__, __rxor__ = _binary(np.bitwise_xor), _binary(np.bitwise_xor, True)
     __eq__, __ne__ = _binary(np.equal), _binary(np.not_equal)  # type: ignore[assignment]
     __lt__, __le__ = _binary(np.less), _binary(np.less_equal)
     __gt__, __ge__ = _binary(np.greater), _binary(np.greater_equal)
+
+    def __pow__(self, other: Any) -> Proxy:
+        """``a ** 2`` of an array is ``np.square`` in NumPy (``ndarray.__pow__``'s fast path
+        for an exact Python int 2), which differs from ``np.power`` only for bool: int8."""
+        if type(other) is int and other == 2 and not self.is_scalar \
+                and self.type.dtype.kind == "b":
+            return np.square(self)
+        return np.power(self, other)
 
     def __neg__(self) -> Proxy:
         return np.negative(self)

@@ -16,6 +16,7 @@ import numpy as np
 from autojit.errors import BroadcastError, TraceError, UnsupportedError
 from autojit.ir.fp_errors import current_policy, numpy_reports_fp_errors
 from autojit.ir.graph import Node, SourceLoc
+from autojit.ir.host import HostStep
 from autojit.ir.ops import Op
 from autojit.ir.types import Dim, TensorType
 
@@ -67,6 +68,33 @@ class TraceState:
     fp_policy: object = field(default_factory=current_policy)   # np.errstate at trace start
     versions: dict[int, int] = field(default_factory=dict)   # argument -> its current node
     argument_symbols: set[str] = field(default_factory=set)   # never 1 (the signature's)
+    arg_count: int = 0                                   # the call's own arguments
+    host_steps: list[HostStep] = field(default_factory=list)   # the host prologue
+    host_inputs: dict[tuple[int, str], int] = field(default_factory=dict)
+
+    # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
+    def add_host_step(self, step: HostStep) -> int:
+        """Append a host step; return the call argument index its value will have."""
+        self.host_steps.append(step)
+        self.params_kind.append("scalar")
+        return self.arg_count + len(self.host_steps) - 1
+
+    def host_input(self, ref: int, dtype: np.dtype, python_type: type,
+                   ufunc_operand: bool = True) -> int:
+        """Return the node reading Python scalar call argument ``ref`` converted to
+        ``dtype`` as NumPy converts it (a kernel scalar); a conversion NumPy may refuse
+        (an int out of range, NaN into an integer) is guarded: such calls run as Python.
+        A ufunc converts a Python int for a bool loop through C long: it must fit int64."""
+        dtype = np.dtype(dtype)
+        if python_type is int and dtype.kind == "b" and ufunc_operand:
+            self.int_guards.add((ref, "int64"))
+        key = (ref, dtype.str)
+        if key not in self.host_inputs:
+            if python_type in (int, float) and dtype.kind in "iu":
+                self.int_guards.add((ref, dtype.name))
+            self.host_inputs[key] = self.add_node(Op.ARG, (), TensorType(dtype, ()),
+                                                  (("index", ref),), user_location(3))
+        return self.host_inputs[key]
 
     # -- size symbols ---------------------------------------------------------------------
     def new_symbol(self, example_size: int) -> str:

@@ -10,13 +10,15 @@ import numpy as np
 
 from autojit.errors import TraceError, UnsupportedError
 from autojit.ir.graph import Graph, Param, SourceLoc
+from autojit.ir.host import HOST_TYPES
 from autojit.ir.ops import Op
 from autojit.ir.types import TensorType, is_supported
 from autojit.tracer.creation import creation_patches
+from autojit.tracer.host import HostScalar, math_patches, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import CURRENT_TRACE, TraceState
 
-#: Python scalar types and the dtype that carries them into a kernel.
+#: Python scalar types and the dtype NumPy gives them on their own (np.asarray).
 _PYTHON_SCALARS: dict[type, tuple[np.dtype, type | None]] = {
     bool: (np.dtype(bool), None),          # NEP 50: Python bool is not weak
     int: (np.dtype(np.int64), int),
@@ -31,8 +33,6 @@ def classify_argument(value: Any) -> tuple[str, np.dtype, tuple[int, ...], type 
     """
     if type(value) in _PYTHON_SCALARS:
         dtype, weak = _PYTHON_SCALARS[type(value)]
-        if weak is int and not -(2**63) <= value < 2**63:
-            raise UnsupportedError(f"Python integer {value} does not fit in int64")
         return "scalar", dtype, (), weak, False
     if isinstance(value, np.generic):
         return "scalar", value.dtype, (), None, True
@@ -42,10 +42,13 @@ def classify_argument(value: Any) -> tuple[str, np.dtype, tuple[int, ...], type 
 
 
 def _argument_proxy(state: TraceState, index: int, name: str, value: Any,
-                    loc: SourceLoc | None) -> tuple[Param, Proxy]:
+                    loc: SourceLoc | None) -> tuple[Param, Proxy | HostScalar]:
+    """A Python scalar is a HostScalar (no graph value until it meets an array)."""
     kind, dtype, shape, weak, is_scalar = classify_argument(value)
     if not is_supported(dtype):
         raise UnsupportedError(f"argument '{name}' has dtype {dtype}, which is not supported")
+    if type(value) in _PYTHON_SCALARS:
+        return Param(name, kind, TensorType(dtype, ())), HostScalar(index, value)
     dims = tuple(1 if size == 1 else state.new_symbol(size) for size in shape)
     state.argument_symbols.update(d for d in dims if d != 1)
     type_ = TensorType(dtype, dims)
@@ -65,6 +68,9 @@ def parameter_names(fn: Callable, count: int) -> list[str]:
 
 
 def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
+    if isinstance(value, HostScalar):   # the call argument itself: the Python object
+        type_ = TensorType(python_scalar_dtype(value.python_type), ())
+        return state.add_node(Op.ARG, (), type_, (("index", value.ref),)), True
     if isinstance(value, Proxy):
         if value.is_scalar and value.node in state.stale:
             state.rebase(value.node)   # raises: a NumPy scalar copied before a later write
@@ -82,7 +88,7 @@ def _function_loc(fn: Callable) -> SourceLoc | None:
 
 def trace_function(fn: Callable, args: Sequence[Any], name: str | None = None) -> Graph:
     """Trace ``fn(*args)``; return its Graph. Raises TraceError when it cannot be traced."""
-    state = TraceState()
+    state = TraceState(arg_count=len(args))
     names = parameter_names(fn, len(args))
     loc = _function_loc(fn)
     params, proxies = zip(*(_argument_proxy(state, i, n, a, loc)
@@ -90,7 +96,7 @@ def trace_function(fn: Callable, args: Sequence[Any], name: str | None = None) -
     state.params_kind = [p.kind for p in params]
     token = CURRENT_TRACE.set(state)
     try:
-        with creation_patches:
+        with creation_patches, math_patches:
             result = fn(*proxies)
     except TraceError:
         raise
@@ -109,6 +115,8 @@ def _freeze(state: TraceState, fn: Callable, name: str | None, params: Sequence[
             outputs: list[tuple[int, bool]], is_tuple: bool) -> Graph:
     params = tuple(Param(p.name, p.kind, TensorType(
         p.type.dtype, tuple(state.find(d) for d in p.type.shape))) for p in params)
+    params += tuple(Param(f"host{j}", "scalar", TensorType(python_scalar_dtype(
+        HOST_TYPES[step.result_type]), ())) for j, step in enumerate(state.host_steps))
     sources: dict[str, list[tuple[int, int]]] = {}
     for index, param in enumerate(params):
         for axis, dim in enumerate(param.type.shape):
@@ -129,4 +137,5 @@ def _freeze(state: TraceState, fn: Callable, name: str | None, params: Sequence[
         int_guards=tuple(sorted(state.int_guards)),
         nonempty=tuple(sorted({state.find(s) for s in state.nonempty} - {1})),
         loc=_function_loc(fn),
+        prologue=tuple(state.host_steps),
     )

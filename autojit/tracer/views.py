@@ -122,6 +122,8 @@ def getitem(proxy: Proxy, key: Any) -> Proxy:
 
 
 def transpose(proxy: Proxy, *axes: Any) -> Proxy:
+    if proxy.is_scalar:   # a NumPy scalar's .T / np.transpose is the scalar itself
+        return proxy
     if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
         axes = axes[0] or ()
     order = tuple(axes) if axes else tuple(reversed(range(proxy.ndim)))

@@ -17,7 +17,8 @@ import numpy as np
 
 from autojit.errors import BroadcastError, TraceError, UnsupportedError
 from autojit.ir.ops import Op
-from autojit.ir.types import broadcast_dims
+from autojit.ir.types import TensorType, broadcast_dims
+from autojit.tracer.host import HostScalar
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import aliases_base, current_trace, user_location
 
@@ -32,13 +33,28 @@ def written_param(state: Any, node_id: int) -> int | None:
     return None
 
 
+def _assigned(value: Any, dtype: np.dtype) -> Any:
+    """Return ``value`` as NumPy's ``a[...] = value`` stores it into ``dtype`` (a Python or
+    NumPy scalar goes through Python: 300 into int8 or NaN into an integer raises)."""
+    cell = np.ndarray((), dtype)   # not np.empty: creation functions are traced now
+    try:
+        cell[...] = value
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise TraceError(f"{type(exc).__name__}: {exc}", user_location(5)) from None
+    return cell.item()
+
+
 def _value_proxy(value: Any, dtype: np.dtype) -> Proxy:
+    if isinstance(value, HostScalar):   # converted per call as NumPy converts it
+        node = current_trace().host_input(value.ref, dtype, value.python_type,
+                                          ufunc_operand=False)
+        return Proxy(node, TensorType(dtype, ()), is_scalar=True)
     if isinstance(value, Proxy):
         return value if value.dtype == dtype else value.astype(dtype)
     if isinstance(value, np.ndarray) and value.ndim:
         raise UnsupportedError("writing an array constant is not supported", user_location(4))
     from autojit.tracer.creation import _filled
-    return _filled((), np.asarray(value).astype(dtype).item(), dtype)
+    return _filled((), _assigned(value, dtype), dtype)
 
 
 def write(target: Proxy, key: Any, value: Any) -> None:
@@ -58,10 +74,15 @@ def write(target: Proxy, key: Any, value: Any) -> None:
     if isinstance(key, Proxy) and key.dtype == np.bool_:
         same_shape = tuple(map(state.find, key.type.shape)) == tuple(
             map(state.find, target.type.shape))
-        if not same_shape or np.ndim(value) != 0 or getattr(value, "ndim", 0) != 0:
+        scalar = isinstance(value, HostScalar) or (
+            np.ndim(value) == 0 and getattr(value, "ndim", 0) == 0)
+        if not same_shape or not scalar:
             raise UnsupportedError("masked assignment of arrays (or with a mask of another "
                                    "shape) is not supported yet", user_location(3))
-        # a[mask] = scalar is a[...] = where(mask, scalar, a): no gather or scatter
+        # a[mask] = scalar is a[...] = where(mask, scalar, a): no gather or scatter; the
+        # scalar is stored as a[...] = scalar stores it (300 into int8 raises)
+        if not isinstance(value, Proxy):
+            value = _value_proxy(value, target.dtype)
         return write(target, None, np.where(key, value, target))
     region = target if key is None else getitem(target, key)
     source = _value_proxy(value, target.dtype)

@@ -1,0 +1,201 @@
+"""Python scalars while tracing: values of the host prologue (``autojit.ir.host``).
+
+A Python int, float or bool argument is a :class:`HostScalar`, not a graph value. Python
+arithmetic on host scalars (and Python literals) is recorded as a host step, computed now
+on the example values (so the trace knows each result's Python type) and replayed on every
+call. Only where a host scalar meets an array or a NumPy function does it become a graph
+value: a kernel scalar of the dtype NumPy converts it to (NEP 50: weak ints and floats).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from autojit.errors import CallRaisesError, TraceError
+from autojit.ir.host import HOST_OPS, MATH_FUNCTIONS, HostStep
+from autojit.tracer.state import current_trace, user_location
+
+#: Python scalar types a host value may have, and the dtype NumPy gives each on its own.
+_DEFAULT_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+PYTHON_SCALARS = tuple(_DEFAULT_DTYPES)
+
+
+def python_scalar_dtype(python_type: type) -> np.dtype:
+    """Return the dtype ``np.asarray`` gives a Python scalar of ``python_type``."""
+    return _DEFAULT_DTYPES[python_type]
+
+
+def _value_needed(what: str) -> TraceError:
+    return TraceError(f"{what} needs the Python scalar's value, which changes from call to "
+                      "call (value-dependent Python control flow?)", user_location(3))
+
+
+def _operand(value: Any) -> tuple[str, Any] | None:
+    if isinstance(value, HostScalar):
+        return ("ref", value.ref)
+    if type(value) in PYTHON_SCALARS:
+        return ("const", value)
+    return None
+
+
+def _record(op: str, *operands: Any) -> Any:
+    """Record ``HOST_OPS[op](*operands)`` as a host step; return its HostScalar, or
+    NotImplemented for an operand that is not a Python scalar (an array: its own method)."""
+    refs = tuple(_operand(o) for o in operands)
+    if None in refs:
+        return NotImplemented
+    examples = [o.value if isinstance(o, HostScalar) else o for o in operands]
+    try:
+        value = HOST_OPS[op](*examples)
+    except Exception as exc:   # Python raises for the example values: so will the call
+        raise CallRaisesError(f"{type(exc).__name__} in Python scalar arithmetic: {exc}",
+                              user_location(3)) from None
+    if type(value) not in PYTHON_SCALARS:   # (-1) ** 0.5 is complex: for these values
+        raise CallRaisesError(f"Python scalar arithmetic gave a {type(value).__name__}",
+                              user_location(3))
+    state = current_trace()
+    return HostScalar(state.add_host_step(HostStep(op, refs, type(value).__name__)), value)
+
+
+def _binary(op: str):
+    return lambda self, other: _record(op, self, other)
+
+
+def _reflected(op: str):
+    return lambda self, other: _record(op, other, self)
+
+
+class HostScalar:
+    """A Python scalar of the traced function: call argument ``ref`` (a real argument, or a
+    host step's value) with the example value the trace runs on."""
+
+    __slots__ = ("ref", "value")
+
+    def __init__(self, ref: int, value: Any) -> None:
+        self.ref, self.value = ref, value
+
+    @property
+    def python_type(self) -> type:
+        return type(self.value)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:   # noqa: N802 (Python's name)
+        """``isinstance(s, float)`` answers as for the real argument, so code that branches
+        on it traces the branch Python takes (``type(s)`` is still HostScalar)."""
+        return type(self.value)
+
+    # -- NumPy protocols: where a Python scalar meets NumPy ------------------------------------
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any):
+        from autojit.tracer.numpy_map import apply_ufunc
+        return apply_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any):
+        from autojit.tracer.numpy_map import apply_function
+        return apply_function(func, args, kwargs)
+
+    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        raise _value_needed("converting to a NumPy array")
+
+    # -- values Python needs concretely ------------------------------------------------------
+    def __bool__(self) -> bool:
+        raise _value_needed("truth-testing a Python scalar (if/while/and/or)")
+
+    def __float__(self) -> float:
+        raise _value_needed("float()")
+
+    def __int__(self) -> int:
+        raise _value_needed("int()")
+
+    def __index__(self) -> int:
+        raise _value_needed("using a Python scalar as an index or size")
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"<traced Python {type(self.value).__name__} @{self.ref}>"
+
+    # -- Python's operators, recorded ----------------------------------------------------------
+    __add__, __radd__ = _binary("add"), _reflected("add")
+    __sub__, __rsub__ = _binary("sub"), _reflected("sub")
+    __mul__, __rmul__ = _binary("mul"), _reflected("mul")
+    __truediv__, __rtruediv__ = _binary("truediv"), _reflected("truediv")
+    __floordiv__, __rfloordiv__ = _binary("floordiv"), _reflected("floordiv")
+    __mod__, __rmod__ = _binary("mod"), _reflected("mod")
+    __pow__, __rpow__ = _binary("pow"), _reflected("pow")
+    __and__, __rand__ = _binary("and_"), _reflected("and_")
+    __or__, __ror__ = _binary("or_"), _reflected("or_")
+    __xor__, __rxor__ = _binary("xor"), _reflected("xor")
+    __lshift__, __rlshift__ = _binary("lshift"), _reflected("lshift")
+    __rshift__, __rrshift__ = _binary("rshift"), _reflected("rshift")
+    __eq__, __ne__ = _binary("eq"), _binary("ne")  # type: ignore[assignment]
+    __lt__, __le__ = _binary("lt"), _binary("le")
+    __gt__, __ge__ = _binary("gt"), _binary("ge")
+
+    def __neg__(self) -> Any:
+        return _record("neg", self)
+
+    def __pos__(self) -> Any:
+        return _record("pos", self)
+
+    def __abs__(self) -> Any:
+        return _record("abs", self)
+
+    def __invert__(self) -> Any:
+        return _record("invert", self)
+
+    # round(), math.floor/ceil/trunc ask the scalar itself
+    def __round__(self, ndigits: Any = None) -> Any:
+        return _record("round", self) if ndigits is None else _record("round", self, ndigits)
+
+    def __floor__(self) -> Any:
+        return _record("floor", self)
+
+    def __ceil__(self) -> Any:
+        return _record("ceil", self)
+
+    def __trunc__(self) -> Any:
+        return _record("trunc", self)
+
+
+class _MathPatches:
+    """While any trace runs, ``math.sqrt`` & co. record a host step when given a traced
+    Python scalar; for anything else (and in other threads) they are ``math``'s own."""
+
+    def __init__(self) -> None:
+        import threading
+        self.lock, self.depth = threading.Lock(), 0
+
+    @staticmethod
+    def _wrapper(name: str) -> Any:
+        original = HOST_OPS[f"math.{name}"]
+
+        def function(*args: Any) -> Any:
+            if any(isinstance(a, HostScalar) for a in args):
+                result = _record(f"math.{name}", *args)
+                if result is not NotImplemented:
+                    return result
+            return original(*args)
+
+        function.__name__ = function.__qualname__ = name
+        return function
+
+    def __enter__(self) -> None:
+        with self.lock:
+            if self.depth == 0:
+                for name in MATH_FUNCTIONS:
+                    setattr(math, name, self._wrapper(name))
+            self.depth += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0:
+                for name in MATH_FUNCTIONS:
+                    setattr(math, name, HOST_OPS[f"math.{name}"])
+
+
+math_patches = _MathPatches()
