@@ -10,6 +10,7 @@ Data only (NumPy and the op table): importing it must not pull in llvmlite.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,6 +107,31 @@ ULP_BOUNDS: dict[tuple[str, str], UlpBound] = {
     ('power', 'float32'): UlpBound(1, 0),
     ('power', 'float64'): UlpBound(1, 0),
 }
+
+
+#: On CPUs with AVX-512 (X86_V4) NumPy dispatches its own AVX-512 loops (SVML) for most math
+#: functions, which differ from the AVX2 (X86_V3) loops the table was measured against; NumPy
+#: documents those loops within 4 ULP of the exact result, so against such a NumPy a bound
+#: grows by up to that much (float32 ``tan``: 2 ULP where the table says 0, measured on a
+#: Xeon with AVX-512 by ``tests/cpu/test_ulp_bounds.py``).
+NUMPY_AVX512_EXTRA_ULPS = 4.0
+
+#: the NumPy CPU features that select those loops (``NPY_DISABLE_CPU_FEATURES`` turns them off)
+NUMPY_AVX512_FEATURES = ("X86_V4", "AVX512_SKX", "AVX512_CLX", "AVX512_CNL", "AVX512_ICL",
+                         "AVX512_SPR")
+
+
+@functools.cache
+def numpy_uses_avx512_loops() -> bool:
+    """Return True when this process's NumPy runs its AVX-512 math loops."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    return any(__cpu_features__.get(f) for f in NUMPY_AVX512_FEATURES
+               if f in __cpu_dispatch__)
+
+
+def numpy_extra_ulps() -> float:
+    """Return what to add to a table bound for this process's NumPy (0 on AVX2 machines)."""
+    return NUMPY_AVX512_EXTRA_ULPS if numpy_uses_avx512_loops() else 0.0
 
 
 def ulp_bound(function: str | Op, dtype: np.dtype | str) -> float | None:

@@ -4,15 +4,26 @@ of the first chunk), with libmvec and without it, stays within each function's b
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from autojit.ir.ops import OP_TABLE, Op
 from autojit.lower_cpu import mathlib
-from autojit.lower_cpu.ulp_bounds import MATH_NAMES, OP_NAMES, ULP_BOUNDS, ulp_bound
+from autojit.lower_cpu.ulp_bounds import (
+    MATH_NAMES,
+    NUMPY_AVX512_FEATURES,
+    OP_NAMES,
+    ULP_BOUNDS,
+    numpy_extra_ulps,
+    numpy_uses_avx512_loops,
+    ulp_bound,
+)
 from autojit.testing.tolerance import TRANSCENDENTAL_ULPS, transcendental_ulps
 from autojit.testing.ulp import CHUNK, FUNCTIONS, MathFunction, measure
 
@@ -22,6 +33,14 @@ DTYPES = (np.dtype("float32"), np.dtype("float64"))
 STRIDE = 50
 _EXACT_MATH = {Op.FABS, Op.COPYSIGN, Op.FLOOR, Op.CEIL, Op.TRUNC, Op.RINT}
 CASES = [pytest.param(f, d, id=f"{f.name}-{d.name}") for f in FUNCTIONS for d in DTYPES]
+
+#: The table is measured against NumPy's AVX2 (X86_V3) loops. Where this NumPy runs its
+#: AVX-512 loops instead (other functions, up to 4 ULP apart: ulp_bounds.NUMPY_AVX512_EXTRA_ULPS)
+#: the measurements run in a child whose NumPy has them disabled, so the table is checked as
+#: documented on every machine; autojit's side does not depend on NumPy's dispatch.
+measured_in_child = pytest.mark.skipif(
+    numpy_uses_avx512_loops(), reason="NumPy runs its AVX-512 loops here: these cases run in "
+    "test_bounds_hold_against_numpy_avx2_loops_in_a_child, against NumPy's AVX2 loops")
 
 
 def _doc_rows() -> dict[tuple[str, str], list[str]]:
@@ -59,10 +78,25 @@ def test_tolerances_use_the_measured_bound() -> None:
         for dtype in DTYPES:
             bound = ULP_BOUNDS[name, dtype.name].bound
             assert ulp_bound(op, dtype) == bound
-            assert transcendental_ulps(op, dtype) == max(TRANSCENDENTAL_ULPS, bound)
+            assert transcendental_ulps(op, dtype) == max(TRANSCENDENTAL_ULPS, bound) + (
+                numpy_extra_ulps())
     assert ulp_bound(Op.ADD, DTYPES[0]) is None and ulp_bound("sin", "float16") is None
 
 
+@pytest.mark.skipif(not numpy_uses_avx512_loops(), reason="NumPy runs its AVX2 loops here: "
+                    "the cases below measure against them in this process")
+def test_bounds_hold_against_numpy_avx2_loops_in_a_child() -> None:
+    env = dict(os.environ, NPY_DISABLE_CPU_FEATURES=" ".join(NUMPY_AVX512_FEATURES))
+    child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            f"{__file__}::test_within_bound_with_libmvec",
+                            f"{__file__}::test_within_bound_without_libmvec",
+                            f"{__file__}::test_missing_libmvec_leaves_scalar_calls"],
+                           env=env, capture_output=True, text=True, timeout=900)
+    assert child.returncode == 0, child.stdout[-6000:] + child.stderr[-2000:]
+    assert " skipped" not in child.stdout.splitlines()[-1], child.stdout[-2000:]
+
+
+@measured_in_child
 @pytest.mark.parametrize(("fn", "dtype"), CASES)
 def test_within_bound_with_libmvec(fn: MathFunction, dtype: np.dtype) -> None:
     stats = measure(fn, dtype, CHUNK, stride=STRIDE)
@@ -76,6 +110,7 @@ def test_within_bound_with_libmvec(fn: MathFunction, dtype: np.dtype) -> None:
         assert set(stats.variants) & {symbol for _, symbol in expected}, stats.variants
 
 
+@measured_in_child
 @pytest.mark.parametrize(("fn", "dtype"), CASES)
 def test_within_bound_without_libmvec(fn: MathFunction, dtype: np.dtype) -> None:
     """As on a machine without libmvec (own function or scalar libm): within the bound."""
@@ -92,6 +127,7 @@ def test_within_bound_without_libmvec(fn: MathFunction, dtype: np.dtype) -> None
     assert stats.special_mismatches == 0, f"{fn.name} {dtype}: {stats.special_example}"
 
 
+@measured_in_child
 def test_missing_libmvec_leaves_scalar_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     """libmvec that cannot be loaded: no variants, no attribute, and compiled code still runs."""
     monkeypatch.setattr(mathlib, "load_math_libraries", lambda: False)
