@@ -235,6 +235,11 @@ def _monomial(node: Node) -> tuple[str, ...]:
     return tuple(sorted(d for d in node.type.shape if isinstance(d, str)))
 
 
+def _literal_elements(node: Node) -> int:
+    """Return the product of ``node``'s literal dims (its element count over the symbols)."""
+    return math.prod(d for d in node.type.shape if not isinstance(d, str))
+
+
 def _assign_reuse(plan: Plan, allocations: list[Allocation]) -> list[Allocation]:
     """Give each allocation the buffer of a value dead before its first step when the
     byte counts are the same size-symbol product and the item size fits (greedy, in step
@@ -285,10 +290,12 @@ def _in_place(plan: Plan, step: int, donor: int, taker: int) -> bool:
 
 
 def _capacity(graph: Graph, allocations: list[Allocation], index: int) -> int:
-    """Return the item size of the fresh allocation behind ``allocations[index]``."""
+    """Return the bytes per size-symbol product of the fresh allocation behind
+    ``allocations[index]`` (its item size times its literal dims)."""
     while allocations[index].reuses is not None:
         index = allocations[index].reuses   # type: ignore[assignment]
-    return graph.node(allocations[index].node).type.dtype.itemsize
+    node = graph.node(allocations[index].node)
+    return node.type.dtype.itemsize * _literal_elements(node)
 
 
 def _best_donor(graph: Graph, allocations: list[Allocation], free: list[int],
@@ -296,7 +303,8 @@ def _best_donor(graph: Graph, allocations: list[Allocation], free: list[int],
     node = graph.node(taker.node)
     fits = [i for i in free
             if _monomial(graph.node(allocations[i].node)) == _monomial(node)
-            and _capacity(graph, allocations, i) >= node.type.dtype.itemsize]
+            and _capacity(graph, allocations, i)
+            >= node.type.dtype.itemsize * _literal_elements(node)]
     same = [i for i in fits if graph.node(allocations[i].node).type == node.type]
     return (same or fits or [None])[0]
 

@@ -232,9 +232,12 @@ def _lifetimes(plan: Plan) -> tuple[tuple[int, ...],
 
 def _take_over(buffer: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """Return ``buffer``'s memory as an array of ``shape`` and ``dtype`` (it fits: the
-    buffer plan only pairs byte counts that are the same product of sizes)."""
+    buffer plan only pairs byte counts that are the same product of sizes). A buffer taken
+    over before is a view of a narrower size: the memory is its fresh allocation, the base."""
     if buffer.shape == shape and buffer.dtype == dtype:
         return buffer
+    while isinstance(buffer.base, type(buffer)):
+        buffer = buffer.base
     nbytes = math.prod(shape) * dtype.itemsize
     return buffer.reshape(-1).view("uint8")[:nbytes].view(dtype).reshape(shape)
 
