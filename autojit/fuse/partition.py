@@ -32,8 +32,9 @@ from autojit.ir.ops import Op
 
 LEAF_OPS = (Op.ARG, Op.CONST, Op.SIZE, Op.VIEW)   # VIEW: stored memory seen with other strides
 
-#: ops that are never recomputed inside a reader: they run along rows, or write memory
-ROW_OPS = (Op.REDUCE, Op.SCAN, Op.WRITE)
+#: ops that are never recomputed inside a reader: they run along rows, write memory, or
+#: are a library call (BLAS writes its result into memory; kernels have no matmul)
+ROW_OPS = (Op.REDUCE, Op.SCAN, Op.WRITE, Op.MATMUL)
 
 #: readers that need their input stored in memory (not recomputed inside them)
 NEEDS_MEMORY = frozenset({Op.REDUCE, Op.MATMUL, Op.WRITE, Op.VIEW})
@@ -114,8 +115,8 @@ def inlined_nodes(graph: Graph) -> set[int]:
                                for r in readers) and all(
                                    r.op not in NEEDS_MEMORY for r in readers)
         cheap = node.op in CHEAP_OPS and feeds_broadcasts and not is_uniform(node)
-        viewed = any(r.op is Op.VIEW for r in readers)
-        if readers and not viewed and (cheap or node.op is Op.FILL):   # FILL: a constant
+        in_memory = any(r.op in (Op.VIEW, Op.MATMUL) for r in readers)  # a view or BLAS
+        if readers and not in_memory and (cheap or node.op is Op.FILL):   # FILL: a constant
             inlined.add(node.id)
     return inlined
 

@@ -59,6 +59,7 @@ def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
         return readers[node_id]
 
     needed = {o for o in graph.outputs if o in owner}
+    needed |= {g.nodes[0] for g in groups if g.library}   # BLAS writes memory, read or not
     needed |= {n.inputs[0] for n in graph.nodes if n.op is Op.VIEW and n.inputs[0] in owner}
     for node_id, group in owner.items():
         if any(g != group for g in reading_groups(node_id)):
@@ -234,15 +235,15 @@ class _KernelEmitter:
     def _emit(self, node: Node, where: Placement) -> int:
         if node.op is Op.CONST:
             return self.kb.const(node.attr("value"), node.type.dtype)
-        if node.op is Op.INDEX:   # its group iterates over its own shape: one loop dim
-            full_axis = node.attr("axis") + len(self.group.shape) - len(node.type.shape)
-            self.kb.position(where.level, where.phase)
-            return self.kb.emit(Op.INDEX, (), np.dtype(np.int64), self.perm.index(full_axis))
-        if self._is_buffer(node) and node.id not in self.members:
+        if self._is_buffer(node) and node.id not in self.members:   # stored by another
             strides, axes = self.strides(node.type.shape, self._is_contiguous(node), where.form)
             buffer = self.kb.input_buffer(node.type.dtype, strides, node.id, axes)
             self.kb.position(where.level, where.phase)
             return self.kb.load(buffer)
+        if node.op is Op.INDEX:   # its group iterates over its own shape: one loop dim
+            full_axis = node.attr("axis") + len(self.group.shape) - len(node.type.shape)
+            self.kb.position(where.level, where.phase)
+            return self.kb.emit(Op.INDEX, (), np.dtype(np.int64), self.perm.index(full_axis))
         if node.op in (Op.ARG, Op.SIZE):
             name = (self.graph.params[node.attr("index")].name if node.op is Op.ARG
                     else "size_" + "_".join(node.attr("symbols")))
