@@ -25,6 +25,7 @@ each row. Rules, applied greedily in topological order:
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from autojit.ir.graph import Graph, Node
@@ -83,11 +84,9 @@ class Group:
 def memory_param(graph: Graph, node_id: int) -> int | None:
     """Return the argument whose memory ``node_id`` is (ARG, VIEW or WRITE chains)."""
     node = graph.node(node_id)
-    if node.op is Op.ARG:
-        return node.attr("index")
-    if node.op in (Op.VIEW, Op.WRITE):
-        return memory_param(graph, node.inputs[0])
-    return None
+    while node.op in (Op.VIEW, Op.WRITE):
+        node = graph.node(node.inputs[0])
+    return node.attr("index") if node.op is Op.ARG else None
 
 
 def is_uniform(node: Node) -> bool:
@@ -95,9 +94,16 @@ def is_uniform(node: Node) -> bool:
     return all(d == 1 for d in node.type.shape)
 
 
+#: most graph ops one inlined value may recompute in each reader (its inlined cone): a
+#: longer chain (a Python loop accumulating a scalar) is stored every so many ops instead,
+#: so kernels and the walks over them stay bounded
+INLINE_MAX_OPS = 64
+
+
 def inlined_nodes(graph: Graph) -> set[int]:
     """Return compute nodes recomputed inside their readers' kernels instead of stored:
-    uniform arithmetic on arguments and constants, and cheap nodes feeding broadcasts."""
+    uniform arithmetic on arguments and constants, and cheap nodes feeding broadcasts
+    (each recomputing at most ``INLINE_MAX_OPS`` ops)."""
     outputs, users = set(graph.outputs), graph.users()
     scalar: set[int] = set()
     for node in graph.nodes:
@@ -108,7 +114,7 @@ def inlined_nodes(graph: Graph) -> set[int]:
             scalar.add(node.id)
     inlined = set(scalar)
     for node in reversed(graph.nodes):
-        if node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs | inlined:
+        if node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs or node.id in inlined:
             continue
         readers = [graph.node(u) for u in users[node.id]]
         feeds_broadcasts = all(r.id in inlined or r.type.shape != node.type.shape
@@ -118,17 +124,71 @@ def inlined_nodes(graph: Graph) -> set[int]:
         in_memory = any(r.op in (Op.VIEW, Op.MATMUL) for r in readers)  # a view or BLAS
         if readers and not in_memory and (cheap or node.op is Op.FILL):   # FILL: a constant
             inlined.add(node.id)
+    cost: dict[int, int] = {}
+    for node in graph.nodes:      # a cone grown too big is stored: its readers load it
+        if node.id in inlined:
+            cost[node.id] = 1 + sum(cost.get(i, 0) for i in node.inputs)
+            if cost[node.id] > INLINE_MAX_OPS:
+                inlined.discard(node.id)
+                del cost[node.id]
     return inlined
 
 
+#: open groups (neither full, sealed nor a library call) reading one value that a node
+#: reading it tries to join, most recent first: bounds the candidate search per node
+SIBLING_CANDIDATES = 8
+
+
 class _Partitioner:
+    """The greedy partition (module docstring). Every per-node step is bounded: readers of
+    each value and each group's dependencies are indexed as groups grow, so partitioning is
+    linear in the graph's size (``evaluations`` counts join attempts)."""
+
     def __init__(self, graph: Graph, max_ops: int) -> None:
         self.graph, self.max_ops = graph, max(1, max_ops)
         self.inlined = inlined_nodes(graph)
         self.groups: list[Group] = []
         self.owner: dict[int, int] = {}
+        self.readers: dict[int, set[int]] = {}      # value -> groups with a node reading it
+        self.open_readers: dict[int, list[int]] = {}   # value -> recent open such groups
+        self.deps: list[set[int]] = []              # group -> groups it reads values of
+        self.dependents: list[set[int]] = []        # group -> groups reading its values
+        self.ancestors: list[int] = []              # group -> bit mask of all it waits for
+        self.waiting: dict[int, list[int]] = {}     # inlined value -> groups writing after it
+        self.through: dict[int, frozenset[int]] = {}   # inlined node or view -> its groups
+        self.evaluations = 0
 
     # -- dependencies --------------------------------------------------------------------
+    def _value_sources(self, value: int) -> frozenset[int]:
+        """Groups a reader of ``value`` waits for: its owner, or through inlined nodes and
+        views the groups they read (memoised: those inputs are all placed already)."""
+        if value in self.owner:
+            return frozenset((self.owner[value],))
+        pending = [value]
+        while pending:
+            current = pending[-1]
+            if current in self.through:
+                pending.pop()
+                continue
+            inputs = [i for i in self.graph.node(current).inputs if i not in self.owner
+                      and self._looks_through(i) and i not in self.through]
+            if inputs:
+                pending.extend(inputs)
+                continue
+            pending.pop()
+            found: set[int] = set()
+            if self._looks_through(current):
+                for i in self.graph.node(current).inputs:
+                    if i in self.owner:
+                        found.add(self.owner[i])
+                    elif self._looks_through(i):
+                        found |= self.through[i]
+            self.through[current] = frozenset(found)
+        return self.through[value]
+
+    def _looks_through(self, node_id: int) -> bool:
+        return node_id in self.inlined or self.graph.node(node_id).op is Op.VIEW
+
     def _sources(self, node_id: int) -> set[int]:
         """Groups whose values ``node_id`` reads (looking through inlined nodes); a WRITE
         also waits for every group that read the argument before it."""
@@ -138,18 +198,31 @@ class _Partitioner:
             if a in self.inlined:
                 found |= self._readers_groups(a)
         for i in node.inputs:
-            if i in self.owner:
-                found.add(self.owner[i])
-            elif i in self.inlined:
-                found |= self._sources(i)
-            elif self.graph.node(i).op is Op.VIEW:
-                found |= self._sources(i)      # a view waits for the value it views
+            found |= self._value_sources(i)
         return found
 
     def _readers_groups(self, node_id: int) -> set[int]:
         """Groups that recompute the inlined node ``node_id``."""
-        return {g for g, group in enumerate(self.groups) for n in group.nodes
-                if node_id in self.graph.node(n).inputs}
+        return set(self.readers.get(node_id, ()))
+
+    def _add_dep(self, g: int, source: int) -> None:
+        """Record that group ``g`` reads a value of ``source``; keep every group's
+        ancestor set (a bit mask) closed by updating ``g`` and the groups depending on it."""
+        if source == g or source in self.deps[g]:
+            return
+        self.deps[g].add(source)
+        self.dependents[source].add(g)
+        gained = self.ancestors[source] | (1 << source)
+        if gained & ~self.ancestors[g] == 0:
+            return
+        pending, seen = [g], {g}
+        while pending:
+            d = pending.pop()
+            self.ancestors[d] |= gained
+            for e in self.dependents[d]:
+                if e not in seen:
+                    seen.add(e)
+                    pending.append(e)
 
     def _reads_param(self, g: int, param: int) -> bool:
         """Return True when group ``g`` reads argument ``param``'s memory."""
@@ -166,6 +239,34 @@ class _Partitioner:
                 pending.extend(self.graph.node(i).inputs)
         return False
 
+    def _place(self, node: Node, g: int, place: Placement) -> None:
+        """Put ``node`` into group ``g`` (a new one when ``g`` is len(groups)) and index it."""
+        group = self.groups[g]
+        group.nodes.append(node.id)
+        group.placement[node.id] = place
+        self.owner[node.id] = g
+        for source in self._sources(node.id):
+            self._add_dep(g, source)
+        for a in node.attr("after", ()):   # later readers of an inlined value it follows
+            if a in self.inlined:
+                self.waiting.setdefault(a, []).append(g)
+        for i in set(node.inputs):
+            self.readers.setdefault(i, set()).add(g)
+            for w in self.waiting.get(i, ()):
+                self._add_dep(w, g)
+            if self.graph.node(i).op is not Op.CONST:
+                recent = self.open_readers.setdefault(i, [])
+                if g not in recent:
+                    recent.append(g)
+                    del recent[:-SIBLING_CANDIDATES]
+
+    def _new_group(self, group: Group, node: Node, place: Placement) -> None:
+        self.groups.append(group)
+        self.deps.append(set())
+        self.dependents.append(set())
+        self.ancestors.append(0)
+        self._place(node, len(self.groups) - 1, place)
+
     def _add_write(self, node: Node) -> None:
         """A write joins its value's elementwise kernel when that kernel does not read the
         argument (else NumPy's evaluate-then-write needs the value stored first)."""
@@ -177,29 +278,14 @@ class _Partitioner:
             if (group.row_axes is None and not group.sealed and not group.library
                     and group.shape == region.type.shape and self._acyclic(node, g)
                     and not self._reads_param(g, param)):
-                group.nodes.append(node.id)
-                group.placement[node.id] = Placement("row", 0)
+                self._place(node, g, Placement("row", 0))
                 group.sealed = True
-                self.owner[node.id] = g
                 return
-        group = Group([node.id], region.type.shape, sealed=True)
-        group.placement[node.id] = Placement("row", 0)
-        self.groups.append(group)
-        self.owner[node.id] = len(self.groups) - 1
+        self._new_group(Group([], region.type.shape, sealed=True), node, Placement("row", 0))
 
     def _depends_on(self, group: int, target: int) -> bool:
         """Return True when ``group`` reads, directly or not, a value of ``target``."""
-        pending, seen = [group], set()
-        while pending:
-            g = pending.pop()
-            if g == target:
-                return True
-            if g in seen:
-                continue
-            seen.add(g)
-            for n in self.groups[g].nodes:
-                pending.extend(self._sources(n) - {g})
-        return False
+        return group == target or bool(self.ancestors[group] >> target & 1)
 
     def _acyclic(self, node: Node, g: int) -> bool:
         return not any(self._depends_on(h, g) for h in self._sources(node.id) - {g})
@@ -208,11 +294,13 @@ class _Partitioner:
     def _member_inputs(self, node: Node, g: int) -> list[Placement]:
         """Placements of group ``g``'s values that ``node`` reads, through inlined nodes."""
         found: list[Placement] = []
-        for i in node.inputs:
+        pending = list(reversed(node.inputs))
+        while pending:
+            i = pending.pop()
             if self.owner.get(i) == g:
                 found.append(self.groups[g].placement[i])
             elif i in self.inlined:
-                found += self._member_inputs(self.graph.node(i), g)
+                pending.extend(reversed(self.graph.node(i).inputs))
         return found
 
     def _place_elementwise(self, node: Node, g: int) -> Placement | None:
@@ -258,12 +346,19 @@ class _Partitioner:
     def _after_scan(self, node: Node, g: int) -> bool:
         """Return True when ``node`` reads, through row values of group ``g`` (and nodes
         recomputed in it), the result of one of the group's scans."""
-        for i in node.inputs:
+        pending, seen = list(node.inputs), set()
+        while pending:
+            i = pending.pop()
+            if i in seen:
+                continue
+            seen.add(i)
             place = self.groups[g].placement.get(i) if self.owner.get(i) == g else None
             through = (place.level == "row") if place is not None else i in self.inlined
             source = self.graph.node(i)
-            if through and (source.op is Op.SCAN or self._after_scan(source, g)):
+            if through and source.op is Op.SCAN:
                 return True
+            if through:
+                pending.extend(source.inputs)
         return False
 
     def _views_into(self, node: Node, g: int) -> bool:
@@ -277,7 +372,12 @@ class _Partitioner:
                     return True
         return False
 
+    def _is_open(self, g: int) -> bool:
+        group = self.groups[g]
+        return not (group.library or group.sealed or len(group.nodes) >= self.max_ops)
+
     def _try_join(self, node: Node, g: int) -> bool:
+        self.evaluations += 1
         group = self.groups[g]
         if group.library or group.sealed or node.op is Op.MATMUL or self._views_into(node, g):
             return False   # a library call is a step of its own; a viewed value is stored
@@ -289,19 +389,20 @@ class _Partitioner:
             return False
         if node.op in placers and group.row_axes is None:
             group.row_axes = node.attr("axes")
-        group.nodes.append(node.id)
-        group.placement[node.id] = place
-        self.owner[node.id] = g
+        self._place(node, g, place)
         return True
 
     def _candidates(self, node: Node) -> list[int]:
-        """Groups of the node's inputs first, then groups reading the same values."""
+        """Groups of the node's inputs first, then (in creation order) open groups reading
+        the same values: the ``SIBLING_CANDIDATES`` most recent per value."""
         direct = [self.owner[i] for i in node.inputs if i in self.owner]
-        siblings = [g for g, group in enumerate(self.groups)
-                    if any(i in node.inputs for n in group.nodes
-                           for i in self.graph.node(n).inputs
-                           if self.graph.node(i).op is not Op.CONST)]
-        return list(dict.fromkeys(direct + siblings))
+        siblings: set[int] = set()
+        for i in node.inputs:
+            recent = self.open_readers.get(i)
+            if recent:
+                recent[:] = [g for g in recent if self._is_open(g)]
+                siblings.update(recent)
+        return list(dict.fromkeys(direct + sorted(siblings)))
 
     def add(self, node: Node) -> None:
         if node.op is Op.WRITE:
@@ -310,42 +411,50 @@ class _Partitioner:
         for g in self._candidates(node):
             if self._try_join(node, g):
                 return
+        place = Placement("row", 0)
         if node.op is Op.MATMUL:
             group = Group([], node.type.shape, library=True)
-            group.placement[node.id] = Placement("row", 0)
         elif node.op is Op.REDUCE:
             source = self.graph.node(node.inputs[0])
             group = Group([], source.type.shape, node.attr("axes"))
-            form = "keep" if node.attr("keepdims") else "drop"
-            group.placement[node.id] = Placement("outer", 0, form)
+            place = Placement("outer", 0, "keep" if node.attr("keepdims") else "drop")
         elif node.op is Op.SCAN:
             group = Group([], node.type.shape, node.attr("axes"))
-            group.placement[node.id] = Placement("row", 0)
         else:
             group = Group([], node.type.shape)
-            group.placement[node.id] = Placement("row", 0)
-        group.nodes.append(node.id)
-        self.groups.append(group)
-        self.owner[node.id] = len(self.groups) - 1
+        self._new_group(group, node, place)
 
     def ordered(self) -> list[Group]:
+        """Return the groups in dependency order, the lowest ready index first."""
+        deps = [d - {g} for g, d in enumerate(self.deps)]
+        waiting = [len(d) for d in deps]
+        dependents: list[list[int]] = [[] for _ in self.groups]
+        for g, found in enumerate(deps):
+            for h in found:
+                dependents[h].append(g)
+        ready = [g for g, count in enumerate(waiting) if count == 0]
+        heapq.heapify(ready)
         order: list[int] = []
-        done: set[int] = set()
-        while len(order) < len(self.groups):
-            ready = [g for g in range(len(self.groups)) if g not in done and
-                     all(h in done for n in self.groups[g].nodes for h in self._sources(n)
-                         if h != g)]
-            if not ready:
-                raise AssertionError("kernel dependency cycle")
-            order.append(ready[0])
-            done.add(ready[0])
+        while ready:
+            g = heapq.heappop(ready)
+            order.append(g)
+            for d in dependents[g]:
+                waiting[d] -= 1
+                if waiting[d] == 0:
+                    heapq.heappush(ready, d)
+        if len(order) < len(self.groups):
+            raise AssertionError("kernel dependency cycle")
         return [self.groups[g] for g in order]
 
 
-def partition_graph(graph: Graph, max_ops: int) -> list[Group]:
-    """Return the kernels' node groups in an order that respects dependencies."""
+def partition_graph(graph: Graph, max_ops: int,
+                    counters: dict[str, int] | None = None) -> list[Group]:
+    """Return the kernels' node groups in an order that respects dependencies;
+    ``counters`` (when given) receives the number of join attempts ("evaluations")."""
     partitioner = _Partitioner(graph, max_ops)
     for node in graph.nodes:
         if node.op not in LEAF_OPS and node.id not in partitioner.inlined:
             partitioner.add(node)
+    if counters is not None:
+        counters["evaluations"] = partitioner.evaluations
     return partitioner.ordered()
