@@ -241,6 +241,11 @@ class Dispatcher:
         except TraceError as exc:
             entry = Entry(signature, None, str(exc))
             self._note_fallback(str(exc))
+        except Exception as exc:  # an autojit bug while planning: run the Python instead
+            reason = f"internal error while planning ({type(exc).__name__}: {exc})"
+            _LOGGER.debug("%s: %s", self.__qualname__, reason, exc_info=True)
+            entry = Entry(signature, None, reason)
+            self._note_fallback(reason)
         self._stats.add("compile_seconds", time.perf_counter() - started)
         if slot is not None and entry.plan is not None:
             entry.disk = disk_cache.store_plan(slot, entry.plan)
