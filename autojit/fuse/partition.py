@@ -81,12 +81,36 @@ class Group:
         return 1 + max((p.phase for p in self.placement.values()), default=0)
 
 
+#: per graph (by its nodes tuple, held so the key stays valid), node -> argument index:
+#: chains of writes make the walk long, and every write's planning asks
+_MEMORY: dict[int, tuple[tuple, dict[int, int | None]]] = {}
+
+
 def memory_param(graph: Graph, node_id: int) -> int | None:
     """Return the argument whose memory ``node_id`` is (ARG, VIEW or WRITE chains)."""
-    node = graph.node(node_id)
-    while node.op in (Op.VIEW, Op.WRITE):
-        node = graph.node(node.inputs[0])
-    return node.attr("index") if node.op is Op.ARG else None
+    held = _MEMORY.get(id(graph.nodes))
+    if held is None or held[0] is not graph.nodes:
+        if len(_MEMORY) >= 8:
+            _MEMORY.pop(next(iter(_MEMORY)))
+        held = _MEMORY[id(graph.nodes)] = (graph.nodes, {})
+    memo = held[1]
+    if node_id not in memo:
+        node = graph.node(node_id)
+        if node.op is Op.ARG:
+            memo[node_id] = node.attr("index")
+        elif node.op in (Op.VIEW, Op.WRITE):
+            chain = [node_id]             # down to a known node, then memoise on the way up
+            while node.op in (Op.VIEW, Op.WRITE) and node.inputs[0] not in memo:
+                node = graph.node(node.inputs[0])
+                chain.append(node.id)
+            last = graph.node(chain[-1])
+            found = (last.attr("index") if last.op is Op.ARG
+                     else memo.get(last.inputs[0]) if last.op in (Op.VIEW, Op.WRITE) else None)
+            for n in chain:
+                memo[n] = found
+        else:
+            memo[node_id] = None
+    return memo[node_id]
 
 
 def is_uniform(node: Node) -> bool:
