@@ -1,0 +1,143 @@
+"""Large programs: compile work grows linearly with their size (counted, never timed), long
+unrolled loops neither recurse nor reach the user as internal errors, and Ctrl-C stops a
+long first compile and leaves the function usable. ``benchmarks/compile_scaling.py`` times
+the stages by hand."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+from oracle import assert_matches_numpy
+
+from autojit import FallbackWarning, autoroute
+from autojit.fuse.partition import SIBLING_CANDIDATES, partition_graph
+from autojit.policy import dispatcher as dispatcher_module
+from autojit.tracer import trace_function
+
+
+def _chain(n: int):
+    def fn(x):
+        for _ in range(n):
+            x = np.sin(x) + 1.0
+        return x
+    return fn
+
+
+def _shared_input(n: int):
+    """Every op reads the argument: each one's siblings are every group reading it."""
+    def fn(x):
+        y = x
+        for _ in range(n):
+            y = np.sin(y) * x
+        return y
+    return fn
+
+
+def _with_reductions(n: int):
+    def fn(x):
+        for i in range(n):
+            x = np.sin(x) * 0.5
+            x = x - x.max(axis=-1, keepdims=True) if i % 3 == 0 else x + 1.0
+        return x
+    return fn
+
+
+def _evaluations(fn, max_ops: int) -> tuple[int, int]:
+    graph = trace_function(fn, (np.ones((4, 8)),))
+    counters: dict[str, int] = {}
+    partition_graph(graph, max_ops, counters)
+    return counters["evaluations"], len(graph.nodes)
+
+
+@pytest.mark.parametrize("make", [_chain, _shared_input, _with_reductions])
+@pytest.mark.parametrize("max_ops", [2, 16, 128])
+def test_join_attempts_per_op_are_bounded(make, max_ops):
+    """Each op tries its inputs' groups and a bounded number of siblings: the attempts per
+    op do not grow with the program (they did: every group reading a value was tried)."""
+    small, small_nodes = _evaluations(make(100), max_ops)
+    large, large_nodes = _evaluations(make(800), max_ops)
+    bound = 3 + SIBLING_CANDIDATES
+    assert small <= bound * small_nodes and large <= bound * large_nodes
+    assert large / large_nodes <= small / small_nodes + 1
+
+
+def test_long_unrolled_scalar_accumulation_compiles():
+    """The Numba five-minute-guide loop: thousands of scalar ops feeding one broadcast
+    (they recursed past Python's limit, and RecursionError reached the caller)."""
+    def trace_plus(a):
+        trace = 0.0
+        for i in range(a.shape[0]):
+            trace += np.tanh(a[i, i % 4])
+        return a + trace
+
+    assert_matches_numpy(trace_plus, np.arange(1500 * 4.0).reshape(1500, 4) / 1e4, ulps=4)
+
+
+def test_long_chain_of_views_and_writes_compiles():
+    def shifted(x, y):
+        for i in range(1, x.shape[0]):
+            y[i:i + 1] = y[i - 1:i] * 0.5 + x[i:i + 1]
+        return y
+
+    assert_matches_numpy(shifted, np.linspace(0, 1, 400), np.zeros(400))
+
+
+def test_internal_error_while_planning_falls_back_with_its_reason(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("planner bug")
+
+    monkeypatch.setattr(dispatcher_module, "plan_kernels", broken)
+    f = autoroute(lambda a: np.sin(a) + 1, force="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        result = f(np.ones(3))
+    assert result.tolist() == (np.sin(np.ones(3)) + 1).tolist()
+    assert any("internal error while planning (RuntimeError: planner bug)" in reason
+               for reason in f.stats()["fallbacks"])
+
+
+INTERRUPTED = textwrap.dedent('''
+    import sys, time
+    import numpy as np
+    from autojit import autoroute
+
+    @autoroute
+    def fn(x):
+        for i in range(x.shape[0]):
+            x = np.sin(x) * 0.5
+            x = x - x.max(axis=-1, keepdims=True) if i % 3 == 0 else x + 1.0
+        return x
+
+    print("start", flush=True)
+    try:
+        fn(np.ones((3000, 8)))
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    small = np.ones((3, 8))
+    print("after", bool(np.array_equal(fn(small), fn.__wrapped__(small))), flush=True)
+''')
+
+
+def test_ctrl_c_stops_a_long_first_compile_and_the_function_still_works():
+    process = subprocess.Popen([sys.executable, "-c", INTERRUPTED], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "start"
+    time.sleep(1.5)                        # tracing or compiling the 9,000-op program
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    line = process.stdout.readline().strip()
+    latency = time.monotonic() - sent
+    rest, errors = process.communicate(timeout=120)
+    if line == "finished":
+        pytest.skip("the compile finished before the interrupt")
+    assert line == "interrupted", errors
+    assert latency < 5.0, f"KeyboardInterrupt took {latency:.1f} s"
+    assert rest.strip() == "after True", errors
