@@ -9,6 +9,7 @@ engine on the same in-process LLVM; nothing here changes global LLVM options, so
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import itertools
 import logging
@@ -107,7 +108,8 @@ def interruptible(work: Callable[[], T]) -> T:
     One LLVM call (the O3 pipeline, code generation) can run for a second without returning
     to Python, and Python only handles Ctrl-C between bytecodes of the main thread; waiting
     in short joins keeps KeyboardInterrupt prompt. An interrupted compile finishes on its
-    thread (it holds the JIT's lock, so the next compile simply waits) and is dropped."""
+    thread (it holds the JIT's lock, so the next compile simply waits) and is dropped.
+    The helper runs in a copy of the caller's context (context variables hold settings)."""
     if threading.current_thread() is not threading.main_thread():
         return work()
     outcome: list[Any] = []
@@ -118,7 +120,9 @@ def interruptible(work: Callable[[], T]) -> T:
         except BaseException as exc:  # noqa: BLE001 — handed back to the waiting thread
             outcome.append((False, exc))
 
-    helper = threading.Thread(target=run, name="autojit-llvm", daemon=True)
+    context = contextvars.copy_context()     # settings such as scalar_math_only() hold
+    helper = threading.Thread(target=context.run, args=(run,), name="autojit-llvm",
+                              daemon=True)
     helper.start()
     while helper.is_alive():
         helper.join(_SIGNAL_POLL_S)
