@@ -158,6 +158,12 @@ def inlined_nodes(graph: Graph) -> set[int]:
     return inlined
 
 
+#: a kernel emits at most this many ops per ``max_ops`` (and at least ``MIN_EMITTED``):
+#: a later pass recomputes the row values it reads, so a kernel of ``max_ops`` graph ops
+#: with many passes emits several times as many (LLVM's time grows faster than its size)
+EMITTED_PER_OP = 2
+MIN_EMITTED = 64
+
 #: open groups (neither full, sealed nor a library call) reading one value that a node
 #: reading it tries to join, most recent first: bounds the candidate search per node
 SIBLING_CANDIDATES = 8
@@ -181,6 +187,9 @@ class _Partitioner:
         self.waiting: dict[int, list[int]] = {}     # inlined value -> groups writing after it
         self.through: dict[int, frozenset[int]] = {}   # inlined node or view -> its groups
         self.evaluations = 0
+        self.max_emitted = max(EMITTED_PER_OP * self.max_ops, MIN_EMITTED)
+        self.emitted: list[dict[int, set[int]]] = []   # group -> pass -> ops emitted there
+        self.size: list[int] = []                   # group -> ops its kernel emits in all
 
     # -- dependencies --------------------------------------------------------------------
     def _value_sources(self, value: int) -> frozenset[int]:
@@ -286,10 +295,14 @@ class _Partitioner:
 
     def _new_group(self, group: Group, node: Node, place: Placement) -> None:
         self.groups.append(group)
+        self.emitted.append({})
+        self.size.append(0)
         self.deps.append(set())
         self.dependents.append(set())
         self.ancestors.append(0)
         self._place(node, len(self.groups) - 1, place)
+        self._count(len(self.groups) - 1, place, self._emissions(node, len(self.groups) - 1,
+                                                                  place))
 
     def _add_write(self, node: Node) -> None:
         """A write joins its value's elementwise kernel when that kernel does not read the
@@ -411,10 +424,40 @@ class _Partitioner:
         place = placers.get(node.op, self._place_elementwise)(node, g)
         if place is None:
             return False
+        emitted = self._emissions(node, g, place)
+        if self.size[g] + len(emitted) > self.max_emitted:
+            return False
         if node.op in placers and group.row_axes is None:
             group.row_axes = node.attr("axes")
         self._place(node, g, place)
+        self._count(g, place, emitted)
         return True
+
+    def _emissions(self, node: Node, g: int, place: Placement) -> set[int]:
+        """Return the ops the kernel newly emits for ``node`` at ``place``: the node, and
+        for a row value in a later pass the row values (and inlined nodes) of earlier
+        passes it reads, which that pass recomputes (``plan._KernelEmitter.value``)."""
+        if place.level != "row":
+            return {node.id}
+        group, have = self.groups[g], self.emitted[g].get(place.phase, set())
+        new = {node.id}
+        pending = list(node.inputs)
+        while pending:
+            i = pending.pop()
+            if i in new or i in have:
+                continue
+            member = group.placement.get(i) if self.owner.get(i) == g else None
+            if member is not None and (member.level != "row" or member.phase >= place.phase):
+                continue   # computed once per row, or already in this pass
+            if member is not None or i in self.inlined:
+                new.add(i)
+                pending.extend(self.graph.node(i).inputs)
+        return new
+
+    def _count(self, g: int, place: Placement, emitted: set[int]) -> None:
+        self.size[g] += len(emitted)
+        if place.level == "row":
+            self.emitted[g].setdefault(place.phase, set()).update(emitted)
 
     def _candidates(self, node: Node) -> list[int]:
         """Groups of the node's inputs first, then (in creation order) open groups reading

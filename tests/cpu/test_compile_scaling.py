@@ -18,6 +18,8 @@ from oracle import assert_matches_numpy
 
 from autojit import FallbackWarning, autoroute
 from autojit.fuse.partition import SIBLING_CANDIDATES, partition_graph
+from autojit.fuse.plan import plan_kernels
+from autojit.ir.ops import Op
 from autojit.policy import dispatcher as dispatcher_module
 from autojit.tracer import trace_function
 
@@ -66,6 +68,22 @@ def test_join_attempts_per_op_are_bounded(make, max_ops):
     bound = 3 + SIBLING_CANDIDATES
     assert small <= bound * small_nodes and large <= bound * large_nodes
     assert large / large_nodes <= small / small_nodes + 1
+
+
+@pytest.mark.parametrize("max_ops", [16, 128])
+def test_kernels_with_many_passes_stay_within_the_emitted_bound(max_ops):
+    """A later pass recomputes the row values it reads: the partition counts those
+    recomputations, so no kernel emits more than twice max_ops ops (at least 64; a kernel
+    of 128 graph ops in 14 passes emitted ~700 and took LLVM a second)."""
+    plan = plan_kernels(trace_function(_with_reductions(300), (np.ones((4, 8)),)),
+                        [True], max_ops)
+    bound = max(2 * max_ops, 64)
+    leaves = (Op.ARG, Op.CONST, Op.VIEW, Op.SIZE)
+    for kernel in plan.kernels:
+        emitted = {(i.node, i.level, i.phase) for i in kernel.body
+                   if i.node is not None and i.node >= 0
+                   and plan.graph.node(i.node).op not in leaves}
+        assert len(emitted) <= bound, kernel.name
 
 
 def test_long_unrolled_scalar_accumulation_compiles():
