@@ -179,15 +179,22 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     first_view = argument_count + len(plan.allocations) + len(constant_nodes)
 
     def slot(node_id: int) -> int:
+        chain = []                # views of views (x = x[1:] in a loop): walked, not recursed
+        while node_id not in slots and graph.node(node_id).op is Op.VIEW:
+            chain.append(node_id)
+            node_id = graph.node(node_id).inputs[0]
+        base = leaf_slot(node_id)
+        for view in reversed(chain):   # a view of an argument, taken again at every call
+            views.append((base, graph.node(view).attr("step")))
+            base = slots[view] = first_view + len(views) - 1
+        return base
+
+    def leaf_slot(node_id: int) -> int:
         node = graph.node(node_id)
         if node_id in slots:
             return slots[node_id]
         if node.op in (Op.ARG, Op.WRITE):   # a write's result is its argument's memory
             return memory_param(graph, node_id)
-        if node.op is Op.VIEW:   # a view of an argument, taken again at every call
-            views.append((slot(node.inputs[0]), node.attr("step")))
-            slots[node_id] = first_view + len(views) - 1
-            return slots[node_id]
         constants.append(np.asarray(node.attr("value"), dtype=node.type.dtype))
         slots[node_id] = argument_count + len(plan.allocations) + len(constants) - 1
         return slots[node_id]

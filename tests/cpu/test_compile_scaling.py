@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_matches_numpy
+from oracle import assert_calls_match_numpy, assert_matches_numpy
 
 from autojit import FallbackWarning, autoroute
 from autojit.fuse.partition import SIBLING_CANDIDATES, partition_graph
@@ -105,6 +105,15 @@ def test_long_chain_of_views_and_writes_compiles():
         return y
 
     assert_matches_numpy(shifted, np.linspace(0, 1, 400), np.zeros(400))
+
+
+def test_long_chain_of_views_of_views_compiles():
+    def peeled(x):
+        for _ in range(1500):
+            x = x[1:]
+        return x + 1
+
+    assert_calls_match_numpy(peeled, [(np.arange(2000.0),), (np.arange(1600.0),)])
 
 
 def test_internal_error_while_planning_falls_back_with_its_reason(monkeypatch):
