@@ -131,12 +131,28 @@ class Dispatcher:
                 router.observe(state, "gpu", n, done[1])
                 return done[0]
             decision = cpu_rerun(decision, entry.routing.resident)
+        if not self._cpu_compiles(entry):
+            return self._run_python(args, {})
         result, seconds = router.devices["cpu"].run(self, entry, args, sizes, decision)
         if decision.to_device or decision.fetch_inputs:
             result = self._place_cpu_result(router, args, result, decision)
         self._stats.record("cpu", decision, n, seconds)
         router.observe(state, "cpu", n, seconds)
         return result
+
+    def _cpu_compiles(self, entry: Entry) -> bool:
+        """Compile the entry's CPU programs; an internal error doing so (LLVM rejecting
+        the IR autojit wrote) makes the entry a fallback with the reason, not the caller's
+        exception."""
+        try:
+            self.programs(entry, "cpu")
+        except Exception as exc:  # an autojit bug: run the Python from now on
+            reason = f"internal error while compiling ({type(exc).__name__}: {exc})"
+            _LOGGER.debug("%s: %s", self.__qualname__, reason, exc_info=True)
+            entry.plan, entry.reason = None, reason
+            self._note_fallback(reason)
+            return False
+        return True
 
     def _run_gpu(self, entry: Entry, args: tuple, sizes: dict, router: Router,
                  decision: Decision, state: BucketState) -> tuple[Any, float] | None:

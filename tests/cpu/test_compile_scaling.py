@@ -130,6 +130,21 @@ def test_internal_error_while_planning_falls_back_with_its_reason(monkeypatch):
                for reason in f.stats()["fallbacks"])
 
 
+def test_internal_error_while_compiling_falls_back_with_its_reason(monkeypatch):
+    def broken(kernel):
+        raise RuntimeError("LLVM rejected it")
+
+    monkeypatch.setattr(dispatcher_module.BACKENDS["cpu"], "compile", broken)
+    f = autoroute(lambda a: np.cos(a) * 3, force="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        results = [f(np.ones(3)), f(np.ones(3))]
+    for result in results:
+        assert result.tolist() == (np.cos(np.ones(3)) * 3).tolist()
+    assert any("internal error while compiling (RuntimeError: LLVM rejected it)" in reason
+               for reason in f.stats()["fallbacks"])
+
+
 INTERRUPTED = textwrap.dedent('''
     import sys, time
     import numpy as np
