@@ -148,13 +148,33 @@ def inlined_nodes(graph: Graph) -> set[int]:
         in_memory = any(r.op in (Op.VIEW, Op.MATMUL) for r in readers)  # a view or BLAS
         if readers and not in_memory and (cheap or node.op is Op.FILL):   # FILL: a constant
             inlined.add(node.id)
+    return _bounded(graph, inlined, users)
+
+
+def _bounded(graph: Graph, inlined: set[int], users: dict[int, list[int]]) -> set[int]:
+    """Store (drop from ``inlined``) each node whose recomputed cone would exceed
+    ``INLINE_MAX_OPS`` ops, or that reads an argument before a write to it and has a
+    reader after that write: recomputed there, it would read the written memory."""
+    written_after: dict[int, int] = {}      # memory reader -> first write that follows it
+    for node in graph.nodes:
+        if node.op is Op.WRITE:
+            for a in node.attr("after", ()):
+                written_after.setdefault(a, node.id)
     cost: dict[int, int] = {}
-    for node in graph.nodes:      # a cone grown too big is stored: its readers load it
-        if node.id in inlined:
-            cost[node.id] = 1 + sum(cost.get(i, 0) for i in node.inputs)
-            if cost[node.id] > INLINE_MAX_OPS:
-                inlined.discard(node.id)
-                del cost[node.id]
+    stale_after: dict[int, int] = {}        # inlined node -> write after which it is stale
+    for node in graph.nodes:
+        if node.id not in inlined:
+            continue
+        cost[node.id] = 1 + sum(cost.get(i, 0) for i in node.inputs)
+        writes = [written_after[node.id]] if node.id in written_after else []
+        writes += [stale_after[i] for i in node.inputs if i in stale_after]
+        if writes:
+            stale_after[node.id] = min(writes)
+        late = writes and max(users[node.id], default=-1) > stale_after[node.id]
+        if cost[node.id] > INLINE_MAX_OPS or late:
+            inlined.discard(node.id)
+            del cost[node.id]
+            stale_after.pop(node.id, None)
     return inlined
 
 
