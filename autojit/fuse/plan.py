@@ -83,7 +83,8 @@ class _KernelEmitter:
         rows = group.row_axes or ()
         self.outer_axes = [a for a in range(len(group.shape)) if a not in rows]
         self.perm = self.outer_axes + list(rows)
-        special = any(graph.node(n).op in (Op.INDEX, Op.WRITE) for n in group.nodes)
+        special = any(graph.node(n).op in (Op.INDEX, Op.WRITE) for n in group.nodes) or any(
+            n.op is Op.INDEX and n.id not in in_memory for n in self._reads())  # recomputed
         self.collapsed = not rows and not special and self._can_collapse()
         shape = group.shape
         if self.collapsed:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from oracle import assert_calls_match_numpy, assert_matches_numpy
 
-from autojit import FallbackWarning, autoroute
+from autojit import FallbackWarning, autoroute, config
 from autojit.fuse.partition import SIBLING_CANDIDATES, partition_graph
 from autojit.fuse.plan import plan_kernels
 from autojit.ir.ops import Op
@@ -183,3 +183,41 @@ def test_ctrl_c_stops_a_long_first_compile_and_the_function_still_works():
     assert line == "interrupted", errors
     assert latency < 5.0, f"KeyboardInterrupt took {latency:.1f} s"
     assert rest.strip() == "after True", errors
+
+
+# -- partition and plan regressions found with the rewrite ---------------------------------
+
+def test_value_read_before_a_write_and_after_it_is_stored_before_the_write():
+    """``v3`` reads ``a0`` before the masked write and is read again after it: recomputed
+    after the write it would see the new memory (and the kernels formed a cycle)."""
+    def mask_write(a0, a1):
+        v1 = np.floor(a1)
+        v3 = np.clip(a0, False, None)
+        a0[v3] = True
+        return v1, a0 > v3
+
+    assert_calls_match_numpy(mask_write, [(np.array([True]), np.array([1.5])),
+                                          (np.array([False]), np.array([2.5]))])
+    assert_matches_numpy(mask_write, np.array([False]), np.array([-0.5]))
+
+
+def test_value_read_before_a_write_through_a_broadcast_is_stored_before_it():
+    def scaled_then_zeroed(x, y):
+        column = x[:, :1] * 2.0
+        x[...] = 0.0
+        return y + column
+
+    assert_matches_numpy(scaled_then_zeroed, np.arange(6.0).reshape(3, 2), np.ones((3, 4)))
+
+
+@pytest.mark.parametrize("shape", [(2, 1), (1, 1), (3, 4), (2, 1, 3)])
+@pytest.mark.parametrize("max_ops", [1, 2, 128])
+def test_index_values_stored_or_recomputed_keep_their_loop(shape, max_ops):
+    """An arange stored by one kernel is loaded by the next, and one recomputed inside a
+    kernel keeps that kernel's loops per axis (it was emitted as the index of a loop the
+    kernel had collapsed into one: IndexError)."""
+    with config(fusion_max_ops=max_ops):
+        assert_matches_numpy(lambda a: a - np.arange(a.shape[-1]) * 0.5,
+                             np.ones(shape, np.int32))
+        assert_matches_numpy(lambda a: a + np.eye(a.shape[-2], a.shape[-1], dtype=np.uint16),
+                             np.ones(shape[-2:], np.int8))
