@@ -127,7 +127,10 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     div = (num - 1) if endpoint else num
     step = (stop - start) / div if div > 0 else np.nan
     index = _positions(_concrete_shape((num,)), 0).astype(np.float64)
-    values = index * step + start if step != 0 else index / div * (stop - start) + start
+    if div <= 0:      # one value with the endpoint (or none): NumPy's y * delta + start
+        values = index * float(stop - start) + start
+    else:
+        values = index * step + start if step != 0 else index / div * (stop - start) + start
     if endpoint and num > 1:
         values = np.where(_positions(_concrete_shape((num,)), 0) == num - 1, float(stop),
                           values)

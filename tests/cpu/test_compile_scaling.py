@@ -221,3 +221,14 @@ def test_index_values_stored_or_recomputed_keep_their_loop(shape, max_ops):
                              np.ones(shape, np.int32))
         assert_matches_numpy(lambda a: a + np.eye(a.shape[-2], a.shape[-1], dtype=np.uint16),
                              np.ones(shape[-2:], np.int8))
+
+
+@pytest.mark.parametrize("num", [0, 1, 2, 5])
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_linspace_of_any_length_including_one(num, endpoint):
+    """linspace(a, b, 1) is [a] (NumPy's undefined step is not used); with the size read
+    from an argument of last dim 1 it was a column of NaNs once it compiled."""
+    assert_matches_numpy(lambda x: x + np.linspace(2.0, -3.0, num, endpoint=endpoint),
+                         np.zeros(num))
+    assert_matches_numpy(lambda a: a - np.linspace(0.0, 1.0, a.shape[-1], endpoint=endpoint),
+                         np.ones((2, max(num, 1)), np.int32))
