@@ -9,8 +9,11 @@ from typing import Any
 def apply_view(array: Any, step: tuple[str, Any]) -> Any:
     """Return ``array`` seen through one view step (NumPy or CuPy arrays alike)."""
     name, argument = step
-    if name == "getitem":
-        return array[argument]
+    if name == "getitem":   # with an Ellipsis, integers alone still give a (0-d) view, not
+        key = argument if isinstance(argument, tuple) else (argument,)   # a scalar copy
+        if not any(k is Ellipsis for k in key):
+            key = (*key, Ellipsis)
+        return array[key]
     if name == "reshape":
         return array.reshape(argument)
     return array.transpose(argument)

@@ -107,6 +107,20 @@ def test_long_chain_of_views_and_writes_compiles():
     assert_matches_numpy(shifted, np.linspace(0, 1, 400), np.zeros(400))
 
 
+def test_long_loop_of_single_element_writes_keeps_every_write():
+    """``y[i] = ...`` writes through a 0-d view of the argument; taken with integers alone
+    it was a scalar copy, and every write was lost."""
+    def recurrence(x, y):
+        for i in range(1, x.shape[0]):
+            y[i] = y[i - 1] * 0.5 + x[i]
+        return y
+
+    for n in (2, 5, 300):
+        assert_matches_numpy(recurrence, np.linspace(0, 1, n), np.zeros(n))
+    assert_matches_numpy(lambda a: a.__setitem__((1, 2), a[0, 0] + 1) or a,
+                         np.arange(12.0).reshape(3, 4))
+
+
 def test_long_chain_of_views_of_views_compiles():
     def peeled(x):
         for _ in range(1500):
