@@ -19,8 +19,12 @@ each row. Rules, applied greedily in topological order:
 * *uniform* nodes (every dimension 1) and cheap nodes of a smaller shape that only feed
   broadcasts are recomputed inside each reader instead of being stored;
 * a value read by another kernel, or returned, is stored ("materialised"); at most
-  ``max_ops`` graph ops per kernel; a join that would make kernels depend on each other in
-  a cycle is refused.
+  ``max_ops`` graph ops per kernel, and at most twice that many ops emitted (a later pass
+  recomputes the row values it reads); a join that would make kernels depend on each other
+  in a cycle is refused.
+
+Every step is bounded per node (indexed readers and ancestor sets, a few sibling
+candidates, iterative walks), so partitioning is linear in the graph's size.
 """
 
 from __future__ import annotations
@@ -293,7 +297,7 @@ class _Partitioner:
         return False
 
     def _place(self, node: Node, g: int, place: Placement) -> None:
-        """Put ``node`` into group ``g`` (a new one when ``g`` is len(groups)) and index it."""
+        """Put ``node`` into group ``g`` and index it (readers, dependencies, waits)."""
         group = self.groups[g]
         group.nodes.append(node.id)
         group.placement[node.id] = place
