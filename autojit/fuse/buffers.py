@@ -235,32 +235,50 @@ def _monomial(node: Node) -> tuple[str, ...]:
     return tuple(sorted(d for d in node.type.shape if isinstance(d, str)))
 
 
+def _literal_elements(node: Node) -> int:
+    """Return the product of ``node``'s literal dims (its element count over the symbols)."""
+    return math.prod(d for d in node.type.shape if not isinstance(d, str))
+
+
 def _assign_reuse(plan: Plan, allocations: list[Allocation]) -> list[Allocation]:
     """Give each allocation the buffer of a value dead before its first step when the
     byte counts are the same size-symbol product and the item size fits (greedy, in step
     order, preferring the same dtype and shape); failing that, the buffer of a value its
-    own elementwise kernel reads for the last time at exactly the elements it writes."""
+    own elementwise kernel reads for the last time at exactly the elements it writes.
+    Indexed by step so that the work grows with the number of allocations, not its square."""
     graph = plan.graph
     free: list[int] = []            # allocation indices whose buffer is dead and unclaimed
+    donated: set[int] = set()
     result = list(allocations)
-    steps = sorted({a.first for a in allocations if a.first >= 0})
-    for step in steps:
-        free += [i for i, a in enumerate(result)
-                 if a.last is not None and a.last < step and not a.pinned
-                 and i not in free and not _donates(tuple(result), i)]
-        for i, a in enumerate(result):
-            if a.first != step or a.pinned:
+    starting: dict[int, list[int]] = {}
+    ending: dict[int, list[int]] = {}
+    for i, a in enumerate(result):
+        starting.setdefault(a.first, []).append(i)
+        if a.last is not None and not a.pinned:
+            ending.setdefault(a.last, []).append(i)
+    dying = sorted(ending)
+    cursor = 0
+    for step in sorted(s for s in starting if s >= 0):
+        newly: list[int] = []
+        while cursor < len(dying) and dying[cursor] < step:
+            newly += ending[dying[cursor]]
+            cursor += 1
+        free += [i for i in sorted(newly) if i not in donated]
+        for i in starting[step]:
+            a = result[i]
+            if a.pinned:
                 continue
             donor = _best_donor(graph, result, free, a)
             if donor is not None:
                 free.remove(donor)
+                donated.add(donor)
                 result[i] = Allocation(a.node, a.first, a.last, donor)
                 continue
-            donor = next((j for j, d in enumerate(result)
-                          if d.last == step and not d.pinned and d.first < step
-                          and not _donates(tuple(result), j)
-                          and _in_place(plan, step, d.node, a.node)), None)
+            donor = next((j for j in ending.get(step, ()) if result[j].first < step
+                          and j not in donated
+                          and _in_place(plan, step, result[j].node, a.node)), None)
             if donor is not None:
+                donated.add(donor)
                 result[i] = Allocation(a.node, a.first, a.last, donor, in_place=True)
     return result
 
@@ -285,10 +303,12 @@ def _in_place(plan: Plan, step: int, donor: int, taker: int) -> bool:
 
 
 def _capacity(graph: Graph, allocations: list[Allocation], index: int) -> int:
-    """Return the item size of the fresh allocation behind ``allocations[index]``."""
+    """Return the bytes per size-symbol product of the fresh allocation behind
+    ``allocations[index]`` (its item size times its literal dims)."""
     while allocations[index].reuses is not None:
         index = allocations[index].reuses   # type: ignore[assignment]
-    return graph.node(allocations[index].node).type.dtype.itemsize
+    node = graph.node(allocations[index].node)
+    return node.type.dtype.itemsize * _literal_elements(node)
 
 
 def _best_donor(graph: Graph, allocations: list[Allocation], free: list[int],
@@ -296,7 +316,8 @@ def _best_donor(graph: Graph, allocations: list[Allocation], free: list[int],
     node = graph.node(taker.node)
     fits = [i for i in free
             if _monomial(graph.node(allocations[i].node)) == _monomial(node)
-            and _capacity(graph, allocations, i) >= node.type.dtype.itemsize]
+            and _capacity(graph, allocations, i)
+            >= node.type.dtype.itemsize * _literal_elements(node)]
     same = [i for i in fits if graph.node(allocations[i].node).type == node.type]
     return (same or fits or [None])[0]
 
@@ -309,30 +330,34 @@ def _returned(graph: Graph) -> dict[int, str]:
     return result
 
 
-def _computing_kernels(plan: Plan, node_id: int) -> tuple[str, ...]:
-    """Return the kernels whose body computes ``node_id`` (fused or recomputed there)."""
-    return tuple(k.name for k in plan.kernels if node_id in k.nodes
-                 or any(ins.node == node_id for ins in k.body))
+def _computing_kernels(plan: Plan) -> dict[int, tuple[str, ...]]:
+    """Return node -> the kernels whose body computes it (fused or recomputed there)."""
+    found: dict[int, list[str]] = {}
+    for k in plan.kernels:
+        for node_id in dict.fromkeys([*k.nodes, *(ins.node for ins in k.body)]):
+            found.setdefault(node_id, []).append(k.name)
+    return {n: tuple(names) for n, names in found.items()}
 
 
 def _fate(plan: Plan, node: Node, names: tuple[str, ...], writes: dict[int, int],
           reads: dict[int, list[int]], allocations: dict[int, Allocation],
-          returned: dict[int, str]) -> ValueFate:
+          returned: dict[int, str], computing: dict[int, tuple[str, ...]],
+          owners: dict[int, str]) -> ValueFate:
     graph = plan.graph
     if node.op is Op.WRITE:
         param = graph.params[memory_param(graph, node.id)].name   # type: ignore[index]
-        writer = next((k.name for k in plan.kernels if node.id in k.nodes), None)
+        writer = owners.get(node.id)
         return ValueFate(node.id, "escapes", writer, escape=f"written into argument {param}")
     if node.op in _LEAF_DECISIONS and node.id not in writes:
-        kernels = _computing_kernels(plan, node.id) if node.op is Op.FILL else ()
+        kernels = computing.get(node.id, ()) if node.op is Op.FILL else ()
         return ValueFate(node.id, _LEAF_DECISIONS[node.op], kernels=kernels,
                          escape=returned.get(node.id))
     writer = names[writes[node.id]] if node.id in writes else None
     readers = tuple(names[s] for s in reads.get(node.id, []) if names[s] != writer)
     alloc = allocations.get(node.id)
     if alloc is None:
-        kernels = _computing_kernels(plan, node.id)
-        owned = any(node.id in k.nodes for k in plan.kernels)
+        kernels = computing.get(node.id, ())
+        owned = node.id in owners
         return ValueFate(node.id, "fused" if owned else "recomputed", kernels=kernels)
     donor = None if alloc.reuses is None else plan.allocations[alloc.reuses]
     dead_after = None
@@ -355,7 +380,12 @@ def plan_buffers(plan: Plan) -> BufferPlan:
     allocations = tuple(_assign_reuse(plan, _lifetimes(plan, writes, reads)))
     by_node = {a.node: a for a in allocations}
     returned = _returned(graph)
-    fates = tuple(_fate(plan, n, names, writes, reads, by_node, returned)
+    computing = _computing_kernels(plan)
+    owners: dict[int, str] = {}
+    for kernel in plan.kernels:
+        for node_id in kernel.nodes:
+            owners.setdefault(node_id, kernel.name)
+    fates = tuple(_fate(plan, n, names, writes, reads, by_node, returned, computing, owners)
                   for n in graph.nodes if n.op not in _NOT_VALUES)
     result = BufferPlan(plan, names, fates, allocations)
     plan.schedule_cache["buffer_plan"] = result

@@ -19,12 +19,17 @@ each row. Rules, applied greedily in topological order:
 * *uniform* nodes (every dimension 1) and cheap nodes of a smaller shape that only feed
   broadcasts are recomputed inside each reader instead of being stored;
 * a value read by another kernel, or returned, is stored ("materialised"); at most
-  ``max_ops`` graph ops per kernel; a join that would make kernels depend on each other in
-  a cycle is refused.
+  ``max_ops`` graph ops per kernel, and at most twice that many ops emitted (a later pass
+  recomputes the row values it reads); a join that would make kernels depend on each other
+  in a cycle is refused.
+
+Every step is bounded per node (indexed readers and ancestor sets, a few sibling
+candidates, iterative walks), so partitioning is linear in the graph's size.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from autojit.ir.graph import Graph, Node
@@ -32,8 +37,9 @@ from autojit.ir.ops import Op
 
 LEAF_OPS = (Op.ARG, Op.CONST, Op.SIZE, Op.VIEW)   # VIEW: stored memory seen with other strides
 
-#: ops that are never recomputed inside a reader: they run along rows, or write memory
-ROW_OPS = (Op.REDUCE, Op.SCAN, Op.WRITE)
+#: ops that are never recomputed inside a reader: they run along rows, write memory, or
+#: are a library call (BLAS writes its result into memory; kernels have no matmul)
+ROW_OPS = (Op.REDUCE, Op.SCAN, Op.WRITE, Op.MATMUL)
 
 #: ops a library call computes (a step of its own, never an instruction of a kernel)
 LIBRARY_OPS = (Op.MATMUL,)
@@ -82,14 +88,36 @@ class Group:
         return 1 + max((p.phase for p in self.placement.values()), default=0)
 
 
+#: per graph (by its nodes tuple, held so the key stays valid), node -> argument index:
+#: chains of writes make the walk long, and every write's planning asks
+_MEMORY: dict[int, tuple[tuple, dict[int, int | None]]] = {}
+
+
 def memory_param(graph: Graph, node_id: int) -> int | None:
     """Return the argument whose memory ``node_id`` is (ARG, VIEW or WRITE chains)."""
-    node = graph.node(node_id)
-    if node.op is Op.ARG:
-        return node.attr("index")
-    if node.op in (Op.VIEW, Op.WRITE):
-        return memory_param(graph, node.inputs[0])
-    return None
+    held = _MEMORY.get(id(graph.nodes))
+    if held is None or held[0] is not graph.nodes:
+        if len(_MEMORY) >= 8:
+            _MEMORY.pop(next(iter(_MEMORY)))
+        held = _MEMORY[id(graph.nodes)] = (graph.nodes, {})
+    memo = held[1]
+    if node_id not in memo:
+        node = graph.node(node_id)
+        if node.op is Op.ARG:
+            memo[node_id] = node.attr("index")
+        elif node.op in (Op.VIEW, Op.WRITE):
+            chain = [node_id]             # down to a known node, then memoise on the way up
+            while node.op in (Op.VIEW, Op.WRITE) and node.inputs[0] not in memo:
+                node = graph.node(node.inputs[0])
+                chain.append(node.id)
+            last = graph.node(chain[-1])
+            found = (last.attr("index") if last.op is Op.ARG
+                     else memo.get(last.inputs[0]) if last.op in (Op.VIEW, Op.WRITE) else None)
+            for n in chain:
+                memo[n] = found
+        else:
+            memo[node_id] = None
+    return memo[node_id]
 
 
 def is_uniform(node: Node) -> bool:
@@ -117,9 +145,16 @@ def overwritten_memory(graph: Graph) -> set[int]:
     return found
 
 
+#: most graph ops one inlined value may recompute in each reader (its inlined cone): a
+#: longer chain (a Python loop accumulating a scalar) is stored every so many ops instead,
+#: so kernels and the walks over them stay bounded
+INLINE_MAX_OPS = 64
+
+
 def inlined_nodes(graph: Graph) -> set[int]:
     """Return compute nodes recomputed inside their readers' kernels instead of stored:
-    uniform arithmetic on arguments and constants, and cheap nodes feeding broadcasts.
+    uniform arithmetic on arguments and constants, and cheap nodes feeding broadcasts
+    (each recomputing at most ``INLINE_MAX_OPS`` ops).
 
     A node reading memory that a later write overwrites is never recomputed: a reader
     running after the write would see the new values (NumPy computed it before)."""
@@ -146,17 +181,100 @@ def inlined_nodes(graph: Graph) -> set[int]:
         viewed = any(r.op in (Op.VIEW, *LIBRARY_OPS) for r in readers)   # read from memory
         if readers and not viewed and (cheap or node.op is Op.FILL):   # FILL: a constant
             inlined.add(node.id)
+    return _bounded(graph, inlined, users)
+
+
+def _bounded(graph: Graph, inlined: set[int], users: dict[int, list[int]]) -> set[int]:
+    """Store (drop from ``inlined``) each node whose recomputed cone would exceed
+    ``INLINE_MAX_OPS`` ops, or that reads an argument before a write to it and has a
+    reader after that write: recomputed there, it would read the written memory."""
+    written_after: dict[int, int] = {}      # memory reader -> first write that follows it
+    for node in graph.nodes:
+        if node.op is Op.WRITE:
+            for a in node.attr("after", ()):
+                written_after.setdefault(a, node.id)
+    cost: dict[int, int] = {}
+    stale_after: dict[int, int] = {}        # inlined node -> write after which it is stale
+    for node in graph.nodes:
+        if node.id not in inlined:
+            continue
+        cost[node.id] = 1 + sum(cost.get(i, 0) for i in node.inputs)
+        writes = [written_after[node.id]] if node.id in written_after else []
+        writes += [stale_after[i] for i in node.inputs if i in stale_after]
+        if writes:
+            stale_after[node.id] = min(writes)
+        late = writes and max(users[node.id], default=-1) > stale_after[node.id]
+        if cost[node.id] > INLINE_MAX_OPS or late:
+            inlined.discard(node.id)
+            del cost[node.id]
+            stale_after.pop(node.id, None)
     return inlined
 
 
+#: a kernel emits at most this many ops per ``max_ops`` (and at least ``MIN_EMITTED``):
+#: a later pass recomputes the row values it reads, so a kernel of ``max_ops`` graph ops
+#: with many passes emits several times as many (LLVM's time grows faster than its size)
+EMITTED_PER_OP = 2
+MIN_EMITTED = 64
+
+#: open groups (neither full, sealed nor a library call) reading one value that a node
+#: reading it tries to join, most recent first: bounds the candidate search per node
+SIBLING_CANDIDATES = 8
+
+
 class _Partitioner:
+    """The greedy partition (module docstring). Every per-node step is bounded: readers of
+    each value and each group's dependencies are indexed as groups grow, so partitioning is
+    linear in the graph's size (``evaluations`` counts join attempts)."""
+
     def __init__(self, graph: Graph, max_ops: int) -> None:
         self.graph, self.max_ops = graph, max(1, max_ops)
         self.inlined = inlined_nodes(graph)
         self.groups: list[Group] = []
         self.owner: dict[int, int] = {}
+        self.readers: dict[int, set[int]] = {}      # value -> groups with a node reading it
+        self.open_readers: dict[int, list[int]] = {}   # value -> recent open such groups
+        self.deps: list[set[int]] = []              # group -> groups it reads values of
+        self.dependents: list[set[int]] = []        # group -> groups reading its values
+        self.ancestors: list[int] = []              # group -> bit mask of all it waits for
+        self.waiting: dict[int, list[int]] = {}     # inlined value -> groups writing after it
+        self.through: dict[int, frozenset[int]] = {}   # inlined node or view -> its groups
+        self.evaluations = 0
+        self.max_emitted = max(EMITTED_PER_OP * self.max_ops, MIN_EMITTED)
+        self.emitted: list[dict[int, set[int]]] = []   # group -> pass -> ops emitted there
+        self.size: list[int] = []                   # group -> ops its kernel emits in all
 
     # -- dependencies --------------------------------------------------------------------
+    def _value_sources(self, value: int) -> frozenset[int]:
+        """Groups a reader of ``value`` waits for: its owner, or through inlined nodes and
+        views the groups they read (memoised: those inputs are all placed already)."""
+        if value in self.owner:
+            return frozenset((self.owner[value],))
+        pending = [value]
+        while pending:
+            current = pending[-1]
+            if current in self.through:
+                pending.pop()
+                continue
+            inputs = [i for i in self.graph.node(current).inputs if i not in self.owner
+                      and self._looks_through(i) and i not in self.through]
+            if inputs:
+                pending.extend(inputs)
+                continue
+            pending.pop()
+            found: set[int] = set()
+            if self._looks_through(current):
+                for i in self.graph.node(current).inputs:
+                    if i in self.owner:
+                        found.add(self.owner[i])
+                    elif self._looks_through(i):
+                        found |= self.through[i]
+            self.through[current] = frozenset(found)
+        return self.through[value]
+
+    def _looks_through(self, node_id: int) -> bool:
+        return node_id in self.inlined or self.graph.node(node_id).op is Op.VIEW
+
     def _sources(self, node_id: int) -> set[int]:
         """Groups whose values ``node_id`` reads (looking through inlined nodes); a WRITE
         also waits for every group that read the argument before it."""
@@ -166,18 +284,31 @@ class _Partitioner:
             if a in self.inlined:
                 found |= self._readers_groups(a)
         for i in node.inputs:
-            if i in self.owner:
-                found.add(self.owner[i])
-            elif i in self.inlined:
-                found |= self._sources(i)
-            elif self.graph.node(i).op is Op.VIEW:
-                found |= self._sources(i)      # a view waits for the value it views
+            found |= self._value_sources(i)
         return found
 
     def _readers_groups(self, node_id: int) -> set[int]:
         """Groups that recompute the inlined node ``node_id``."""
-        return {g for g, group in enumerate(self.groups) for n in group.nodes
-                if node_id in self.graph.node(n).inputs}
+        return set(self.readers.get(node_id, ()))
+
+    def _add_dep(self, g: int, source: int) -> None:
+        """Record that group ``g`` reads a value of ``source``; keep every group's
+        ancestor set (a bit mask) closed by updating ``g`` and the groups depending on it."""
+        if source == g or source in self.deps[g]:
+            return
+        self.deps[g].add(source)
+        self.dependents[source].add(g)
+        gained = self.ancestors[source] | (1 << source)
+        if gained & ~self.ancestors[g] == 0:
+            return
+        pending, seen = [g], {g}
+        while pending:
+            d = pending.pop()
+            self.ancestors[d] |= gained
+            for e in self.dependents[d]:
+                if e not in seen:
+                    seen.add(e)
+                    pending.append(e)
 
     def _reads_param(self, g: int, param: int, region: int) -> bool:
         """Return True when group ``g`` reads argument ``param``'s memory other than as the
@@ -196,6 +327,38 @@ class _Partitioner:
                 pending.extend(self.graph.node(i).inputs)
         return False
 
+    def _place(self, node: Node, g: int, place: Placement) -> None:
+        """Put ``node`` into group ``g`` and index it (readers, dependencies, waits)."""
+        group = self.groups[g]
+        group.nodes.append(node.id)
+        group.placement[node.id] = place
+        self.owner[node.id] = g
+        for source in self._sources(node.id):
+            self._add_dep(g, source)
+        for a in node.attr("after", ()):   # later readers of an inlined value it follows
+            if a in self.inlined:
+                self.waiting.setdefault(a, []).append(g)
+        for i in set(node.inputs):
+            self.readers.setdefault(i, set()).add(g)
+            for w in self.waiting.get(i, ()):
+                self._add_dep(w, g)
+            if self.graph.node(i).op is not Op.CONST:
+                recent = self.open_readers.setdefault(i, [])
+                if g not in recent:
+                    recent.append(g)
+                    del recent[:-SIBLING_CANDIDATES]
+
+    def _new_group(self, group: Group, node: Node, place: Placement) -> None:
+        self.groups.append(group)
+        self.emitted.append({})
+        self.size.append(0)
+        self.deps.append(set())
+        self.dependents.append(set())
+        self.ancestors.append(0)
+        self._place(node, len(self.groups) - 1, place)
+        self._count(len(self.groups) - 1, place, self._emissions(node, len(self.groups) - 1,
+                                                                  place))
+
     def _add_write(self, node: Node) -> None:
         """A write joins its value's elementwise kernel when that kernel reads the argument
         only as the written region (else NumPy's evaluate-then-write needs the value stored
@@ -208,29 +371,14 @@ class _Partitioner:
             if (group.row_axes is None and not group.sealed and not group.library
                     and group.shape == region.type.shape and self._acyclic(node, g)
                     and not self._reads_param(g, param, region.id)):
-                group.nodes.append(node.id)
-                group.placement[node.id] = Placement("row", 0)
+                self._place(node, g, Placement("row", 0))
                 group.sealed = True
-                self.owner[node.id] = g
                 return
-        group = Group([node.id], region.type.shape, sealed=True)
-        group.placement[node.id] = Placement("row", 0)
-        self.groups.append(group)
-        self.owner[node.id] = len(self.groups) - 1
+        self._new_group(Group([], region.type.shape, sealed=True), node, Placement("row", 0))
 
     def _depends_on(self, group: int, target: int) -> bool:
         """Return True when ``group`` reads, directly or not, a value of ``target``."""
-        pending, seen = [group], set()
-        while pending:
-            g = pending.pop()
-            if g == target:
-                return True
-            if g in seen:
-                continue
-            seen.add(g)
-            for n in self.groups[g].nodes:
-                pending.extend(self._sources(n) - {g})
-        return False
+        return group == target or bool(self.ancestors[group] >> target & 1)
 
     def _acyclic(self, node: Node, g: int) -> bool:
         return not any(self._depends_on(h, g) for h in self._sources(node.id) - {g})
@@ -239,11 +387,13 @@ class _Partitioner:
     def _member_inputs(self, node: Node, g: int) -> list[Placement]:
         """Placements of group ``g``'s values that ``node`` reads, through inlined nodes."""
         found: list[Placement] = []
-        for i in node.inputs:
+        pending = list(reversed(node.inputs))
+        while pending:
+            i = pending.pop()
             if self.owner.get(i) == g:
                 found.append(self.groups[g].placement[i])
             elif i in self.inlined:
-                found += self._member_inputs(self.graph.node(i), g)
+                pending.extend(reversed(self.graph.node(i).inputs))
         return found
 
     def _place_elementwise(self, node: Node, g: int) -> Placement | None:
@@ -289,12 +439,19 @@ class _Partitioner:
     def _after_scan(self, node: Node, g: int) -> bool:
         """Return True when ``node`` reads, through row values of group ``g`` (and nodes
         recomputed in it), the result of one of the group's scans."""
-        for i in node.inputs:
+        pending, seen = list(node.inputs), set()
+        while pending:
+            i = pending.pop()
+            if i in seen:
+                continue
+            seen.add(i)
             place = self.groups[g].placement.get(i) if self.owner.get(i) == g else None
             through = (place.level == "row") if place is not None else i in self.inlined
             source = self.graph.node(i)
-            if through and (source.op is Op.SCAN or self._after_scan(source, g)):
+            if through and source.op is Op.SCAN:
                 return True
+            if through:
+                pending.extend(source.inputs)
         return False
 
     def _views_into(self, node: Node, g: int) -> bool:
@@ -308,7 +465,12 @@ class _Partitioner:
                     return True
         return False
 
+    def _is_open(self, g: int) -> bool:
+        group = self.groups[g]
+        return not (group.library or group.sealed or len(group.nodes) >= self.max_ops)
+
     def _try_join(self, node: Node, g: int) -> bool:
+        self.evaluations += 1
         group = self.groups[g]
         if group.library or group.sealed or node.op is Op.MATMUL or self._views_into(node, g):
             return False   # a library call is a step of its own; a viewed value is stored
@@ -318,21 +480,52 @@ class _Partitioner:
         place = placers.get(node.op, self._place_elementwise)(node, g)
         if place is None:
             return False
+        emitted = self._emissions(node, g, place)
+        if self.size[g] + len(emitted) > self.max_emitted:
+            return False
         if node.op in placers and group.row_axes is None:
             group.row_axes = node.attr("axes")
-        group.nodes.append(node.id)
-        group.placement[node.id] = place
-        self.owner[node.id] = g
+        self._place(node, g, place)
+        self._count(g, place, emitted)
         return True
 
+    def _emissions(self, node: Node, g: int, place: Placement) -> set[int]:
+        """Return the ops the kernel newly emits for ``node`` at ``place``: the node, and
+        for a row value in a later pass the row values (and inlined nodes) of earlier
+        passes it reads, which that pass recomputes (``plan._KernelEmitter.value``)."""
+        if place.level != "row":
+            return {node.id}
+        group, have = self.groups[g], self.emitted[g].get(place.phase, set())
+        new = {node.id}
+        pending = list(node.inputs)
+        while pending:
+            i = pending.pop()
+            if i in new or i in have:
+                continue
+            member = group.placement.get(i) if self.owner.get(i) == g else None
+            if member is not None and (member.level != "row" or member.phase >= place.phase):
+                continue   # computed once per row, or already in this pass
+            if member is not None or i in self.inlined:
+                new.add(i)
+                pending.extend(self.graph.node(i).inputs)
+        return new
+
+    def _count(self, g: int, place: Placement, emitted: set[int]) -> None:
+        self.size[g] += len(emitted)
+        if place.level == "row":
+            self.emitted[g].setdefault(place.phase, set()).update(emitted)
+
     def _candidates(self, node: Node) -> list[int]:
-        """Groups of the node's inputs first, then groups reading the same values."""
+        """Groups of the node's inputs first, then (in creation order) open groups reading
+        the same values: the ``SIBLING_CANDIDATES`` most recent per value."""
         direct = [self.owner[i] for i in node.inputs if i in self.owner]
-        siblings = [g for g, group in enumerate(self.groups)
-                    if any(i in node.inputs for n in group.nodes
-                           for i in self.graph.node(n).inputs
-                           if self.graph.node(i).op is not Op.CONST)]
-        return list(dict.fromkeys(direct + siblings))
+        siblings: set[int] = set()
+        for i in node.inputs:
+            recent = self.open_readers.get(i)
+            if recent:
+                recent[:] = [g for g in recent if self._is_open(g)]
+                siblings.update(recent)
+        return list(dict.fromkeys(direct + sorted(siblings)))
 
     def add(self, node: Node) -> None:
         if node.op is Op.WRITE:
@@ -341,42 +534,50 @@ class _Partitioner:
         for g in self._candidates(node):
             if self._try_join(node, g):
                 return
+        place = Placement("row", 0)
         if node.op is Op.MATMUL:
             group = Group([], node.type.shape, library=True)
-            group.placement[node.id] = Placement("row", 0)
         elif node.op is Op.REDUCE:
             source = self.graph.node(node.inputs[0])
             group = Group([], source.type.shape, node.attr("axes"))
-            form = "keep" if node.attr("keepdims") else "drop"
-            group.placement[node.id] = Placement("outer", 0, form)
+            place = Placement("outer", 0, "keep" if node.attr("keepdims") else "drop")
         elif node.op is Op.SCAN:
             group = Group([], node.type.shape, node.attr("axes"))
-            group.placement[node.id] = Placement("row", 0)
         else:
             group = Group([], node.type.shape)
-            group.placement[node.id] = Placement("row", 0)
-        group.nodes.append(node.id)
-        self.groups.append(group)
-        self.owner[node.id] = len(self.groups) - 1
+        self._new_group(group, node, place)
 
     def ordered(self) -> list[Group]:
+        """Return the groups in dependency order, the lowest ready index first."""
+        deps = [d - {g} for g, d in enumerate(self.deps)]
+        waiting = [len(d) for d in deps]
+        dependents: list[list[int]] = [[] for _ in self.groups]
+        for g, found in enumerate(deps):
+            for h in found:
+                dependents[h].append(g)
+        ready = [g for g, count in enumerate(waiting) if count == 0]
+        heapq.heapify(ready)
         order: list[int] = []
-        done: set[int] = set()
-        while len(order) < len(self.groups):
-            ready = [g for g in range(len(self.groups)) if g not in done and
-                     all(h in done for n in self.groups[g].nodes for h in self._sources(n)
-                         if h != g)]
-            if not ready:
-                raise AssertionError("kernel dependency cycle")
-            order.append(ready[0])
-            done.add(ready[0])
+        while ready:
+            g = heapq.heappop(ready)
+            order.append(g)
+            for d in dependents[g]:
+                waiting[d] -= 1
+                if waiting[d] == 0:
+                    heapq.heappush(ready, d)
+        if len(order) < len(self.groups):
+            raise AssertionError("kernel dependency cycle")
         return [self.groups[g] for g in order]
 
 
-def partition_graph(graph: Graph, max_ops: int) -> list[Group]:
-    """Return the kernels' node groups in an order that respects dependencies."""
+def partition_graph(graph: Graph, max_ops: int,
+                    counters: dict[str, int] | None = None) -> list[Group]:
+    """Return the kernels' node groups in an order that respects dependencies;
+    ``counters`` (when given) receives the number of join attempts ("evaluations")."""
     partitioner = _Partitioner(graph, max_ops)
     for node in graph.nodes:
         if node.op not in LEAF_OPS and node.id not in partitioner.inlined:
             partitioner.add(node)
+    if counters is not None:
+        counters["evaluations"] = partitioner.evaluations
     return partitioner.ordered()

@@ -49,19 +49,17 @@ def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
     call, or read by another kernel (also through nodes that kernels recompute)."""
     owner = {n: g for g, group in enumerate(groups) for n in group.nodes}
     users = graph.users()
-    readers: dict[int, set[int]] = {}   # node -> groups that evaluate it
-
-    def reading_groups(node_id: int) -> set[int]:
-        if node_id not in readers:
-            readers[node_id] = set()
-            for user in users[node_id]:
-                readers[node_id] |= ({owner[user]} if user in owner else reading_groups(user))
-        return readers[node_id]
+    readers: dict[int, set[int]] = {}   # node -> groups that evaluate it (users come later)
+    for node in reversed(graph.nodes):
+        found: set[int] = set()
+        for user in users[node.id]:
+            found |= {owner[user]} if user in owner else readers[user]
+        readers[node.id] = found
+    reading_groups = readers.__getitem__
 
     needed = {o for o in graph.outputs if o in owner}
+    needed |= {g.nodes[0] for g in groups if g.library}   # BLAS writes memory, read or not
     needed |= {n.inputs[0] for n in graph.nodes if n.op is Op.VIEW and n.inputs[0] in owner}
-    needed |= {g.nodes[0] for g in groups if g.library}   # a library call writes memory
-    # (even when nothing reads it: an unused matmul's result still needs a buffer)
     for node_id, group in owner.items():
         if any(g != group for g in reading_groups(node_id)):
             needed.add(node_id)
@@ -85,7 +83,8 @@ class _KernelEmitter:
         rows = group.row_axes or ()
         self.outer_axes = [a for a in range(len(group.shape)) if a not in rows]
         self.perm = self.outer_axes + list(rows)
-        special = any(graph.node(n).op in (Op.INDEX, Op.WRITE) for n in group.nodes)
+        special = any(graph.node(n).op in (Op.INDEX, Op.WRITE) for n in group.nodes) or any(
+            n.op is Op.INDEX and n.id not in in_memory for n in self._reads())  # recomputed
         self.collapsed = not rows and not special and self._can_collapse()
         shape = group.shape
         if self.collapsed:
@@ -162,24 +161,58 @@ class _KernelEmitter:
                 strides.append(None)
         return tuple(strides), tuple(axes)
 
-    def value(self, node_id: int, where: Placement) -> int:
-        """Return the instruction holding ``node_id`` for use at ``where``."""
+    def _key(self, node_id: int, where: Placement) -> tuple[int, Placement]:
+        """Return the context ``node_id`` is emitted in when read at ``where``."""
         placement = self.group.placement.get(node_id)
         if placement is not None and placement.level == "outer":
             where = placement                      # computed once per row, reused after
         elif placement is not None:
             where = Placement("row", max(where.phase, placement.phase))
-        key = (node_id, where)
-        if key not in self.values:
-            spill = self.spills.get(node_id)
-            if spill is not None and where.phase > placement.phase:
-                self.values[key] = self._spill_buffer(spill, where, load=True)
-                return self.values[key]
-            self.kb.position(where.level, where.phase)
-            self.values[key] = self._emit(self.graph.node(node_id), where)
-            if spill is not None:
-                self._spill_buffer(spill, where, store=self.values[key])
+        return node_id, where
+
+    def _operand_keys(self, node_id: int, where: Placement) -> list[tuple[int, Placement]]:
+        """Return the contexts ``_emit`` reads its operands in (none for loads)."""
+        node, placement = self.graph.node(node_id), self.group.placement.get(node_id)
+        if node_id in self.spills and where.phase > placement.phase:   # type: ignore[union-attr]
+            return []
+        if node.op in (Op.CONST, Op.INDEX, Op.ARG, Op.SIZE) or (
+                self._is_buffer(node) and node_id not in self.members):
+            return []
+        if node.op is Op.WRITE:
+            return [self._key(node.inputs[1], where)]
+        inner = Placement("row", where.phase) if node.op is Op.REDUCE else where
+        return [self._key(i, inner) for i in node.inputs]
+
+    def value(self, node_id: int, where: Placement) -> int:
+        """Return the instruction holding ``node_id`` for use at ``where``. Operands are
+        emitted first, depth first in operand order, from an explicit stack (a long chain
+        of values must not recurse once per value)."""
+        key = self._key(node_id, where)
+        pending = [key]
+        while pending:
+            current = pending[-1]
+            if current in self.values:
+                pending.pop()
+                continue
+            missing = [k for k in self._operand_keys(*current) if k not in self.values]
+            if missing:
+                pending.extend(reversed(missing))
+                continue
+            pending.pop()
+            self._compute(*current)
         return self.values[key]
+
+    def _compute(self, node_id: int, where: Placement) -> None:
+        """Emit ``node_id`` at ``where`` (its operands are emitted already)."""
+        key, placement = (node_id, where), self.group.placement.get(node_id)
+        spill = self.spills.get(node_id)
+        if spill is not None and where.phase > placement.phase:   # type: ignore[union-attr]
+            self.values[key] = self._spill_buffer(spill, where, load=True)
+            return
+        self.kb.position(where.level, where.phase)
+        self.values[key] = self._emit(self.graph.node(node_id), where)
+        if spill is not None:
+            self._spill_buffer(spill, where, store=self.values[key])
 
     def _choose_spills(self) -> dict[int, int]:
         """Return {row value: result} for values the last phase would recompute with a libm
@@ -236,17 +269,17 @@ class _KernelEmitter:
     def _emit(self, node: Node, where: Placement) -> int:
         if node.op is Op.CONST:
             return self.kb.const(node.attr("value"), node.type.dtype)
+        if self._is_buffer(node) and node.id not in self.members:   # stored by another
+            strides, axes = self.strides(node.type.shape, self._is_contiguous(node), where.form)
+            buffer = self.kb.input_buffer(node.type.dtype, strides, node.id, axes)
+            self.kb.position(where.level, where.phase)
+            return self.kb.load(buffer)
         if node.op is Op.INDEX and node.type.shape[node.attr("axis")] == 1:
             return self.kb.const(0, np.dtype(np.int64))   # a size-1 axis has no loop
         if node.op is Op.INDEX:   # its group iterates over its own shape: one loop dim
             full_axis = node.attr("axis") + len(self.group.shape) - len(node.type.shape)
             self.kb.position(where.level, where.phase)
             return self.kb.emit(Op.INDEX, (), np.dtype(np.int64), self.perm.index(full_axis))
-        if self._is_buffer(node) and node.id not in self.members:
-            strides, axes = self.strides(node.type.shape, self._is_contiguous(node), where.form)
-            buffer = self.kb.input_buffer(node.type.dtype, strides, node.id, axes)
-            self.kb.position(where.level, where.phase)
-            return self.kb.load(buffer)
         if node.op in (Op.ARG, Op.SIZE):
             name = (self.graph.params[node.attr("index")].name if node.op is Op.ARG
                     else "size_" + "_".join(node.attr("symbols")))

@@ -28,28 +28,29 @@ from autojit.ir.types import TensorType
 ASSOCIATIVE_KINDS = frozenset({"add", "mul", "max", "min", "fmax", "fmin", "or", "and"})
 
 
-def _ancestors(graph: Graph, node_id: int, memo: dict[int, frozenset[int]]) -> frozenset[int]:
-    if node_id not in memo:
-        found: set[int] = set()
-        for i in graph.node(node_id).inputs:
-            found |= {i} | _ancestors(graph, i, memo)
-        memo[node_id] = frozenset(found)
-    return memo[node_id]
+def _reductions_upstream(graph: Graph) -> dict[int, frozenset[tuple]]:
+    """Return, per node, the (input shape, axes) of every reduction it is computed from
+    (itself included), built in one topological pass: inputs share their sets."""
+    upstream: dict[int, frozenset[tuple]] = {}
+    for node in graph.nodes:
+        sets = {upstream[i] for i in node.inputs}
+        found = frozenset().union(*sets) if len(sets) > 1 else next(iter(sets), frozenset())
+        if node.op is Op.REDUCE:
+            found = found | {(graph.node(node.inputs[0]).type.shape, node.attr("axes"))}
+        upstream[node.id] = found
+    return upstream
 
 
-def _row_axes_to_share(graph: Graph, reduce: Node,
-                       memo: dict[int, frozenset[int]]) -> tuple[int, ...] | None:
-    """Return the axes R of the widest earlier reduction ``reduce`` can share a pass with."""
+def _row_axes_to_share(graph: Graph, reduce: Node, upstream: dict[int, frozenset[tuple]],
+                       order: dict[tuple, int]) -> tuple[int, ...] | None:
+    """Return the axes R of the widest earlier reduction ``reduce`` can share a pass with
+    (among equally wide ones, the kind the graph reduces first)."""
     source = graph.node(reduce.inputs[0])
     axes = set(reduce.attr("axes"))
-    upstream = _ancestors(graph, source.id, memo) | {source.id}
     best: tuple[int, ...] | None = None
-    for node in graph.nodes:
-        if node.id not in upstream or node.op is not Op.REDUCE:
-            continue
-        row_axes = node.attr("axes")
-        if (graph.node(node.inputs[0]).type.shape == source.type.shape
-                and set(row_axes) < axes and (best is None or len(row_axes) > len(best))):
+    for shape, row_axes in sorted(upstream[source.id], key=order.__getitem__):
+        if (shape == source.type.shape and set(row_axes) < axes
+                and (best is None or len(row_axes) > len(best))):
             best = row_axes
     return best
 
@@ -57,12 +58,18 @@ def _row_axes_to_share(graph: Graph, reduce: Node,
 def split_reductions(graph: Graph) -> Graph:
     """Return ``graph`` with wide reductions split as the module docstring says (the same
     graph object when nothing splits)."""
-    memo: dict[int, frozenset[int]] = {}
+    if not any(n.op is Op.REDUCE for n in graph.nodes):
+        return graph
+    upstream = _reductions_upstream(graph)
+    order: dict[tuple, int] = {}
+    for node in graph.nodes:
+        if node.op is Op.REDUCE:
+            order.setdefault((graph.node(node.inputs[0]).type.shape, node.attr("axes")), node.id)
     splits: dict[int, tuple[int, ...]] = {}
     for node in graph.nodes:
         if node.op is Op.REDUCE and node.attr("kind") in ASSOCIATIVE_KINDS and \
                 not sequential_reduction(node.attr("kind"), node.type.dtype):
-            row_axes = _row_axes_to_share(graph, node, memo)
+            row_axes = _row_axes_to_share(graph, node, upstream, order)
             if row_axes is not None:
                 splits[node.id] = row_axes
     if not splits:

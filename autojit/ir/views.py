@@ -16,10 +16,11 @@ def apply_view(array: Any, step: tuple[str, Any]) -> Any:
     gives a 0-d view of the memory rather than a NumPy scalar copied out of it (the plan
     takes views before its kernels fill the memory they look at)."""
     name, argument = step
-    if name == "getitem":
-        if not any(part is Ellipsis for part in argument):
-            argument = (*argument, Ellipsis)
-        return array[argument]
+    if name == "getitem":   # with an Ellipsis, integers alone still give a (0-d) view, not
+        key = argument if isinstance(argument, tuple) else (argument,)   # a scalar copy
+        if not any(k is Ellipsis for k in key):
+            key = (*key, Ellipsis)
+        return array[key]
     if name == "reshape":
         return array.reshape(argument)
     return array.transpose(argument)

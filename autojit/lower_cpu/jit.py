@@ -13,13 +13,16 @@ here changes global LLVM options, so the two coexist.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import itertools
 import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import llvmlite.binding as llvm
 
@@ -98,12 +101,52 @@ COMPILE_PHASES = ("render", "optimise", "codegen")
 COMPILE_SECONDS: dict[str, float] = dict.fromkeys(COMPILE_PHASES, 0.0)
 
 
+T = TypeVar("T")
+
+#: how often the main thread, waiting for LLVM, lets Python handle signals (Ctrl-C)
+_SIGNAL_POLL_S = 0.02
+
+
+def interruptible(work: Callable[[], T]) -> T:
+    """Return ``work()``, run on a helper thread when called from the main thread.
+
+    One LLVM call (the O3 pipeline, code generation) can run for a second without returning
+    to Python, and Python only handles Ctrl-C between bytecodes of the main thread; waiting
+    in short joins keeps KeyboardInterrupt prompt. An interrupted compile finishes on its
+    thread (it holds the JIT's lock, so the next compile simply waits) and is dropped.
+    The helper runs in a copy of the caller's context (context variables hold settings)."""
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, work()))
+        except BaseException as exc:  # noqa: BLE001 — handed back to the waiting thread
+            outcome.append((False, exc))
+
+    context = contextvars.copy_context()     # settings such as scalar_math_only() hold
+    helper = threading.Thread(target=context.run, args=(run,), name="autojit-llvm",
+                              daemon=True)
+    helper.start()
+    while helper.is_alive():
+        helper.join(_SIGNAL_POLL_S)
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
 def compile_kernel(kernel: Kernel) -> CpuProgram:
     """Render, optimise and JIT-compile ``kernel``; return the callable ``CpuProgram``.
 
     The engine links the object code that ``emit_object`` produced, the same bytes the disk
     cache stores, so a cached kernel runs exactly the code a fresh compile does.
     Raises ``CompileError`` carrying the numbered IR and LLVM's message."""
+    return interruptible(lambda: _compile_kernel(kernel))
+
+
+def _compile_kernel(kernel: Kernel) -> CpuProgram:
     jit = _jit()
     with jit.lock:
         symbol = f"{kernel.name}.{_PROCESS_TOKEN}.{next(jit.counter)}"
@@ -132,6 +175,10 @@ def compile_entries(text: str, symbols: tuple[str, ...]) -> tuple[tuple[int, ...
     ``symbols`` (extra entry points such as a kernel's thread partials, ``partials.py``)
     and the object code (for the disk cache, ``entries.py``).
     Raises ``CompileError`` when LLVM rejects the text or a symbol is missing."""
+    return interruptible(lambda: _compile_entries(text, symbols))
+
+
+def _compile_entries(text: str, symbols: tuple[str, ...]) -> tuple[tuple[int, ...], bytes]:
     jit = _jit()
     with jit.lock:
         module = _parse(text, "generated")

@@ -189,19 +189,25 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     first_view = argument_count + len(plan.allocations) + len(constant_nodes)
 
     def slot(node_id: int) -> int:
+        chain = []                # views of views (x = x[1:] in a loop): walked, not recursed
+        while node_id not in slots and graph.node(node_id).op is Op.VIEW:
+            chain.append(node_id)
+            node_id = graph.node(node_id).inputs[0]
+        base = leaf_slot(node_id)
+        for view in reversed(chain):   # a view of an argument, taken again at every call
+            source = graph.node(graph.node(view).inputs[0])
+            if source.op not in (Op.ARG, Op.VIEW) or base - first_view in written_views:
+                written_views.add(len(views))
+            views.append((base, graph.node(view).attr("step")))
+            base = slots[view] = first_view + len(views) - 1
+        return base
+
+    def leaf_slot(node_id: int) -> int:
         node = graph.node(node_id)
         if node_id in slots:
             return slots[node_id]
         if node.op in (Op.ARG, Op.WRITE):   # a write's result is its argument's memory
             return memory_param(graph, node_id)
-        if node.op is Op.VIEW:   # a view of an argument, taken again at every call
-            base = slot(node.inputs[0])
-            if graph.node(node.inputs[0]).op not in (Op.ARG, Op.VIEW) or (
-                    base - first_view in written_views):
-                written_views.add(len(views))
-            views.append((base, node.attr("step")))
-            slots[node_id] = first_view + len(views) - 1
-            return slots[node_id]
         constants.append(np.asarray(node.attr("value"), dtype=node.type.dtype))
         slots[node_id] = argument_count + len(plan.allocations) + len(constants) - 1
         return slots[node_id]
@@ -271,9 +277,12 @@ def _lifetimes(plan: Plan) -> tuple[tuple[int, ...],
 def _take_over(buffer: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """Return ``buffer``'s memory as an array of ``shape`` and ``dtype`` (it fits: the
     buffer plan only pairs byte counts that are the same product of sizes, and a fresh
-    buffer's item size at least the taker's)."""
+    buffer's item size at least the taker's). A buffer taken over before is a view of a
+    narrower size: the memory is its fresh allocation, the base."""
     if buffer.shape == shape and buffer.dtype == dtype:
         return buffer
+    while isinstance(buffer.base, type(buffer)):
+        buffer = buffer.base
     nbytes = math.prod(shape) * dtype.itemsize
     return buffer.reshape(-1).view("uint8")[:nbytes].view(dtype).reshape(shape)
 

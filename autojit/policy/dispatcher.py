@@ -177,9 +177,12 @@ class Dispatcher:
         if decision.route == "python":
             self._stats.note_decision(decision, n)
             return self._run_python(args, {})
+        given = args
         if entry.plan.graph.prologue:   # Python-scalar arithmetic: its values, replayed
             args = tuple(call_arguments(entry.plan, args))
-        result = self._run_compiled(entry, args, sizes, router, decision, state, n)
+        result = self._run_compiled(entry, args, sizes, router, decision, state, n, given)
+        if entry.plan is None:   # compiling failed: it ran as Python
+            return result
         if decision.route == "cpu" and not (decision.to_device or decision.fetch_inputs):
             self._fastpath.after_cpu_call(self, entry, settings, n)
         return result
@@ -202,8 +205,10 @@ class Dispatcher:
         return self.fn(*args, **kwargs)
 
     def _run_compiled(self, entry: Entry, args: tuple, sizes: dict, router: Router,
-                      decision: Decision, state: BucketState, n: int) -> Any:
-        """Run on the decided device; a GPU failure reruns on the CPU (contract 2)."""
+                      decision: Decision, state: BucketState, n: int,
+                      given: tuple) -> Any:
+        """Run on the decided device; a GPU failure reruns on the CPU (contract 2), a CPU
+        compile failure as Python on the arguments as ``given`` (before any host prologue)."""
         if decision.route == "gpu":
             done = self._run_gpu(entry, args, sizes, router, decision, state)
             if done is not None:
@@ -211,12 +216,28 @@ class Dispatcher:
                 router.observe(state, "gpu", n, done[1])
                 return done[0]
             decision = cpu_rerun(decision, entry.routing.resident)
+        if not self._cpu_compiles(entry):
+            return self._run_python(given, {})
         result, seconds = router.devices["cpu"].run(self, entry, args, sizes, decision)
         if decision.to_device or decision.fetch_inputs:
             result = self._place_cpu_result(router, args, result, decision)
         self._stats.record("cpu", decision, n, seconds)
         router.observe(state, "cpu", n, seconds)
         return result
+
+    def _cpu_compiles(self, entry: Entry) -> bool:
+        """Compile the entry's CPU programs; an internal error doing so (LLVM rejecting
+        the IR autojit wrote) makes the entry a fallback with the reason, not the caller's
+        exception."""
+        try:
+            self.programs(entry, "cpu")
+        except Exception as exc:  # an autojit bug: run the Python from now on
+            reason = f"internal error while compiling ({type(exc).__name__}: {exc})"
+            _LOGGER.debug("%s: %s", self.__qualname__, reason, exc_info=True)
+            entry.plan, entry.reason = None, reason
+            self._note_fallback(reason)
+            return False
+        return True
 
     def _run_gpu(self, entry: Entry, args: tuple, sizes: dict, router: Router,
                  decision: Decision, state: BucketState) -> tuple[Any, float] | None:
@@ -359,6 +380,11 @@ class Dispatcher:
         except TraceError as exc:
             entry = Entry(signature, None, str(exc), guards=guards)
             self._note_fallback(str(exc))
+        except Exception as exc:  # an autojit bug while planning: run the Python instead
+            reason = f"internal error while planning ({type(exc).__name__}: {exc})"
+            _LOGGER.debug("%s: %s", self.__qualname__, reason, exc_info=True)
+            entry = Entry(signature, None, reason)
+            self._note_fallback(reason)
         self._stats.add("compile_seconds", time.perf_counter() - started)
         if slot is not None and entry.plan is not None:
             entry.disk = disk_cache.store_plan(slot, entry.plan)

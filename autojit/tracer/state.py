@@ -6,6 +6,7 @@ The current trace lives in a ContextVar, the only mutable global of the package.
 from __future__ import annotations
 
 import contextvars
+import functools
 import os
 import sys
 from dataclasses import dataclass, field, replace
@@ -33,15 +34,25 @@ def user_location(skip_frames: int = 1) -> SourceLoc | None:
     """Return the innermost caller frame outside autojit and NumPy as a SourceLoc."""
     frame = sys._getframe(skip_frames)
     while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(_SKIPPED_DIRS):
+        if not _is_skipped(frame.f_code.co_filename):
             return _frame_location(frame)
         frame = frame.f_back
     return None
 
 
+@functools.lru_cache(maxsize=1024)
+def _is_skipped(filename: str) -> bool:
+    """Return True for autojit's and NumPy's own files (asked once per node: cached)."""
+    return os.path.abspath(filename).startswith(_SKIPPED_DIRS)
+
+
+@functools.lru_cache(maxsize=256)
+def _positions(code: Any) -> list:
+    return list(code.co_positions())
+
+
 def _frame_location(frame: Any) -> SourceLoc:
-    positions = list(frame.f_code.co_positions())
+    positions = _positions(frame.f_code)
     index = frame.f_lasti // 2
     line, col = frame.f_lineno, 0
     if 0 <= index < len(positions):
@@ -95,6 +106,9 @@ class TraceState:
             self.host_inputs[key] = self.add_node(Op.ARG, (), TensorType(dtype, ()),
                                                   (("index", ref),), user_location(3))
         return self.host_inputs[key]
+    memory_of: dict[int, int] = field(default_factory=dict)     # node -> argument it views
+    param_memory: dict[int, list[int]] = field(default_factory=dict)  # since the last write
+    param_readers: dict[int, set[int]] = field(default_factory=dict)  # since the last write
 
     # -- size symbols ---------------------------------------------------------------------
     def new_symbol(self, example_size: int) -> str:
@@ -197,6 +211,7 @@ class TraceState:
         node = Node(len(self.nodes), op, inputs, type_, loc or user_location(2), attrs)
         self.nodes.append(node)
         self.seen[key] = node.id
+        self._index_memory(node)
         return node.id
 
     def current_version(self, param: int) -> int:
@@ -228,26 +243,34 @@ class TraceState:
             self.seen[key] = self.add_node(Op.VIEW, (rebased,), node.type, node.attrs, node.loc)
         return self.seen[key]
 
-    def param_nodes(self, param: int) -> set[int]:
-        """Return nodes that are (views of) argument ``param``'s memory, any version."""
-        found: set[int] = set()
-        for node in self.nodes:
-            is_root = node.op is Op.ARG and node.attr("index") == param
-            if is_root or node.op in (Op.VIEW, Op.WRITE) and node.inputs[0] in found:
-                found.add(node.id)
-        return found
+    def _index_memory(self, node: Node) -> None:
+        """Keep, per argument, its memory's nodes and their readers since the last write
+        (kept as the trace grows: a loop of writes must not rescan the whole trace)."""
+        param = node.attr("index") if node.op is Op.ARG else (
+            self.memory_of.get(node.inputs[0]) if node.op in (Op.VIEW, Op.WRITE) else None)
+        if param is not None:
+            self.memory_of[node.id] = param
+            self.param_memory.setdefault(param, []).append(node.id)
+        if node.op is Op.VIEW:
+            return
+        for i in node.inputs:
+            read = self.memory_of.get(i)
+            if read is not None and read != param:
+                self.param_readers.setdefault(read, set()).add(node.id)
 
     def readers_of_param(self, param: int) -> set[int]:
-        """Return nodes that read argument ``param``'s memory (a write must follow them)."""
-        memory = self.param_nodes(param)
-        return {n.id for n in self.nodes if n.op not in (Op.VIEW,)
-                and any(i in memory for i in n.inputs) and n.id not in memory}
+        """Return nodes that read argument ``param``'s memory since its last write (a write
+        must follow them; earlier readers precede that write, which this one follows)."""
+        return set(self.param_readers.get(param, ()))
 
     def retire(self, param: int) -> None:
         """After a write (the last node): the argument's earlier versions and views are
         stale; a read of one reads the new version instead (``rebase``)."""
-        self.stale |= self.param_nodes(param) - {self.nodes[-1].id}
-        self.versions[param] = self.nodes[-1].id
+        written = self.nodes[-1].id
+        self.stale.update(n for n in self.param_memory.get(param, ()) if n != written)
+        self.param_memory[param] = [written]
+        self.param_readers[param] = set()
+        self.versions[param] = written
 
     def add_const(self, value: Any, dtype: np.dtype) -> int:
         dtype = np.dtype(dtype)

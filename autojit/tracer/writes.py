@@ -25,12 +25,7 @@ from autojit.tracer.state import aliases_base, current_trace, user_location
 
 def written_param(state: Any, node_id: int) -> int | None:
     """Return the argument index whose memory ``node_id`` is (or views), else None."""
-    node = state.nodes[node_id]
-    if node.op is Op.ARG:
-        return node.attr("index")
-    if node.op in (Op.VIEW, Op.WRITE):
-        return written_param(state, node.inputs[0])
-    return None
+    return state.memory_of.get(node_id)     # indexed as nodes are added: chains grow long
 
 
 def _assigned(value: Any, dtype: np.dtype) -> Any:

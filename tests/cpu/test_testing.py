@@ -19,6 +19,7 @@ from autojit.ir.graph import Node
 from autojit.ir.ops import Op
 from autojit.ir.types import TensorType
 from autojit.lower_cpu.rules import LLVM_RULES
+from autojit.lower_cpu.ulp_bounds import numpy_extra_ulps
 from autojit.testing import assert_backends_agree
 from autojit.testing.tolerance import Tolerance, compare_output
 
@@ -86,7 +87,8 @@ def test_real_programs_agree(name: str) -> None:
 
 def test_chain_allows_four_ulp_per_transcendental_op() -> None:
     report = assert_backends_agree(chain, np.linspace(-3.0, 3.0, 1001))
-    assert report.checks[0].allowed.startswith("16 ULP")
+    per_op = 4 + numpy_extra_ulps()   # NumPy's AVX-512 loops add theirs (ulp_bounds.py)
+    assert report.checks[0].allowed.startswith(f"{4 * per_op:g} ULP")
     report = assert_backends_agree(add, np.ones(3), np.ones(3))
     assert report.checks[0].allowed == "exact"
 
@@ -164,7 +166,8 @@ def test_a_few_hundred_ulp_off_transcendental_is_caught(monkeypatch, fresh_cache
     x = np.linspace(-2.0, 2.0, 64)
     with pytest.raises(AssertionError) as caught:
         assert_backends_agree(lambda v: np.exp(v), x)
-    assert "allowed: 4 ULP" in str(caught.value) and "L∞ error: max abs" in str(caught.value)
+    message = str(caught.value)
+    assert f"allowed: {4 + numpy_extra_ulps():g} ULP" in message and "L∞ error: max abs" in message
     assert_backends_agree(lambda v: np.exp(v), x, rtol=1e-12)  # the caller may allow more
 
 

@@ -1,0 +1,91 @@
+"""Stage times of the first call of an N-op program (trace, split, partition, plan, LLVM).
+
+Compile time must grow linearly with program size: run by hand,
+``python benchmarks/compile_scaling.py [N ...]`` (default 1000 2000 4000 10000) and compare
+the per-op times across N. ``--profile N`` prints cProfile's top functions for one size.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from autojit.fuse.partition import partition_graph
+from autojit.fuse.plan import DEFAULT_MAX_OPS, plan_kernels
+from autojit.fuse.split_reduce import split_reductions
+from autojit.lower_cpu import jit
+from autojit.tracer import trace_function
+
+
+def chain(n: int) -> Callable:
+    """An elementwise chain of about ``n`` graph ops."""
+    def fn(x: np.ndarray) -> np.ndarray:
+        for _ in range(n // 2):
+            x = np.sin(x) + 1.0
+        return x
+    return fn
+
+
+def mixed(n: int) -> Callable:
+    """Elementwise ops with a reduction every few ops (softmax-like passes)."""
+    def fn(x: np.ndarray) -> np.ndarray:
+        for i in range(n // 4):
+            x = np.sin(x) * 0.5
+            x = x - x.max(axis=-1, keepdims=True) if i % 3 == 0 else x + 1.0
+        return x
+    return fn
+
+
+def stages(fn: Callable, args: tuple) -> dict[str, float]:
+    """Return seconds per stage of compiling ``fn`` for ``args`` (no call is made)."""
+    times: dict[str, float] = {}
+    mark = time.perf_counter()
+    graph = trace_function(fn, args)
+    times["trace"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    split = split_reductions(graph)
+    times["split"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    groups = partition_graph(split, DEFAULT_MAX_OPS)
+    times["partition"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    plan = plan_kernels(graph, [True] * len(args))
+    times["plan (incl. partition)"] = time.perf_counter() - mark
+    before = dict(jit.COMPILE_SECONDS)
+    mark = time.perf_counter()
+    for kernel in plan.kernels:
+        jit.compile_kernel(kernel)
+    times["llvm total"] = time.perf_counter() - mark
+    for phase in jit.COMPILE_PHASES:
+        times[f"  {phase}"] = jit.COMPILE_SECONDS[phase] - before[phase]
+    times["nodes"] = len(graph.nodes)
+    times["kernels"] = len(plan.kernels)
+    times["groups"] = len(groups)
+    return times
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--profile"]:
+        n = int(argv[1])
+        profile = cProfile.Profile()
+        profile.enable()
+        stages(chain(n), (np.ones((4, 8)),))
+        profile.disable()
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
+        return
+    sizes = [int(a) for a in argv] or [1000, 2000, 4000, 10000]
+    for name, make in (("chain", chain), ("mixed", mixed)):
+        for n in sizes:
+            times = stages(make(n), (np.ones((4, 8)),))
+            row = "  ".join(f"{k.strip()}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
+                            for k, v in times.items())
+            print(f"{name:5} N={n:6}  {row}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
