@@ -1,0 +1,71 @@
+"""Differential fuzzing of ``@autoroute`` against plain NumPy, for long runs.
+
+    PYTHONPATH=. python tests/fuzz/run_fuzz.py --seed 1 --count 500
+    PYTHONPATH=. python tests/fuzz/run_fuzz.py --seed 7 --minutes 20 --jobs 2 --out /tmp/fz
+
+Prints programs, calls, failures, the fallback rate and its top reasons, and the distinct
+failure signatures; writes each (shrunk) repro to ``--out`` (runnable: ``python FILE``).
+``--show SEED`` prints one program's repro without running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):          # run as a script: make ``tests.fuzz`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.fuzz.pool import Pool, summary, write_repros  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", default="0", help="run seed; program i is SEED:i")
+    parser.add_argument("--count", type=int, default=None, help="number of programs")
+    parser.add_argument("--minutes", type=float, default=None, help="stop after this long")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds one program's calls may take (then: a failure)")
+    parser.add_argument("--shrink-seconds", type=float, default=60.0,
+                        help="time to shrink each failure (0: do not shrink)")
+    parser.add_argument("--warnings", action="store_true",
+                        help="also compare the warning categories of every call")
+    parser.add_argument("--out", default=None, help="folder for the repros")
+    parser.add_argument("--json", default=None, help="write every failure record here")
+    parser.add_argument("--show", default=None, help="print the repro of one seed and exit")
+    args = parser.parse_args(argv)
+    if args.show is not None:
+        from tests.fuzz.gen import generate
+        print(generate(args.show).repro(f"seed {args.show}"))
+        return 0
+    count = args.count if args.count is not None or args.minutes else 100
+    seeds = (f"{args.seed}:{i}" for i in (range(count) if count is not None
+                                          else itertools.count()))
+    deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
+
+    def progress(failure: dict) -> None:
+        print(f"FAIL {failure['text'][:200]}", flush=True)
+
+    pool = Pool(args.jobs, args.timeout, args.shrink_seconds, args.warnings)
+    results = pool.run(seeds, deadline, progress)
+    print(summary(results))
+    out = Path(args.out) if args.out else Path(f"/tmp/autojit-fuzz-{args.seed}")
+    if results.failures:
+        paths = write_repros(results, out)
+        print(f"{len(paths)} repros in {out}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "programs": results.programs, "calls": results.calls,
+            "numpy_raised": results.numpy_raised, "fallback_calls": results.fallback_calls,
+            "reasons": results.reasons.most_common(), "records": results.records,
+            "harness_errors": results.harness_errors, "seconds": results.seconds}, indent=1))
+    return 1 if results.failures or results.harness_errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
