@@ -19,6 +19,8 @@ from typing import Any
 
 #: programs a worker runs before a fresh one replaces it (compiled code accumulates)
 RECYCLE_AFTER = 150
+#: seconds a fresh worker may take to import autojit before it counts as broken
+STARTUP_S = 180.0
 
 
 def _record(seed: str, outcome: Any, program: Any, failure: Any, shrunk: bool,
@@ -45,6 +47,7 @@ def worker_main(conn: Connection, cache_dir: str, shrink_seconds: float, warn: b
     from tests.fuzz.gen import generate
     from tests.fuzz.runner import run_program
     from tests.fuzz.shrink import shrink
+    conn.send(("ready", None, None))        # the program clock starts after the imports
     while True:
         seed = conn.recv()
         if seed is None:
@@ -73,7 +76,7 @@ class Worker:
     conn: Connection
     seed: str | None = None
     started: float = 0.0
-    phase: str = "idle"
+    phase: str = "starting"
     found: dict[str, Any] | None = None
     served: int = 0
 
@@ -109,20 +112,21 @@ class Pool:
     """``jobs`` workers fed seeds ``prefix:0``, ``prefix:1``... ."""
 
     def __init__(self, jobs: int, timeout: float, shrink_seconds: float,
-                 warn: bool = False) -> None:
+                 warn: bool = False, worker: Any = None) -> None:
         self.jobs, self.timeout, self.shrink_seconds, self.warn = \
             jobs, timeout, shrink_seconds, warn
+        self.worker = worker or worker_main     # a test may pass one that misbehaves
         self.ctx = mp.get_context("spawn")
         self.cache_dir = tempfile.mkdtemp(prefix="autojit-fuzz-cache-")
         self.workers: list[Worker] = []
 
     def _start(self) -> Worker:
         parent, child = self.ctx.Pipe()
-        process = self.ctx.Process(target=worker_main, daemon=True,
+        process = self.ctx.Process(target=self.worker, daemon=True,
                                    args=(child, self.cache_dir, self.shrink_seconds, self.warn))
         process.start()
         child.close()
-        return Worker(process, parent)
+        return Worker(process, parent, started=time.monotonic())
 
     def _kill(self, worker: Worker) -> None:
         worker.process.kill()
@@ -147,7 +151,8 @@ class Pool:
                         if w.served >= RECYCLE_AFTER:
                             w.conn.send(None)
                             w.process.join(10)
-                            self.workers[i] = w = self._start()
+                            self.workers[i] = self._start()
+                            continue
                         seed = next(seeds, None)
                         if seed is None:
                             exhausted = True
@@ -168,8 +173,8 @@ class Pool:
                     self._handle(w, message, results, progress)
                 now = time.monotonic()
                 for w in [w for w in self.workers if w.phase != "idle"]:
-                    limit = self.timeout if w.phase == "run" else \
-                        self.timeout + self.shrink_seconds + 30
+                    limit = {"run": self.timeout, "starting": STARTUP_S}.get(
+                        w.phase, self.timeout + self.shrink_seconds + 30)
                     if now - w.started > limit:
                         self._lost(w, results, "timeout")
         finally:
@@ -180,6 +185,9 @@ class Pool:
 
     def _handle(self, w: Worker, message: tuple, results: Results, progress: Any) -> None:
         tag, seed, payload = message
+        if tag == "ready":
+            w.phase = "idle"
+            return
         if tag == "found":
             w.phase, w.found, w.started = "shrink", payload, time.monotonic()
             return
@@ -194,7 +202,12 @@ class Pool:
 
     def _lost(self, w: Worker, results: Results, kind: str) -> None:
         """The worker died or hung: the program it ran is a failure (unshrunk)."""
-        if w.found is not None:          # it died while shrinking: keep what it had found
+        if w.phase == "starting":
+            results.harness_errors.append(f"a worker could not start ({kind})")
+            if len(results.harness_errors) > 3:
+                raise RuntimeError("workers keep failing to start: "
+                                   + "; ".join(results.harness_errors))
+        elif w.found is not None:          # it died while shrinking: keep what it had found
             w.found["failure"]["text"] += f" (shrinking stopped: {kind})"
             results.add(w.found)
         else:

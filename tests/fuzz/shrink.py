@@ -47,6 +47,28 @@ def _statements(p: Program) -> Iterator[Program]:
         yield p.with_(ret=None, ret_tuple=False)
 
 
+def _returns(p: Program) -> Iterator[Program]:
+    """Return an earlier value instead (so the statements after it can go)."""
+    defined = [m.group(1) for line in p.body if (m := _ASSIGNED.match(line))]
+    for i, name in enumerate(p.ret or []):
+        for other in defined:
+            if other != name and defined.index(other) < defined.index(name) \
+                    if name in defined else other != name:
+                yield p.with_(ret=p.ret[:i] + [other] + p.ret[i + 1:])
+
+
+def _substitutions(p: Program) -> Iterator[Program]:
+    """Read an argument or the literal 1 where a statement reads a computed value (so the
+    statement computing it can go)."""
+    for i, line in enumerate(p.body):
+        target = _ASSIGNED.match(line)
+        head, rhs = (line[:target.end()], line[target.end():]) if target else ("", line)
+        for name in sorted(set(re.findall(r"\bv\d+\b", rhs))):
+            for other in p.params + ["1"]:
+                new = head + re.sub(rf"\b{name}\b", other, rhs)
+                yield p.with_(body=p.body[:i] + [new] + p.body[i + 1:])
+
+
 def _params(p: Program) -> Iterator[Program]:
     """Drop an argument the program does not read (nor an alias of it)."""
     text = "\n".join(p.body) + " " + " ".join(p.ret or [])
@@ -60,6 +82,21 @@ def _params(p: Program) -> Iterator[Program]:
             calls.append([s.with_(alias_of=s.alias_of - (s.alias_of > i))
                           if s.kind == "alias" else s for s in kept])
         yield p.with_(params=p.params[:i] + p.params[i + 1:], calls=calls)
+
+
+_NUMBER = re.compile(r"(?<![\w.'])\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w(])")
+
+
+def _literals(p: Program) -> Iterator[Program]:
+    """Replace a number in a statement by 0, 1 or 2 (``np.eye(11)`` -> ``np.eye(2)``)."""
+    for i, line in enumerate(p.body):
+        for match in _NUMBER.finditer(line):
+            if match.start() > 0 and line[match.start() - 1] == "v":
+                continue
+            for simple in ("0", "1", "2"):
+                if match.group() not in (simple, simple + ".0"):
+                    new = line[:match.start()] + simple + line[match.end():]
+                    yield p.with_(body=p.body[:i] + [new] + p.body[i + 1:])
 
 
 def _with_arg(p: Program, call: int, index: int, spec: ArgSpec) -> Program:
@@ -145,7 +182,8 @@ def _dtypes(p: Program) -> Iterator[Program]:
 
 
 PASSES: tuple[Callable[[Program], Iterator[Program]], ...] = (
-    _call_sets, _statements, _params, _arrays, _dtypes, _values)
+    _call_sets, _statements, _returns, _substitutions, _params, _arrays, _dtypes, _values,
+    _literals)
 
 
 def shrink(program: Program, failure: Failure, seconds: float = 60.0,
