@@ -93,6 +93,7 @@ class Results:
     records: list[dict[str, Any]] = field(default_factory=list)
     harness_errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    interrupted: bool = False
 
     @property
     def failures(self) -> list[dict[str, Any]]:
@@ -140,48 +141,55 @@ class Pool:
         started = time.monotonic()
         seeds = iter(seeds)
         self.workers = [self._start() for _ in range(self.jobs)]
-        exhausted = False
         try:
-            while True:
-                for i, w in enumerate(self.workers):
-                    if w.phase == "idle" and not exhausted:
-                        if deadline is not None and time.monotonic() > deadline:
-                            exhausted = True
-                            break
-                        if w.served >= RECYCLE_AFTER:
-                            w.conn.send(None)
-                            w.process.join(10)
-                            self.workers[i] = self._start()
-                            continue
-                        seed = next(seeds, None)
-                        if seed is None:
-                            exhausted = True
-                            break
-                        w.conn.send(seed)
-                        w.seed, w.phase, w.started, w.found = seed, "run", time.monotonic(), None
-                        w.served += 1
-                busy = [w for w in self.workers if w.phase != "idle"]
-                if exhausted and not busy:
-                    break
-                for conn in wait([w.conn for w in busy], timeout=0.5):
-                    w = next(w for w in busy if w.conn is conn)
-                    try:
-                        message = conn.recv()
-                    except (EOFError, OSError):
-                        self._lost(w, results, f"crash:exit {w.process.exitcode}")
-                        continue
-                    self._handle(w, message, results, progress)
-                now = time.monotonic()
-                for w in [w for w in self.workers if w.phase != "idle"]:
-                    limit = {"run": self.timeout, "starting": STARTUP_S}.get(
-                        w.phase, self.timeout + self.shrink_seconds + 30)
-                    if now - w.started > limit:
-                        self._lost(w, results, "timeout")
+            self._loop(seeds, deadline, progress, results)
+        except KeyboardInterrupt:           # Ctrl-C or SIGTERM: report what was done
+            results.interrupted = True
         finally:
             for w in self.workers:
                 self._kill(w)
         results.seconds = time.monotonic() - started
         return results
+
+    def _loop(self, seeds: Any, deadline: float | None, progress: Any,
+              results: Results) -> None:
+        exhausted = False
+        while True:
+            for i, w in enumerate(self.workers):
+                if w.phase == "idle" and not exhausted:
+                    if deadline is not None and time.monotonic() > deadline:
+                        exhausted = True
+                        break
+                    if w.served >= RECYCLE_AFTER:
+                        w.conn.send(None)
+                        w.process.join(10)
+                        self.workers[i] = self._start()
+                        continue
+                    seed = next(seeds, None)
+                    if seed is None:
+                        exhausted = True
+                        break
+                    w.conn.send(seed)
+                    w.seed, w.phase, w.started, w.found = seed, "run", time.monotonic(), None
+                    w.served += 1
+            busy = [w for w in self.workers if w.phase != "idle"]
+            if exhausted and not busy:
+                break
+            for conn in wait([w.conn for w in busy], timeout=0.5):
+                w = next(w for w in busy if w.conn is conn)
+                try:
+                    message = conn.recv()
+                except (EOFError, OSError):
+                    w.process.join(5)
+                    self._lost(w, results, f"crash:exit {w.process.exitcode}")
+                    continue
+                self._handle(w, message, results, progress)
+            now = time.monotonic()
+            for w in [w for w in self.workers if w.phase != "idle"]:
+                limit = {"run": self.timeout, "starting": STARTUP_S}.get(
+                    w.phase, self.timeout + self.shrink_seconds + 30)
+                if now - w.started > limit:
+                    self._lost(w, results, "timeout")
 
     def _handle(self, w: Worker, message: tuple, results: Results, progress: Any) -> None:
         tag, seed, payload = message
@@ -256,7 +264,7 @@ def summary(results: Results, top: int = 12) -> str:
     lines = [f"programs {results.programs}, calls {results.calls} "
              f"({results.numpy_raised} where NumPy raised), failures {len(results.failures)}, "
              f"fallback calls {results.fallback_calls} ({rate:.1%}), "
-             f"{results.seconds:.0f} s"]
+             f"{results.seconds:.0f} s" + (" (interrupted)" if results.interrupted else "")]
     if results.harness_errors:
         lines.append(f"harness errors: {len(results.harness_errors)} (first below)")
         lines.append(results.harness_errors[0])

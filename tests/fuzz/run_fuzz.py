@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,10 @@ if __package__ in (None, ""):          # run as a script: make ``tests.fuzz`` im
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.fuzz.pool import Pool, summary, write_repros  # noqa: E402
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     def progress(failure: dict) -> None:
         print(f"FAIL {failure['text'][:200]}", flush=True)
 
+    signal.signal(signal.SIGTERM, _interrupt)
     pool = Pool(args.jobs, args.timeout, args.shrink_seconds, args.warnings)
     results = pool.run(seeds, deadline, progress)
     print(summary(results))
