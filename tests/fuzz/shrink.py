@@ -99,6 +99,17 @@ def _literals(p: Program) -> Iterator[Program]:
                     yield p.with_(body=p.body[:i] + [new] + p.body[i + 1:])
 
 
+_KEYWORD = re.compile(r",\s*\w+=(?:np\.\w+|[^,()\[\]]+|\([^()]*\))(?=\s*[,)])")
+
+
+def _keywords(p: Program) -> Iterator[Program]:
+    """Drop one keyword argument (``keepdims=True``, ``dtype=np.int8``, ``axis=(0, 1)``)."""
+    for i, line in enumerate(p.body):
+        for match in _KEYWORD.finditer(line):
+            new = line[:match.start()] + line[match.end():]
+            yield p.with_(body=p.body[:i] + [new] + p.body[i + 1:])
+
+
 def _with_arg(p: Program, call: int, index: int, spec: ArgSpec) -> Program:
     calls = [list(c) for c in p.calls]
     calls[call][index] = spec
@@ -182,8 +193,8 @@ def _dtypes(p: Program) -> Iterator[Program]:
 
 
 PASSES: tuple[Callable[[Program], Iterator[Program]], ...] = (
-    _call_sets, _statements, _returns, _substitutions, _params, _arrays, _dtypes, _values,
-    _literals)
+    _call_sets, _statements, _returns, _substitutions, _params, _keywords, _arrays, _dtypes,
+    _values, _literals)
 
 
 def shrink(program: Program, failure: Failure, seconds: float = 60.0,
