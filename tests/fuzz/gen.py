@@ -10,9 +10,12 @@ then, as the program's last: autojit must raise the same exception type.
 
 from __future__ import annotations
 
+import contextlib
 import random
+import signal
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -68,6 +71,8 @@ METHOD_REDUCTIONS = {"sum", "prod", "mean", "std", "var", "max", "min", "any", "
 TAKES_DTYPE = {"sum", "prod", "mean", "std", "var", "nansum", "nanmean"}
 SIZE_CHOICES = (0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 7, 8, 11)
 MAX_SIZE = 3000
+#: seconds the generator's NumPy run of a candidate program may take
+REPLAY_S = 2.0
 
 
 def _is_array(v: Any) -> bool:
@@ -214,7 +219,7 @@ class Generator:
         exec(self.first_call_code, ns)
         args = ns["call_1"]()
         ns.update(zip(self.params, args))
-        with np.errstate(all="ignore"), warnings.catch_warnings():
+        with np.errstate(all="ignore"), warnings.catch_warnings(), _time_limit(REPLAY_S):
             warnings.simplefilter("ignore")
             for i, line in enumerate(lines):
                 try:
@@ -298,6 +303,19 @@ class Generator:
             self.choose(UNARY_EXACT, UNARY_EXACT_RARE)
         return self._with_op(f"np.{name}({x})", x, name if group == "inexact" else None)
 
+    def _bounded(self, op: str, exponent: str, ns: dict[str, Any]) -> str:
+        """A small exponent/shift for ``**`` and ``<<`` on Python ints: ``2 ** 2**63`` never
+        finishes, in NumPy or anywhere (arrays and NumPy scalars are fixed-width: kept)."""
+        if op.rstrip("=") not in ("**", "<<"):
+            return exponent
+        try:
+            value = eval(exponent, dict(ns))
+        except Exception:  # noqa: BLE001 - not a value: keep it
+            return exponent
+        if isinstance(value, (bool, int)) and not isinstance(value, np.generic):
+            return str(self.rng.randint(0, 4))
+        return exponent
+
     def _with_op(self, expr: str, operands: str, inexact_name: str | None,
                  reduced: bool = False) -> tuple[str, Taint]:
         """``expr`` and its taint: the operands' plus the op's own (the op's bound is
@@ -321,10 +339,12 @@ class Generator:
         if group == "discrete":
             return f"np.{self.choose(BINARY_DISCRETE, BINARY_DISCRETE_RARE)}({x}, {y})", EXACT
         if group == "opd":
-            return f"{x} {rng.choice(OPERATORS_DISCRETE)} {y}", EXACT
+            op = rng.choice(OPERATORS_DISCRETE)
+            return f"{x} {op} {self._bounded(op, y, ns)}", EXACT
         if group == "op":
             return self._with_op(f"{x} {rng.choice(OPERATORS_EXACT)} {y}", f"{x} {y}", None)
         if group == "pow":
+            y = self._bounded("**", y, ns)
             return self._with_op(f"{x} ** {y}", f"{x} {y}", "power")
         name = self.choose(BINARY_INEXACT, BINARY_INEXACT_RARE) if group == "inexact" else \
             self.choose(BINARY_EXACT, BINARY_EXACT_RARE)
@@ -478,7 +498,7 @@ class Generator:
                 value = self.operand(ns, exact=True)
                 if not self.taint.get(target, EXACT).exact:
                     op = "+="
-            line = f"{target} {op} {value}"
+            line = f"{target} {op} {self._bounded(op, value, ns)}"
         elif roll < 0.88:
             name = rng.choice(BINARY_EXACT + BINARY_EXACT_RARE +
                               ("sin", "exp", "negative", "sqrt", "floor"))
@@ -582,6 +602,7 @@ class Generator:
                         f"{one}.item()" if hasattr(ns[one], "item") else f"float({one})"]
         a, b = rng.choice(sources), rng.choice(sources)
         op = rng.choice(("+", "-", "*", "/", "//", "%", "**", ">", "==", "<", "and", "or"))
+        b = self._bounded(op, b, ns)
         forms = [f"{a} {op} {b}", f"-{a}", f"not {a}", f"min({a}, {b})", f"max({a}, {b})",
                  f"abs({a})", f"{a} {op} {b} {rng.choice(('+', '*'))} {self.literal()}"]
         return rng.choice(forms), EXACT
@@ -633,7 +654,8 @@ class Generator:
             if error is not None:
                 if target:
                     self.counter -= 1
-                if rng.random() < 0.08 and len(self.body) >= 2:
+                if rng.random() < 0.08 and len(self.body) >= 2 and \
+                        not isinstance(error, TooSlow):
                     self.body.append(line)      # NumPy rejects it: autojit must too
                     self.stopped = True
                 continue
@@ -684,6 +706,28 @@ class Generator:
         third = self.make_call(symbols, None, independent=rng.random() < 0.2)
         fourth = self._revalue(first)
         return [first, second, third, fourth]
+
+
+class TooSlow(Exception):
+    """A candidate statement ran past REPLAY_S (it is dropped, never kept)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise TooSlow in the main thread after ``seconds`` (no limit in other threads)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TooSlow(f"statement ran past {seconds} s")
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _words(text: str) -> set[str]:

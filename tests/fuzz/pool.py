@@ -54,6 +54,10 @@ def worker_main(conn: Connection, cache_dir: str, shrink_seconds: float, warn: b
             return
         try:
             program = generate(seed)
+            # before running it: if the run kills or hangs this process, the parent has it
+            conn.send(("program", seed, {"repro": program.repro(f"seed {seed}"),
+                                         "ops": sorted(program.ops()),
+                                         "statements": len(program.body)}))
             outcome = run_program(program, warn)
         except Exception:  # noqa: BLE001 - the harness itself failed: say so, go on
             conn.send(("error", seed, traceback.format_exc()))
@@ -78,6 +82,7 @@ class Worker:
     started: float = 0.0
     phase: str = "starting"
     found: dict[str, Any] | None = None
+    program: dict[str, Any] | None = None
     served: int = 0
 
 
@@ -171,6 +176,7 @@ class Pool:
                         break
                     w.conn.send(seed)
                     w.seed, w.phase, w.started, w.found = seed, "run", time.monotonic(), None
+                    w.program = None
                     w.served += 1
             busy = [w for w in self.workers if w.phase != "idle"]
             if exhausted and not busy:
@@ -181,7 +187,7 @@ class Pool:
                     message = conn.recv()
                 except (EOFError, OSError):
                     w.process.join(5)
-                    self._lost(w, results, f"crash:exit {w.process.exitcode}")
+                    self._lost(w, results, f"crash:exit {w.process.exitcode}", progress)
                     continue
                 self._handle(w, message, results, progress)
             now = time.monotonic()
@@ -189,12 +195,15 @@ class Pool:
                 limit = {"run": self.timeout, "starting": STARTUP_S}.get(
                     w.phase, self.timeout + self.shrink_seconds + 30)
                 if now - w.started > limit:
-                    self._lost(w, results, "timeout")
+                    self._lost(w, results, "timeout", progress)
 
     def _handle(self, w: Worker, message: tuple, results: Results, progress: Any) -> None:
         tag, seed, payload = message
         if tag == "ready":
             w.phase = "idle"
+            return
+        if tag == "program":
+            w.program = payload
             return
         if tag == "found":
             w.phase, w.found, w.started = "shrink", payload, time.monotonic()
@@ -205,10 +214,10 @@ class Pool:
         else:
             results.add(payload)
             if progress and payload.get("failure"):
-                progress(payload["failure"])
+                progress(payload)
         w.phase, w.seed, w.found = "idle", None, None
 
-    def _lost(self, w: Worker, results: Results, kind: str) -> None:
+    def _lost(self, w: Worker, results: Results, kind: str, progress: Any = None) -> None:
         """The worker died or hung: the program it ran is a failure (unshrunk)."""
         if w.phase == "starting":
             results.harness_errors.append(f"a worker could not start ({kind})")
@@ -218,16 +227,23 @@ class Pool:
         elif w.found is not None:          # it died while shrinking: keep what it had found
             w.found["failure"]["text"] += f" (shrinking stopped: {kind})"
             results.add(w.found)
+            if progress:
+                progress(w.found)
+        elif w.program is None:             # the generator itself: not autojit's failure
+            results.harness_errors.append(f"{w.seed}: generating the program: {kind}")
+            results.programs += 1
         else:
-            from tests.fuzz.gen import generate
-            program = generate(w.seed)
             text = f"{kind}: the worker {'hung' if kind == 'timeout' else 'died'} running it"
-            results.add({"seed": w.seed, "calls": 0, "numpy_raised": 0, "fallback_calls": 0,
-                         "reasons": {}, "failure": {
-                             "kind": kind.split(" ")[0], "where": "", "text": text,
-                             "ops": sorted(program.ops()), "shrunk": False, "shrink_runs": 0,
-                             "repro": program.repro(f"seed {w.seed}: {text}"),
-                             "statements": len(program.body)}})
+            record = {"seed": w.seed, "calls": 0, "numpy_raised": 0, "fallback_calls": 0,
+                      "reasons": {}, "failure": {
+                          "kind": kind.split(" ")[0], "where": "", "text": text,
+                          "ops": w.program["ops"], "shrunk": False, "shrink_runs": 0,
+                          "repro": w.program["repro"].replace(
+                              f'"""seed {w.seed}', f'"""seed {w.seed}: {text}', 1),
+                          "statements": w.program["statements"]}}
+            results.add(record)
+            if progress:
+                progress(record)
         self._kill(w)
         index = self.workers.index(w)
         self.workers[index] = self._start()
@@ -245,17 +261,19 @@ def failure_class(failure: dict[str, Any]) -> str:
     return f"{failure['kind']}{where}"
 
 
-def write_repros(results: Results, folder: Path) -> list[Path]:
-    """Each failure's (shrunk) repro as ``folder/<class>-<seed>.py``."""
+def write_repro(record: dict[str, Any], folder: Path) -> Path:
+    """One failure's (shrunk) repro as ``folder/<class>-<seed>.py``."""
     folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for record in results.records:
-        failure = record["failure"]
-        slug = re.sub(r"[^A-Za-z0-9]+", "_", failure_class(failure)).strip("_")[:60]
-        path = folder / f"{slug}-{re.sub(r'[^0-9A-Za-z]+', '_', record['seed'])}.py"
-        path.write_text(failure["repro"])
-        paths.append(path)
-    return paths
+    failure = record["failure"]
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", failure_class(failure)).strip("_")[:60]
+    path = folder / f"{slug}-{re.sub(r'[^0-9A-Za-z]+', '_', record['seed'])}.py"
+    path.write_text(failure["repro"])
+    return path
+
+
+def write_repros(results: Results, folder: Path) -> list[Path]:
+    """Each failure's (shrunk) repro in ``folder``."""
+    return [write_repro(record, folder) for record in results.records]
 
 
 def summary(results: Results, top: int = 12) -> str:

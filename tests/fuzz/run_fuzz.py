@@ -21,7 +21,7 @@ from pathlib import Path
 if __package__ in (None, ""):          # run as a script: make ``tests.fuzz`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.fuzz.pool import Pool, summary, write_repros  # noqa: E402
+from tests.fuzz.pool import Pool, summary, write_repro  # noqa: E402
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -53,17 +53,25 @@ def main(argv: list[str] | None = None) -> int:
                                           else itertools.count()))
     deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
 
-    def progress(failure: dict) -> None:
-        print(f"FAIL {failure['text'][:200]}", flush=True)
+    out = Path(args.out) if args.out else Path(f"/tmp/autojit-fuzz-{args.seed}")
+    log = out / "failures.jsonl"
+    out.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+
+    def progress(record: dict) -> None:
+        """Each failure as it comes: printed, its repro written, a line in failures.jsonl
+        (so a run that is killed keeps what it found)."""
+        path = write_repro(record, out)
+        with log.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        print(f"FAIL {record['failure']['text'][:200]}\n     -> {path}", flush=True)
 
     signal.signal(signal.SIGTERM, _interrupt)
     pool = Pool(args.jobs, args.timeout, args.shrink_seconds, args.warnings)
     results = pool.run(seeds, deadline, progress)
     print(summary(results))
-    out = Path(args.out) if args.out else Path(f"/tmp/autojit-fuzz-{args.seed}")
     if results.failures:
-        paths = write_repros(results, out)
-        print(f"{len(paths)} repros in {out}")
+        print(f"{len(results.failures)} repros in {out} (records: {log})")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "programs": results.programs, "calls": results.calls,

@@ -5,6 +5,7 @@ and a worker that dies or hangs is reported as a failure of its program."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -123,6 +124,8 @@ def misbehaving_worker(conn: Any, cache_dir: str, shrink_seconds: float, warn: b
         seed = conn.recv()
         if seed is None:
             return
+        conn.send(("program", seed, {"repro": f'"""seed {seed}"""\ndef f(): pass\n',
+                                     "ops": [], "statements": 0}))
         if seed == "t:1":
             os._exit(11)
         if seed == "t:2":
@@ -140,3 +143,12 @@ def test_a_worker_that_dies_or_hangs_is_a_failure_of_its_program() -> None:
     assert kinds == ["crash:exit", "timeout"], summary(results)
     assert all("def f(" in f["repro"] for f in results.failures)
     assert results.fallback_calls == 6 and results.calls == 24
+
+
+def test_generation_is_bounded() -> None:
+    """Python ints make ``2 ** 2**63`` possible; the generator must never build one."""
+    started = time.monotonic()
+    for i in range(150):
+        program = generate(f"bounded:{i}")
+        assert not re.search(r"\*\*=? *\d{3,}|<<=? *\d{3,}", program.source())
+    assert time.monotonic() - started < 60
