@@ -36,8 +36,10 @@ class Failure:
 
     @property
     def key(self) -> str:
-        """What the shrinker keeps constant: the kind (exception types included)."""
-        return self.kind
+        """What the shrinker keeps constant: the kind (exception types included) and, for
+        an internal error, the autojit function it came from (another bug may raise the
+        same type elsewhere)."""
+        return f"{self.kind} {self.where}"
 
     def text(self) -> str:
         at = f" [{self.where}]" if self.where else ""
