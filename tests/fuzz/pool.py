@@ -94,6 +94,7 @@ class Results:
     calls: int = 0
     numpy_raised: int = 0
     fallback_calls: int = 0
+    compiled_programs: int = 0
     reasons: Counter = field(default_factory=Counter)
     records: list[dict[str, Any]] = field(default_factory=list)
     harness_errors: list[str] = field(default_factory=list)
@@ -109,6 +110,7 @@ class Results:
         self.calls += record["calls"]
         self.numpy_raised += record["numpy_raised"]
         self.fallback_calls += record["fallback_calls"]
+        self.compiled_programs += record["calls"] > 0 and record["fallback_calls"] == 0
         self.reasons.update(record["reasons"])
         if record.get("failure"):
             self.records.append(record)
@@ -281,7 +283,8 @@ def summary(results: Results, top: int = 12) -> str:
     rate = results.fallback_calls / results.calls if results.calls else 0.0
     lines = [f"programs {results.programs}, calls {results.calls} "
              f"({results.numpy_raised} where NumPy raised), failures {len(results.failures)}, "
-             f"fallback calls {results.fallback_calls} ({rate:.1%}), "
+             f"fallback calls {results.fallback_calls} ({rate:.1%}; programs that never fell "
+             f"back: {results.compiled_programs}), "
              f"{results.seconds:.0f} s" + (" (interrupted)" if results.interrupted else "")]
     if results.harness_errors:
         lines.append(f"harness errors: {len(results.harness_errors)} (first below)")

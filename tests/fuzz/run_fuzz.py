@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({
             "programs": results.programs, "calls": results.calls,
             "numpy_raised": results.numpy_raised, "fallback_calls": results.fallback_calls,
+            "compiled_programs": results.compiled_programs,
             "reasons": results.reasons.most_common(), "records": results.records,
             "harness_errors": results.harness_errors, "seconds": results.seconds}, indent=1))
     return 1 if results.failures or results.harness_errors else 0
