@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 import signal
 import threading
 import warnings
@@ -493,11 +494,13 @@ class Generator:
         elif roll < 0.75:
             op = rng.choice(("+=", "-=", "*=", "+=", "/=", "//=", "%=", "**=", "&=", "|=",
                              "^=", "<<=", ">>="))
-            exact = op not in ("+=", "-=", "*=", "/=")
+            exact = op not in ("+=", "-=", "*=", "/=", "**=")
             if exact:
                 value = self.operand(ns, exact=True)
                 if not self.taint.get(target, EXACT).exact:
                     op = "+="
+            if op == "**=":
+                extra = Taint(op_ulps("power", t), False)
             line = f"{target} {op} {self._bounded(op, value, ns)}"
         elif roll < 0.88:
             name = rng.choice(BINARY_EXACT + BINARY_EXACT_RARE +
@@ -730,8 +733,53 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+#: words of a statement that make its value inexact (for ``retaint``)
+_INEXACT_WORDS = set(UNARY_INEXACT + BINARY_INEXACT + BINARY_INEXACT_RARE)
+_REDUCED_WORDS = set(REDUCTIONS_INEXACT[0] + REDUCTIONS_INEXACT[1]) | {
+    "cumsum", "cumprod", "matmul", "dot", "inner", "outer", "vdot"}
+_ASSIGN = re.compile(r"^(v\d+) = ")
+_WRITE = re.compile(r"^(a\d+|v\d+)\s*(\[|[-+*/%&|^<>]+=)|out=(a\d+|v\d+)")
+
+
+def _word_ulps(name: str) -> float:
+    if name in COMPOSED_ULPS:
+        return COMPOSED_ULPS[name]
+    lookup = "power" if name == "float_power" else name
+    bounds = [ulp_bound(lookup, d) or 0.0 for d in ("float32", "float64")]
+    return max(bounds) + 1.0       # float16: one more rounding
+
+
+def retaint(program: Program) -> dict[str, Taint]:
+    """The program's taint, recomputed from its text, never below what it had: a shrunk
+    program may compute in floats what the original computed in ints (a dropped
+    ``dtype=``, an argument made float64), and must not then fail on a rounding."""
+    taint = dict(program.taint)
+    for line in program.body:
+        words = _words(line)
+        t = EXACT
+        for name in words:
+            if name in taint:
+                t = t.join(taint[name])
+        for name in words & _INEXACT_WORDS:
+            t = t.join(Taint(_word_ulps(name), False))
+        if "**" in line:
+            t = t.join(Taint(_word_ulps("power"), False))
+        if words & _REDUCED_WORDS or "@" in line:
+            t = t.join(Taint(0.0, True))
+        if t.exact:
+            continue
+        target = _ASSIGN.match(line)
+        write = _WRITE.search(line)
+        names = [target.group(1)] if target else []
+        if write:       # a write: everything that may share the target's memory
+            names += [n for n in program.params] + [f"v{i}" for i in range(1, 64)]
+        for name in names:
+            taint[name] = taint.get(name, EXACT).join(t)
+    text = " ".join(program.body + (program.ret or []) + program.params)
+    return {n: t for n, t in taint.items() if not t.exact and re.search(rf"\b{n}\b", text)}
+
+
 def _words(text: str) -> set[str]:
-    import re
     return set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text))
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from tests.fuzz.gen import retaint
 from tests.fuzz.program import Program
 from tests.fuzz.runner import Failure, run_program
 from tests.fuzz.values import ArgSpec
@@ -213,6 +214,7 @@ def shrink(program: Program, failure: Failure, seconds: float = 60.0,
                     break
                 if not well_formed(candidate):
                     continue
+                candidate = candidate.with_(taint=retaint(candidate))
                 runs += 1
                 try:
                     outcome = run_program(candidate)
