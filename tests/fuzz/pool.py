@@ -49,9 +49,10 @@ def worker_main(conn: Connection, cache_dir: str, shrink_seconds: float, warn: b
     from tests.fuzz.shrink import shrink
     conn.send(("ready", None, None))        # the program clock starts after the imports
     while True:
-        seed = conn.recv()
-        if seed is None:
+        message = conn.recv()
+        if message is None:
             return
+        seed, budget = message if isinstance(message, tuple) else (message, shrink_seconds)
         try:
             program = generate(seed)
             # before running it: if the run kills or hangs this process, the parent has it
@@ -67,8 +68,8 @@ def worker_main(conn: Connection, cache_dir: str, shrink_seconds: float, warn: b
             continue
         conn.send(("found", seed, _record(seed, outcome, program, outcome.failure, False)))
         small, failure, runs = program, outcome.failure, 0
-        if shrink_seconds > 0:
-            small, failure, runs = shrink(program, outcome.failure, shrink_seconds)
+        if budget > 0:
+            small, failure, runs = shrink(program, outcome.failure, budget)
         conn.send(("done", seed, _record(seed, outcome, small, failure, True, runs)))
 
 
@@ -120,10 +121,13 @@ class Pool:
     """``jobs`` workers fed seeds ``prefix:0``, ``prefix:1``... ."""
 
     def __init__(self, jobs: int, timeout: float, shrink_seconds: float,
-                 warn: bool = False, worker: Any = None) -> None:
+                 warn: bool = False, worker: Any = None, max_shrinks: int | None = None) -> None:
         self.jobs, self.timeout, self.shrink_seconds, self.warn = \
             jobs, timeout, shrink_seconds, warn
         self.worker = worker or worker_main     # a test may pass one that misbehaves
+        #: failures shrunk at most (the rest are reported as found: a budget for CI)
+        self.max_shrinks = max_shrinks
+        self.shrinks = 0
         self.ctx = mp.get_context("spawn")
         self.cache_dir = tempfile.mkdtemp(prefix="autojit-fuzz-cache-")
         self.workers: list[Worker] = []
@@ -176,7 +180,7 @@ class Pool:
                     if seed is None:
                         exhausted = True
                         break
-                    w.conn.send(seed)
+                    w.conn.send((seed, self._shrink_budget()))
                     w.seed, w.phase, w.started, w.found = seed, "run", time.monotonic(), None
                     w.program = None
                     w.served += 1
@@ -199,6 +203,12 @@ class Pool:
                 if now - w.started > limit:
                     self._lost(w, results, "timeout", progress)
 
+    def _shrink_budget(self) -> float:
+        """Seconds the next failure may be shrunk for (0 once max_shrinks were)."""
+        if self.max_shrinks is not None and self.shrinks >= self.max_shrinks:
+            return 0.0
+        return self.shrink_seconds
+
     def _handle(self, w: Worker, message: tuple, results: Results, progress: Any) -> None:
         tag, seed, payload = message
         if tag == "ready":
@@ -209,6 +219,7 @@ class Pool:
             return
         if tag == "found":
             w.phase, w.found, w.started = "shrink", payload, time.monotonic()
+            self.shrinks += 1
             return
         if tag == "error":
             results.harness_errors.append(f"{seed}: {payload}")

@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds one program's calls may take (then: a failure)")
     parser.add_argument("--shrink-seconds", type=float, default=60.0,
                         help="time to shrink each failure (0: do not shrink)")
+    parser.add_argument("--max-shrinks", type=int, default=None,
+                        help="shrink at most this many failures (the rest as found)")
     parser.add_argument("--warnings", action="store_true",
                         help="also compare the warning categories of every call")
     parser.add_argument("--out", default=None, help="folder for the repros")
@@ -67,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FAIL {record['failure']['text'][:200]}\n     -> {path}", flush=True)
 
     signal.signal(signal.SIGTERM, _interrupt)
-    pool = Pool(args.jobs, args.timeout, args.shrink_seconds, args.warnings)
+    pool = Pool(args.jobs, args.timeout, args.shrink_seconds, args.warnings,
+                max_shrinks=args.max_shrinks)
     results = pool.run(seeds, deadline, progress)
     print(summary(results))
     if results.failures:

@@ -121,9 +121,10 @@ def misbehaving_worker(conn: Any, cache_dir: str, shrink_seconds: float, warn: b
     """A worker that dies on seed t:1, hangs on t:2 and passes everything else."""
     conn.send(("ready", None, None))
     while True:
-        seed = conn.recv()
-        if seed is None:
+        message = conn.recv()
+        if message is None:
             return
+        seed = message[0]
         conn.send(("program", seed, {"repro": f'"""seed {seed}"""\ndef f(): pass\n',
                                      "ops": [], "statements": 0}))
         if seed == "t:1":
