@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import re
+import shutil
 import tempfile
 import time
 import traceback
@@ -159,6 +160,7 @@ class Pool:
         finally:
             for w in self.workers:
                 self._kill(w)
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
         results.seconds = time.monotonic() - started
         return results
 

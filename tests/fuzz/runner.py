@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import linecache
 import re
+import shutil
+import tempfile
 import traceback
 import warnings
 from collections import Counter
@@ -123,7 +125,22 @@ def run_calls(fn: Any, calls: list[Any], returns: list[str] | None, taint: dict[
     """Call ``fn`` through NumPy and through each variant's one dispatcher, call by call."""
     from autojit import autoroute
     outcome = Outcome()
-    dispatchers = {name: autoroute(fn, **options) for name, options in VARIANTS.items()}
+    # a disk cache of its own: a program that happens to have another's source (a shrinker
+    # candidate) must not inherit that one's compiled entries, or its repro would not
+    # reproduce in a fresh process
+    cache_dir = tempfile.mkdtemp(prefix="autojit-fuzz-")
+    try:
+        dispatchers = {name: autoroute(fn, cache_dir=cache_dir, **options)
+                       for name, options in VARIANTS.items()}
+        _run(fn, calls, returns, taint, params, text, warn, dispatchers, outcome)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    return outcome
+
+
+def _run(fn: Any, calls: list[Any], returns: list[str] | None, taint: dict[str, Taint],
+         params: list[str], text: str, warn: bool, dispatchers: dict[str, Any],
+         outcome: Outcome) -> None:
     seen_reasons = {name: 0 for name in VARIANTS}
     ret_taints = [taint.get(n, EXACT) for n in (returns or [])]
     for number, make in enumerate(calls, 1):
@@ -151,8 +168,7 @@ def run_calls(fn: Any, calls: list[Any], returns: list[str] | None, taint: dict[
             if failure is not None:
                 kind, detail, where = failure
                 outcome.failure = Failure(kind, detail, number, variant, where)
-                return outcome
-    return outcome
+                return
 
 
 def _judge(status: str, expected: Any, got_status: str, got: Any, numpy_args: list[Any],
