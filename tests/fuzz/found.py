@@ -62,6 +62,12 @@ def f3b(x):
     return np.identity(1) + x
 
 
+@found("F3c", "np.linspace(-3, 2, 1) < x: the same IndexError in render._emit_body",
+       lambda: (np.zeros((2, 1)),))
+def f3c(a2):
+    return np.linspace(-3, 2, 1) < a2
+
+
 @found("F4", "out= into a computed array the inputs broadcast into: result shape () not (2, 2)",
        lambda: (np.array(3), np.zeros((2, 2))))
 def f4(a0, a1):
@@ -162,6 +168,12 @@ def k_w1f(x):
 @found("K-W1c", "np.squeeze of a one-element computed array -> 0", lambda: (np.array([3]),))
 def k_w1c(x):
     return np.squeeze(x * 2)
+
+
+@found("K-W2", "x.reshape((-1, 2)) of size 2 at the first call: (1, 2) on the next, size 4",
+       lambda: (np.arange(2.0),), lambda: (np.arange(4.0),))
+def k_w2(a0):
+    return np.absolute(a0.reshape((-1, 2)))
 
 
 @found("K-C5", "an unused matmul: TypeError int(None) in policy/backends.py:slot",
