@@ -28,17 +28,21 @@ def _kind(v: Any) -> str:
 
 
 def magnitude(values: list[Any]) -> float:
-    """Largest finite |x| over the float contents of ``values`` (0 when none)."""
+    """Largest finite |x| over the numeric contents of ``values`` (0 when none): integer
+    inputs count too (``np.var(np.sqrt(int_array))`` rounds at their scale)."""
     best = 0.0
     for v in values:
         if isinstance(v, tuple):
             best = max(best, magnitude(list(v)))
             continue
-        if isinstance(v, (np.ndarray, np.generic, float)):
-            a = np.asarray(v)
-            if a.dtype.kind == "f" and a.size:
+        if isinstance(v, (np.ndarray, np.generic, float, int)):
+            try:
+                a = np.asarray(v, dtype=np.float64)
+            except (OverflowError, TypeError, ValueError):
+                continue
+            if a.size:
                 with np.errstate(all="ignore"):
-                    finite = np.abs(a[np.isfinite(a)].astype(np.float64))
+                    finite = np.abs(a[np.isfinite(a)])
                 if finite.size:
                     best = max(best, float(finite.max()))
     return best
