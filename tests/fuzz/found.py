@@ -125,6 +125,20 @@ def f9(a1):
     return v1
 
 
+@found("F9b", "same, the shape: an empty a0[1:-1:3] next to an unused dot comes back 0-d",
+       lambda: (np.array([], dtype=np.float64),))
+def f9b(a0):
+    v1 = a0[1:-1:3]
+    v3 = np.dot(a0, np.sinh(a0))  # noqa: F841 - unused, as the fuzzer found it
+    return v1
+
+
+@found("F14", "a[0] = a + a (an array into one element): NumPy ValueError, autojit none",
+       lambda: (np.array([1.0]),))
+def f14(a0):
+    a0[0] = a0 + a0
+
+
 @found("F10", "np.arange(3, dtype=bool): NumPy TypeError, autojit returns", lambda: (np.ones(3),))
 def f10(a):
     return np.arange(a.shape[0], dtype=np.bool)
