@@ -320,7 +320,7 @@ class Generator:
     def _with_op(self, expr: str, operands: str, inexact_name: str | None,
                  reduced: bool = False) -> tuple[str, Taint]:
         """``expr`` and its taint: the operands' plus the op's own (the op's bound is
-        resolved once the result's dtype is known, in ``_accept``)."""
+        resolved once the result's dtype is known, in ``program``)."""
         t = self.taint_of(operands)
         self._operand_taint = t
         if inexact_name is not None or reduced:
