@@ -1,0 +1,248 @@
+"""Run one generated program: every call through plain NumPy and through autojit, compared.
+
+Each program is called several times (first inputs; same shapes, new values; new sizes and
+layouts; the first shapes again) on ONE ``autoroute(f)`` dispatcher and on one
+``autoroute(f, force="cpu")``, and on a fresh ``autoroute(f)`` per call over the same (warm)
+disk cache, each call on fresh, identical inputs built by the program's ``call_i()`` source.
+A fallback to plain Python (FallbackWarning) is correct, and counted.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import shutil
+import tempfile
+import traceback
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tests.fuzz.compare import compare, magnitude
+from tests.fuzz.program import EXACT, Program, Taint
+
+VARIANTS: dict[str, dict[str, Any]] = {"auto": {}, "cpu": {"force": "cpu"}}
+#: a fresh dispatcher made for each call over the program's (warm) disk cache: what a new
+#: process calling the same function sees after the earlier calls compiled it
+WARM = "warm"
+
+
+@dataclass
+class Failure:
+    """One disagreement with NumPy: ``kind`` (what differs), where, and the message."""
+
+    kind: str
+    detail: str
+    call: int
+    variant: str
+    where: str = ""
+
+    @property
+    def key(self) -> str:
+        """What the shrinker keeps constant: the kind (exception types included) and, for
+        an internal error, the autojit function it came from (another bug may raise the
+        same type elsewhere)."""
+        return f"{self.kind} {self.where}"
+
+    def text(self) -> str:
+        at = f" [{self.where}]" if self.where else ""
+        return f"{self.kind}{at} at call {self.call} ({self.variant}): {self.detail}"
+
+
+@dataclass
+class Outcome:
+    """What one program's run found."""
+
+    calls: int = 0
+    numpy_raised: int = 0
+    fallback_calls: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    failure: Failure | None = None
+
+
+def _autojit_frame(exc: BaseException) -> str:
+    """``file.py:function`` of the innermost autojit frame of ``exc``'s traceback."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/autojit/" in f.filename]
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f"{last.filename.split('/autojit/')[-1]}:{last.name}"
+
+
+def reason_key(reason: str) -> str:
+    """A fallback reason without locations and numbers, so like reasons count together."""
+    text = re.sub(r"\S*<fuzz[^>]*>:\d+|\S+\.py:\d+|line \d+", "", reason)
+    text = re.sub(r"\d+", "N", text).lstrip(":N ")
+    return re.sub(r"\s+", " ", text).strip()[:110]
+
+
+def _call(fn: Any, args: list[Any], warn: bool) -> tuple[str, Any, set[str]]:
+    """("ok", result) or ("exc", exception), and the warning categories raised."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            if warn:
+                result = fn(*args)
+            else:
+                with np.errstate(all="ignore"):
+                    result = fn(*args)
+            out = ("ok", result)
+        except Exception as exc:  # noqa: BLE001 - NumPy's answer, or autojit's
+            out = ("exc", exc)
+    from autojit import AutojitWarning
+    cats = {w.category.__name__ for w in caught if not issubclass(w.category, AutojitWarning)}
+    return out[0], out[1], cats
+
+
+def compile_function(source: str, name: str = "f", tag: str = "fuzz") -> Any:
+    """``exec`` the program's source under a file name linecache knows (for tracebacks and
+    the tracer's locations)."""
+    filename = f"<{tag}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    ns: dict[str, Any] = {"np": np}
+    exec(compile(source, filename, "exec"), ns)
+    return ns[name]
+
+
+def builders(program: Program) -> list[Any]:
+    ns: dict[str, Any] = {"np": np}
+    exec(program.calls_source(), ns)
+    return [ns[f"call_{i + 1}"] for i in range(len(program.calls))]
+
+
+def _eps_floor(program_text: str, args: list[Any]) -> float:
+    """The coarsest float precision an inexact value may have passed through."""
+    floor = 0.0
+    kinds = {np.asarray(a).dtype.name for a in args if isinstance(a, (np.ndarray, np.generic))}
+    if "float32" in kinds or "float32" in program_text:
+        floor = float(np.finfo(np.float32).eps)
+    if "float16" in program_text or kinds & {"int8", "uint8", "bool", "int16", "uint16"}:
+        floor = float(np.finfo(np.float16).eps)
+    return floor
+
+
+def run_calls(fn: Any, calls: list[Any], returns: list[str] | None, taint: dict[str, Taint],
+              params: list[str], text: str = "", warn: bool = False) -> Outcome:
+    """Call ``fn`` through NumPy and through each variant's one dispatcher, call by call."""
+    from autojit import autoroute
+    outcome = Outcome()
+    # a disk cache of its own: a program that happens to have another's source (a shrinker
+    # candidate) must not inherit that one's compiled entries, or its repro would not
+    # reproduce in a fresh process
+    cache_dir = tempfile.mkdtemp(prefix="autojit-fuzz-")
+    try:
+        dispatchers = {name: autoroute(fn, cache_dir=cache_dir, **options)
+                       for name, options in VARIANTS.items()}
+
+        def warm() -> Any:
+            return autoroute(fn, cache_dir=cache_dir)
+        _run(fn, calls, returns, taint, params, text, warn, dispatchers, warm, outcome)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    return outcome
+
+
+def _run(fn: Any, calls: list[Any], returns: list[str] | None, taint: dict[str, Taint],
+         params: list[str], text: str, warn: bool, dispatchers: dict[str, Any],
+         warm: Any, outcome: Outcome) -> None:
+    seen_reasons = {name: 0 for name in list(VARIANTS) + [WARM]}
+    ret_taints = [taint.get(n, EXACT) for n in (returns or [])]
+    for number, make in enumerate(calls, 1):
+        numpy_args = list(make())
+        status, expected, np_warnings = _call(fn, numpy_args, warn)
+        outcome.numpy_raised += status == "exc"
+        n = max([np.size(a) for a in numpy_args] + [16])
+        fresh = warm()
+        seen_reasons[WARM] = 0
+        for variant, jitted in list(dispatchers.items()) + [(WARM, fresh)]:
+            args = list(make())
+            before = jitted.stats()["routes"]["python"]
+            got_status, got, aj_warnings = _call(jitted, args, warn)
+            outcome.calls += 1
+            stats = jitted.stats()
+            if stats["routes"]["python"] > before:
+                outcome.fallback_calls += 1
+            reasons = stats["fallbacks"]
+            for reason in reasons[seen_reasons[variant]:]:
+                outcome.reasons[reason_key(reason)] += 1
+            seen_reasons[variant] = len(reasons)
+            failure = _judge(status, expected, got_status, got, numpy_args, args, ret_taints,
+                             taint, params, n, text)
+            if failure is None and warn and np_warnings != aj_warnings:
+                failure = ("warnings", f"got {sorted(aj_warnings)}, NumPy {sorted(np_warnings)}",
+                           "")
+            if failure is not None:
+                kind, detail, where = failure
+                outcome.failure = Failure(kind, detail, number, variant, where)
+                return
+
+
+def _judge(status: str, expected: Any, got_status: str, got: Any, numpy_args: list[Any],
+           args: list[Any], ret_taints: list[Taint], taint: dict[str, Taint],
+           params: list[str], n: int, text: str) -> tuple[str, str, str] | None:
+    """(kind, detail, autojit frame) of the disagreement of one call, or None."""
+    if status == "exc":
+        if got_status == "ok":
+            return f"missing-exception:{type(expected).__name__}", \
+                f"NumPy raised {type(expected).__name__}: {expected}"[:300], ""
+        if not isinstance(got, type(expected)):
+            return (f"wrong-exception:{type(expected).__name__}->{type(got).__name__}",
+                    f"NumPy {type(expected).__name__}: {str(expected)[:120]} | autojit "
+                    f"{type(got).__name__}: {str(got)[:200]}", _autojit_frame(got))
+        return None
+    if got_status == "exc":
+        return (f"internal-error:{type(got).__name__}", f"{type(got).__name__}: {got}"[:400],
+                _autojit_frame(got))
+    scale = magnitude(numpy_args + [expected])
+    floor = _eps_floor(text, numpy_args)
+    if isinstance(expected, tuple) and len(ret_taints) == len(expected) and \
+            isinstance(got, tuple) and len(got) == len(expected):
+        for i, (a, e) in enumerate(zip(got, expected)):
+            found = compare(a, e, ret_taints[i], scale, n, floor)
+            if found:
+                return found[0], f"output {i}: {found[1]}", ""
+    else:
+        t = ret_taints[0] if len(ret_taints) == 1 else _join(ret_taints)
+        found = compare(got, expected, t, scale, n, floor)
+        if found:
+            return found[0], found[1], ""
+    for i, (want, have) in enumerate(zip(numpy_args, args)):
+        if isinstance(want, np.ndarray):
+            t = taint.get(params[i], EXACT) if i < len(params) else EXACT
+            found = compare(have, want, t, scale, n, floor)
+            if found:
+                return "arg-" + found[0], f"argument {i} after the call: {found[1]}", ""
+    return None
+
+
+def _join(taints: list[Taint]) -> Taint:
+    out = EXACT
+    for t in taints:
+        out = out.join(t)
+    return out
+
+
+def run_program(program: Program, warn: bool = False) -> Outcome:
+    """Run ``program``'s calls; its first failure (if any) is in ``outcome.failure``."""
+    fn = compile_function(program.source(), tag=f"fuzz {program.seed}")
+    return run_calls(fn, builders(program), program.ret, program.taint, program.params,
+                     program.source(), warn)
+
+
+def check_repro(fn: Any, calls: list[Any], returns: list[str] | None = None,
+                taint: dict[str, tuple[float, bool]] | None = None) -> bool:
+    """What a repro script runs: print the first failure (or ``OK``); True when none."""
+    import inspect
+    params = list(inspect.signature(fn).parameters)
+    table = {n: Taint(u, r) for n, (u, r) in (taint or {}).items()}
+    try:
+        text = inspect.getsource(fn)
+    except OSError:
+        text = ""
+    outcome = run_calls(fn, calls, returns, table, params, text)
+    print("OK: autojit agrees with NumPy" if outcome.failure is None
+          else "FAIL " + outcome.failure.text())
+    return outcome.failure is None

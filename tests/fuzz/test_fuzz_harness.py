@@ -1,0 +1,164 @@
+"""The fuzzer's own checks (fast): programs are reproducible from their seed, repros run,
+the comparison sees what it must (types, zero signs, NaN, tolerances), the shrinker shrinks,
+and a worker that dies or hangs is reported as a failure of its program."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.fuzz import runner
+from tests.fuzz.compare import compare
+from tests.fuzz.gen import generate
+from tests.fuzz.pool import Pool, summary
+from tests.fuzz.program import EXACT, Program, Taint
+from tests.fuzz.shrink import shrink, well_formed
+from tests.fuzz.values import ArgSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_seed_always_gives_the_same_program() -> None:
+    first, again, other = generate("h:1"), generate("h:1"), generate("h:2")
+    assert first.source() == again.source()
+    assert first.calls_source() == again.calls_source()
+    assert (first.source(), first.calls_source()) != (other.source(), other.calls_source())
+    assert len(first.calls) == 4
+
+
+def test_generated_programs_are_valid_python_with_data_flow() -> None:
+    programs = [generate(f"h:{i}") for i in range(40)]
+    for p in programs:
+        compile(p.source(), "<p>", "exec")
+        compile(p.calls_source(), "<c>", "exec")
+        assert well_formed(p)
+    flows = sum(any(f"v{i}" in line.split("=", 1)[-1] for i in range(1, 13) for line in p.body)
+                for p in programs)
+    assert flows > 20, "statements should read earlier statements' values"
+
+
+@pytest.mark.parametrize(("actual", "expected", "kind"), [
+    (1.0, np.float64(1.0), "result-type"),
+    (np.array(1.0), np.float64(1.0), "result-type"),
+    (np.bool_(True), True, "result-type"),
+    (np.float64(-0.0), np.float64(0.0), "values"),
+    (np.array([np.nan, 1.0]), np.array([1.0, 1.0]), "values"),
+    (np.zeros(2, np.float32), np.zeros(2), "dtype"),
+    (np.zeros((2, 1)), np.zeros((1, 2)), "shape"),
+    ((np.zeros(1),), np.zeros(1), "result-type"),
+])
+def test_comparison_sees_each_kind_of_difference(actual: Any, expected: Any, kind: str) -> None:
+    found = compare(actual, expected, EXACT, 1.0, 16)
+    assert found is not None and found[0] == kind
+
+
+def test_comparison_is_exact_unless_tainted() -> None:
+    e = np.array([np.nan, -0.0, 1.0])
+    assert compare(e.copy(), e, EXACT, 1.0, 16) is None
+    near = np.nextafter(e, 2.0)
+    near[:2] = e[:2]
+    assert compare(near, e, EXACT, 1.0, 16) is not None
+    assert compare(near, e, Taint(1.0), 1.0, 16) is None          # one ULP: a sin's bound
+    far = e + np.array([0.0, 0.0, 1e-3])
+    assert compare(far, e, Taint(4.0), 1.0, 16) is not None
+    assert compare(np.array([np.nan]), np.array([1.0]), Taint(4.0, True), 1.0, 16) is not None
+
+
+class _Wrong:
+    """Stands in for a dispatcher: answers like NumPy, except that it adds 1 to every result
+    of a program whose source mentions ``np.sin``."""
+
+    def __init__(self, fn: Any, **options: Any) -> None:
+        import inspect
+        self.fn = fn
+        self.bad = "np.sin" in inspect.getsource(fn)
+
+    def __call__(self, *args: Any) -> Any:
+        out = self.fn(*args)
+        return out + 1 if self.bad and isinstance(out, np.ndarray) else out
+
+    def stats(self) -> dict[str, Any]:
+        return {"routes": {"python": 0}, "fallbacks": []}
+
+
+def _program(body: list[str], ret: list[str]) -> Program:
+    call = [ArgSpec("array", "float64", (3,), (1.0, 2.0, 3.0))]
+    return Program(["a0"], body, ret, False, [call, call], {}, "test")
+
+
+def test_the_shrinker_keeps_only_what_the_failure_needs(monkeypatch: Any) -> None:
+    import autojit
+    monkeypatch.setattr(autojit, "autoroute", _Wrong)
+    program = _program(["v1 = a0 * 2", "v2 = np.cos(v1)", "v3 = np.sin(a0) + v2",
+                        "v4 = v3[::-1]"], ["v4"])
+    outcome = runner.run_program(program)
+    assert outcome.failure is not None and outcome.failure.kind == "values"
+    small, failure, runs = shrink(program, outcome.failure, seconds=30)
+    assert failure.kind == "values" and runs > 0
+    assert len(small.body) <= 2 and any("np.sin" in line for line in small.body)
+    assert len(small.calls) == 1
+
+
+def test_a_repro_runs_on_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "repro.py"
+    path.write_text(_program(["v1 = a0 + 1"], ["v1"]).repro("a passing program"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), AUTOJIT_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "OK: autojit agrees with NumPy" in done.stdout
+
+
+def misbehaving_worker(conn: Any, cache_dir: str, shrink_seconds: float, warn: bool) -> None:
+    """A worker that dies on seed t:1, hangs on t:2 and passes everything else."""
+    conn.send(("ready", None, None))
+    while True:
+        message = conn.recv()
+        if message is None:
+            return
+        seed = message[0]
+        conn.send(("program", seed, {"repro": f'"""seed {seed}"""\ndef f(): pass\n',
+                                     "ops": [], "statements": 0}))
+        if seed == "t:1":
+            os._exit(11)
+        if seed == "t:2":
+            time.sleep(60)
+        conn.send(("done", seed, {"seed": seed, "calls": 8, "numpy_raised": 0,
+                                  "fallback_calls": 2, "reasons": {"why": 2},
+                                  "failure": None}))
+
+
+def test_a_worker_that_dies_or_hangs_is_a_failure_of_its_program() -> None:
+    pool = Pool(2, timeout=5.0, shrink_seconds=0.0, worker=misbehaving_worker)
+    results = pool.run(f"t:{i}" for i in range(5))
+    assert results.programs == 5
+    kinds = sorted(f["kind"] for f in results.failures)
+    assert kinds == ["crash:exit", "timeout"], summary(results)
+    assert all("def f(" in f["repro"] for f in results.failures)
+    assert results.fallback_calls == 6 and results.calls == 24
+
+
+def test_generation_is_bounded() -> None:
+    """Python ints make ``2 ** 2**63`` possible; the generator must never build one."""
+    started = time.monotonic()
+    for i in range(150):
+        program = generate(f"bounded:{i}")
+        assert not re.search(r"\*\*=? *\d{3,}|<<=? *\d{3,}", program.source())
+    assert time.monotonic() - started < 60
+
+
+def test_a_reduction_of_integer_inputs_is_allowed_its_rounding() -> None:
+    """np.var(np.sqrt(ints)) is 0 in NumPy and 2e-31 summed in another order: both right."""
+    from tests.fuzz.compare import magnitude
+    scale = magnitude([np.full((8, 1), 7)])
+    assert scale == 7.0
+    assert compare(np.float64(1.97e-31), np.float64(0.0), Taint(0.0, True), scale, 16) is None
+    assert compare(np.float64(1e-3), np.float64(0.0), Taint(0.0, True), scale, 16) is not None
