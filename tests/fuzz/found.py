@@ -139,6 +139,18 @@ def f14(a0):
     a0[0] = a0 + a0
 
 
+@found("F15", "np.inner of 3-D arrays: shape (2, 3, 3), NumPy (2, 3, 2, 3) (a matmul contraction)",
+       lambda: (np.arange(24.0).reshape(2, 3, 4),))
+def f15(x):
+    return np.inner(x, x)
+
+
+@found("F3d", "np.minimum(np.arange(1), x): the same IndexError in render._emit_body",
+       lambda: (np.ones((2, 2)),))
+def f3d(a0):
+    return np.minimum(np.arange(1), a0)
+
+
 @found("F10", "np.arange(3, dtype=bool): NumPy TypeError, autojit returns", lambda: (np.ones(3),))
 def f10(a):
     return np.arange(a.shape[0], dtype=np.bool)

@@ -1,6 +1,6 @@
-"""A fixed-seed differential fuzzing budget (about 1.5 minutes on 2 cores when written;
-more as fewer programs fall back): every generated program must agree with NumPy on every
-call. A failure is reported in full (its shrunk, runnable repro); nothing is skipped or
+"""A fixed-seed differential fuzzing budget (120 s on 2 shared cores when written, 71% of
+the calls falling back; more as fewer do): every generated program must agree with NumPy on
+every call. A failure is reported in full (its shrunk, runnable repro); nothing is skipped or
 expected to fail.
 
     AUTOJIT_FUZZ_PROGRAMS=200 AUTOJIT_FUZZ_SEED=ci PYTHONPATH=. python -m pytest \
