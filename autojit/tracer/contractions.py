@@ -70,7 +70,17 @@ def _dot(a: Any, b: Any, out: Any = None) -> Proxy:
 
 
 def _inner(a: Any, b: Any) -> Proxy:
-    if isinstance(b, Proxy) and b.ndim >= 2:
+    """``np.inner`` contracts the last axes: a matmul with ``b`` transposed up to 2-D; of a
+    0-d operand a product; beyond 2-D a tensordot (shape ``a.shape[:-1] + b.shape[:-1]``,
+    not matmul's batch broadcasting), which is not compiled."""
+    ndims = tuple(getattr(x, "ndim", None) for x in (a, b))
+    ndims = tuple(np.ndim(x) if n is None else n for x, n in zip((a, b), ndims))
+    if 0 in ndims:
+        return np.multiply(a, b)
+    if max(ndims) > 2:
+        raise UnsupportedError("np.inner of arrays with more than 2 dimensions",
+                               user_location(3))
+    if ndims[1] == 2:
         return matmul(a, np.swapaxes(b, -1, -2))
     return matmul(a, b)
 

@@ -129,3 +129,13 @@ def test_every_operand_pair_of_small_ranks():
             a = np.ones((2, size, size)[3 - rank_a:])
             b = np.ones((2, size, size)[3 - rank_b:])
             assert_calls_match_numpy(_product_then_work, [(a, b)])
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [((), (3,)), ((3,), ()), ((3,), (3,)),
+                                                  ((2, 3), (3,)), ((3,), (4, 3)),
+                                                  ((2, 3), (4, 3)), ((2, 2, 3), (2, 3)),
+                                                  ((2, 3, 3), (2, 3, 3))])
+def test_inner_contracts_the_last_axes_of_every_rank(a_shape, b_shape):
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(-3, 4, a_shape).astype(float), rng.integers(-3, 4, b_shape).astype(float)
+    assert_calls_match_numpy(lambda x, y: np.inner(x, y) + 1, [(a, b), (a * 2, b - 1)])
