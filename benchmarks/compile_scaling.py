@@ -2,7 +2,9 @@
 
 Compile time must grow linearly with program size: run by hand,
 ``python benchmarks/compile_scaling.py [N ...]`` (default 1000 2000 4000 10000) and compare
-the per-op times across N. ``--profile N`` prints cProfile's top functions for one size.
+the per-op times across N. ``compiled``/``reused`` count the kernels LLVM compiled and
+those that reused an identical kernel's code (``jit.KERNEL_COUNTS``). ``--profile N``
+prints cProfile's top functions for one size.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ def stages(fn: Callable, args: tuple) -> dict[str, float]:
     plan = plan_kernels(graph, [True] * len(args))
     times["plan (incl. partition)"] = time.perf_counter() - mark
     before = dict(jit.COMPILE_SECONDS)
+    counted = dict(jit.KERNEL_COUNTS)
     mark = time.perf_counter()
     for kernel in plan.kernels:
         jit.compile_kernel(kernel)
@@ -66,6 +69,8 @@ def stages(fn: Callable, args: tuple) -> dict[str, float]:
     times["nodes"] = len(graph.nodes)
     times["kernels"] = len(plan.kernels)
     times["groups"] = len(groups)
+    for count in jit.KERNEL_COUNTS:     # kernels LLVM compiled, and those reusing their code
+        times[count] = jit.KERNEL_COUNTS[count] - counted[count]
     return times
 
 

@@ -14,12 +14,15 @@ here changes global LLVM options, so the two coexist.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
+import hashlib
 import itertools
 import logging
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -48,6 +51,8 @@ class _Jit:
     lock: threading.Lock = field(default_factory=threading.Lock)
     counter: itertools.count = field(default_factory=itertools.count)
     loaded: dict[str, int] = field(default_factory=dict)   # symbol -> address
+    #: compiled kernels by the digest of their module text (``_text_key``), newest last
+    by_text: OrderedDict[bytes, CpuProgram] = field(default_factory=OrderedDict)
 
 
 @functools.cache
@@ -146,12 +151,37 @@ def compile_kernel(kernel: Kernel) -> CpuProgram:
     return interruptible(lambda: _compile_kernel(kernel))
 
 
+#: how many distinct kernel modules ``compile_kernel`` keeps compiled code of for reuse
+KERNEL_CACHE_SIZE = 512
+
+#: kernels compiled by LLVM, and kernels that reused the code of an identical one
+#: (tests and benchmarks/compile_scaling.py read it)
+KERNEL_COUNTS: dict[str, int] = {"compiled": 0, "reused": 0}
+
+
+def _text_key(text: str, symbol: str) -> bytes:
+    """Return the digest of module ``text`` with its symbol (and the module name, the
+    kernel's) blanked: kernels a Python loop makes differ only there, and the rest of the
+    text fixes the machine code (the optimiser and target are the same for every kernel)."""
+    body = text.split("\n", 1)[1] if text.startswith("; ModuleID") else text
+    return hashlib.blake2b(body.replace(symbol, "").encode(), digest_size=32).digest()
+
+
 def _compile_kernel(kernel: Kernel) -> CpuProgram:
     jit = _jit()
     with jit.lock:
         symbol = f"{kernel.name}.{_PROCESS_TOKEN}.{next(jit.counter)}"
         marks = [time.perf_counter()]
         text = render_llvm(kernel, symbol)
+        key = _text_key(text, symbol)
+        found = jit.by_text.get(key)
+        if found is not None:
+            # the same machine code serves both (LLVM time is most of a compile: a
+            # 10,000-op program of a loop's few distinct kernels compiles those few)
+            jit.by_text.move_to_end(key)
+            KERNEL_COUNTS["reused"] += 1
+            COMPILE_SECONDS["render"] += time.perf_counter() - marks[0]
+            return dataclasses.replace(found, name=kernel.name, threading={})
         module = _parse(text, "generated")
         module.triple = jit.target_machine.triple
         module.data_layout = str(jit.target_machine.target_data)
@@ -162,12 +192,17 @@ def _compile_kernel(kernel: Kernel) -> CpuProgram:
         object_code = jit.target_machine.emit_object(module)
         address = _add_object(jit, object_code, symbol)
         marks.append(time.perf_counter())
-    if not address:
-        raise CompileError(f"JIT produced no code for {symbol}", source=text)
+        if not address:
+            raise CompileError(f"JIT produced no code for {symbol}", source=text)
+        program = CpuProgram(kernel.name, symbol, address, text, optimized, object_code)
+        jit.by_text[key] = program
+        if len(jit.by_text) > KERNEL_CACHE_SIZE:
+            jit.by_text.popitem(last=False)
+        KERNEL_COUNTS["compiled"] += 1
     for phase, begin, end in zip(COMPILE_PHASES, marks, marks[1:]):
         COMPILE_SECONDS[phase] += end - begin
     log.debug("autojit: compiled %s in %.1f ms", symbol, 1e3 * (marks[-1] - marks[0]))
-    return CpuProgram(kernel.name, symbol, address, text, optimized, object_code)
+    return program
 
 
 def compile_entries(text: str, symbols: tuple[str, ...]) -> tuple[tuple[int, ...], bytes]:
