@@ -43,6 +43,17 @@ def mixed(n: int) -> Callable:
     return fn
 
 
+def distinct(n: int) -> Callable:
+    """``mixed`` with a constant of its own in every pass: no two kernels alike (nothing
+    for ``jit.compile_kernel`` to reuse), so every kernel goes through LLVM."""
+    def fn(x: np.ndarray) -> np.ndarray:
+        for i in range(n // 4):
+            x = np.sin(x) * (0.5 + 1e-3 * i)
+            x = x - x.max(axis=-1, keepdims=True) if i % 3 == 0 else x + 1.0
+        return x
+    return fn
+
+
 def stages(fn: Callable, args: tuple) -> dict[str, float]:
     """Return seconds per stage of compiling ``fn`` for ``args`` (no call is made)."""
     times: dict[str, float] = {}
@@ -84,12 +95,12 @@ def main(argv: list[str]) -> None:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
         return
     sizes = [int(a) for a in argv] or [1000, 2000, 4000, 10000]
-    for name, make in (("chain", chain), ("mixed", mixed)):
+    for name, make in (("chain", chain), ("mixed", mixed), ("distinct", distinct)):
         for n in sizes:
             times = stages(make(n), (np.ones((4, 8)),))
             row = "  ".join(f"{k.strip()}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
                             for k, v in times.items())
-            print(f"{name:5} N={n:6}  {row}", flush=True)
+            print(f"{name:8} N={n:6}  {row}", flush=True)
 
 
 if __name__ == "__main__":

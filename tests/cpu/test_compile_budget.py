@@ -1,14 +1,17 @@
-"""Compile cost of large programs: kernels that differ only in their names (a Python loop's
-repeated statements) are optimised by LLVM once and share the machine code (counted, never
-timed), and sharing never changes a result. ``benchmarks/compile_scaling.py`` times it."""
+"""Compile cost of large programs (counted, never timed): kernels that differ only in their
+names (a Python loop's repeated statements) are optimised by LLVM once and share the machine
+code, long kernels get the lean pipeline, a program estimated over the compile budget runs
+as Python with the reason, and none of it changes a result.
+``benchmarks/compile_scaling.py`` times it."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from oracle import assert_matches_numpy
 
-from autojit import config
-from autojit.lower_cpu import entries, jit, threads
+from autojit import FallbackWarning, config
+from autojit.lower_cpu import budget, entries, jit, threads
 
 
 def _softmax_like(n: int):
@@ -71,3 +74,40 @@ def test_shared_code_shares_its_thread_partials(monkeypatch):
     assert counted_kernels["reused"] >= 3
     assert threads.SPLITS["partials"] - splits >= counted_kernels["reused"]
     assert len(modules) <= counted_kernels["compiled"] + 1   # + the team's chunk loop
+
+
+def test_long_kernels_are_optimised_lean_and_still_match():
+    """Above LEAN_BODY instructions a kernel skips loop interleaving and unrolling."""
+    def fn(x):
+        for i in range(30):
+            x = x * 0.5
+            x = x - x.max(axis=-1, keepdims=True) if i % 3 == 0 else x + 1.0
+        return x
+
+    before = _counts()
+    with config(fusion_max_ops=160):
+        assert_matches_numpy(fn, np.random.rand(5, 13) * 100)
+    assert _delta(before)["lean"] >= 1
+    before = _counts()
+    assert_matches_numpy(lambda x: x * 3.0 - x.max(axis=-1, keepdims=True), np.random.rand(5, 7))
+    assert _delta(before)["lean"] == 0
+
+
+def test_program_over_the_compile_budget_falls_back_with_the_reason(monkeypatch):
+    monkeypatch.setattr(budget, "COMPILE_BUDGET_S", 0.0)
+    before = _counts()
+    with pytest.warns(FallbackWarning, match="too large to compile in time"):
+        jitted = assert_matches_numpy(_softmax_like(6), np.random.rand(4, 8), compiled=False)
+    assert _delta(before)["compiled"] == 0
+    [reason] = jitted.stats()["fallbacks"]
+    assert "too large to compile in time" in reason and "over the 0 s budget" in reason
+
+
+def test_estimate_counts_identical_kernels_once():
+    from autojit.fuse.plan import plan_kernels
+    from autojit.tracer import trace_function
+    graph = trace_function(_softmax_like(40), (np.ones((4, 8)),))
+    kernels = plan_kernels(graph, [True], 8).kernels
+    seconds, distinct = budget.estimate_seconds(kernels)
+    assert distinct <= 4 < len(kernels)
+    assert seconds < budget.COMPILE_BUDGET_S
