@@ -161,6 +161,14 @@ KERNEL_CACHE_SIZE = 512
 KERNEL_COUNTS: dict[str, int] = {"compiled": 0, "lean": 0, "reused": 0}
 
 
+def forget_kernels() -> None:
+    """Forget the kernels kept for reuse (their code stays linked): what benchmarks call
+    to time each program's compile from cold, in one process."""
+    jit = _jit()
+    with jit.lock:
+        jit.by_text.clear()
+
+
 def _text_key(text: str, symbol: str, lean: bool) -> bytes:
     """Return the digest of module ``text`` with its symbol (and the module name, the
     kernel's) blanked: kernels a Python loop makes differ only there, and the rest of the
