@@ -505,8 +505,11 @@ class Dispatcher:
             route, reason = choose_route(settings, args, entry, sizes)
         except AutojitError as exc:
             route, reason = "cpu", str(exc)
-        return Inspection(self.__qualname__, entry, self.programs(entry, "cpu"), route, reason,
-                          sizes)
+        try:
+            programs = self.programs(entry, "cpu")
+        except CompileBudgetError as exc:   # what a call would do: run as Python
+            return Inspection(self.__qualname__, entry, None, "python", str(exc))
+        return Inspection(self.__qualname__, entry, programs, route, reason, sizes)
 
     def __repr__(self) -> str:
         return f"<autoroute {self.__qualname__}>"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from oracle import assert_matches_numpy
 
-from autojit import FallbackWarning, config
+from autojit import FallbackWarning, autoroute, config
 from autojit.lower_cpu import budget, entries, jit, threads
 
 
@@ -111,3 +111,9 @@ def test_estimate_counts_identical_kernels_once():
     seconds, distinct = budget.estimate_seconds(kernels)
     assert distinct <= 4 < len(kernels)
     assert seconds < budget.COMPILE_BUDGET_S
+
+
+def test_inspecting_a_program_over_the_budget_reports_the_fallback(monkeypatch):
+    monkeypatch.setattr(budget, "COMPILE_BUDGET_S", 0.0)
+    inspection = autoroute(_softmax_like(3), force="cpu").inspect(np.random.rand(4, 8))
+    assert inspection.route == "python" and "too large to compile" in inspection.route_reason
