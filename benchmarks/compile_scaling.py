@@ -2,7 +2,9 @@
 
 Compile time must grow linearly with program size: run by hand,
 ``python benchmarks/compile_scaling.py [N ...]`` (default 1000 2000 4000 10000) and compare
-the per-op times across N. ``--profile N`` prints cProfile's top functions for one size.
+the per-op times across N. ``compiled``/``reused`` count the kernels LLVM compiled and
+those that reused an identical kernel's code (``jit.KERNEL_COUNTS``). ``--profile N``
+prints cProfile's top functions for one size.
 """
 
 from __future__ import annotations
@@ -41,6 +43,17 @@ def mixed(n: int) -> Callable:
     return fn
 
 
+def distinct(n: int) -> Callable:
+    """``mixed`` with a constant of its own in every pass: no two kernels alike (nothing
+    for ``jit.compile_kernel`` to reuse), so every kernel goes through LLVM."""
+    def fn(x: np.ndarray) -> np.ndarray:
+        for i in range(n // 4):
+            x = np.sin(x) * (0.5 + 1e-3 * i)
+            x = x - x.max(axis=-1, keepdims=True) if i % 3 == 0 else x + 1.0
+        return x
+    return fn
+
+
 def stages(fn: Callable, args: tuple) -> dict[str, float]:
     """Return seconds per stage of compiling ``fn`` for ``args`` (no call is made)."""
     times: dict[str, float] = {}
@@ -56,7 +69,9 @@ def stages(fn: Callable, args: tuple) -> dict[str, float]:
     mark = time.perf_counter()
     plan = plan_kernels(graph, [True] * len(args))
     times["plan (incl. partition)"] = time.perf_counter() - mark
+    jit.forget_kernels()       # each program compiles from cold (no earlier program's code)
     before = dict(jit.COMPILE_SECONDS)
+    counted = dict(jit.KERNEL_COUNTS)
     mark = time.perf_counter()
     for kernel in plan.kernels:
         jit.compile_kernel(kernel)
@@ -66,6 +81,8 @@ def stages(fn: Callable, args: tuple) -> dict[str, float]:
     times["nodes"] = len(graph.nodes)
     times["kernels"] = len(plan.kernels)
     times["groups"] = len(groups)
+    for count in jit.KERNEL_COUNTS:     # kernels LLVM compiled, and those reusing their code
+        times[count] = jit.KERNEL_COUNTS[count] - counted[count]
     return times
 
 
@@ -79,12 +96,12 @@ def main(argv: list[str]) -> None:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
         return
     sizes = [int(a) for a in argv] or [1000, 2000, 4000, 10000]
-    for name, make in (("chain", chain), ("mixed", mixed)):
+    for name, make in (("chain", chain), ("mixed", mixed), ("distinct", distinct)):
         for n in sizes:
             times = stages(make(n), (np.ones((4, 8)),))
             row = "  ".join(f"{k.strip()}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
                             for k, v in times.items())
-            print(f"{name:5} N={n:6}  {row}", flush=True)
+            print(f"{name:8} N={n:6}  {row}", flush=True)
 
 
 if __name__ == "__main__":

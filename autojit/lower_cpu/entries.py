@@ -12,6 +12,7 @@ store that declines or fails only costs the compile.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Protocol
 
@@ -30,6 +31,12 @@ class EntryStore(Protocol):
 #: where compiled entries are kept between processes (None: nowhere)
 STORE: EntryStore | None = None
 
+#: addresses already linked in this process, by key and symbols: kernels that share machine
+#: code (``jit.compile_kernel`` reuses an identical kernel's) share its symbol, so their
+#: partials' module is the same text, whose symbols the JIT must not be given twice
+_LINKED: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
+_LINKED_LOCK = threading.Lock()
+
 
 def link_entries(key: str, symbols: tuple[str, ...], render: Callable[[], str]) -> tuple[int, ...]:
     """Return the address of each of ``symbols`` defined by the LLVM module ``render()``
@@ -37,6 +44,14 @@ def link_entries(key: str, symbols: tuple[str, ...], render: Callable[[], str]) 
     rendered then: rendering imports LLVM's bindings), else compiled and stored. ``key``
     must name the module text exactly (the text itself, or what it is made from).
     Raises ``CompileError`` when LLVM rejects the text or a symbol is missing."""
+    with _LINKED_LOCK:
+        found = _LINKED.get((key, symbols))
+        if found is None:
+            found = _LINKED[key, symbols] = _link(key, symbols, render)
+    return found
+
+
+def _link(key: str, symbols: tuple[str, ...], render: Callable[[], str]) -> tuple[int, ...]:
     store = STORE
     if store is not None:
         cached = store.load(key)

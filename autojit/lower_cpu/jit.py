@@ -14,12 +14,15 @@ here changes global LLVM options, so the two coexist.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
+import hashlib
 import itertools
 import logging
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -28,6 +31,7 @@ import llvmlite.binding as llvm
 
 from autojit.errors import CompileError
 from autojit.ir.kernel import Kernel
+from autojit.lower_cpu.budget import LEAN_BODY
 from autojit.lower_cpu.mathlib import bind_private_math, load_math_libraries
 from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.render import render_llvm
@@ -48,6 +52,8 @@ class _Jit:
     lock: threading.Lock = field(default_factory=threading.Lock)
     counter: itertools.count = field(default_factory=itertools.count)
     loaded: dict[str, int] = field(default_factory=dict)   # symbol -> address
+    #: compiled kernels by the digest of their module text (``_text_key``), newest last
+    by_text: OrderedDict[bytes, CpuProgram] = field(default_factory=OrderedDict)
 
 
 @functools.cache
@@ -84,13 +90,14 @@ def _parse(text: str, what: str) -> llvm.ModuleRef:
     return module
 
 
-def optimize_module(module: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
-    """Run LLVM's O3 pipeline on ``module`` in place, vectorisers on."""
+def optimize_module(module: llvm.ModuleRef, tm: llvm.TargetMachine, lean: bool = False) -> None:
+    """Run LLVM's O3 pipeline on ``module`` in place, vectorisers on; ``lean``: without
+    loop interleaving and unrolling (see ``LEAN_BODY``)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
-    pto.loop_interleaving = True
-    pto.loop_unrolling = True
+    pto.loop_interleaving = not lean
+    pto.loop_unrolling = not lean
     pass_builder = llvm.create_pass_builder(tm, pto)
     pass_builder.getModulePassManager().run(module, pass_builder)
 
@@ -146,28 +153,69 @@ def compile_kernel(kernel: Kernel) -> CpuProgram:
     return interruptible(lambda: _compile_kernel(kernel))
 
 
+#: how many distinct kernel modules ``compile_kernel`` keeps compiled code of for reuse
+KERNEL_CACHE_SIZE = 512
+
+#: kernels compiled by LLVM, those of them optimised lean (``LEAN_BODY``), and kernels that
+#: reused the code of an identical one (tests and benchmarks/compile_scaling.py read it)
+KERNEL_COUNTS: dict[str, int] = {"compiled": 0, "lean": 0, "reused": 0}
+
+
+def forget_kernels() -> None:
+    """Forget the kernels kept for reuse (their code stays linked): what benchmarks call
+    to time each program's compile from cold, in one process."""
+    jit = _jit()
+    with jit.lock:
+        jit.by_text.clear()
+
+
+def _text_key(text: str, symbol: str, lean: bool) -> bytes:
+    """Return the digest of module ``text`` with its symbol (and the module name, the
+    kernel's) blanked: kernels a Python loop makes differ only there, and the rest of the
+    text and the pipeline (the target is the same for every kernel) fix the machine code."""
+    body = text.split("\n", 1)[1] if text.startswith("; ModuleID") else text
+    body = f"lean={lean}\n" + body.replace(symbol, "")
+    return hashlib.blake2b(body.encode(), digest_size=32).digest()
+
+
 def _compile_kernel(kernel: Kernel) -> CpuProgram:
     jit = _jit()
     with jit.lock:
         symbol = f"{kernel.name}.{_PROCESS_TOKEN}.{next(jit.counter)}"
         marks = [time.perf_counter()]
         text = render_llvm(kernel, symbol)
+        lean = len(kernel.body) > LEAN_BODY
+        key = _text_key(text, symbol, lean)
+        found = jit.by_text.get(key)
+        if found is not None:
+            # the same machine code serves both (LLVM time is most of a compile: a
+            # 10,000-op program of a loop's few distinct kernels compiles those few)
+            jit.by_text.move_to_end(key)
+            KERNEL_COUNTS["reused"] += 1
+            COMPILE_SECONDS["render"] += time.perf_counter() - marks[0]
+            return dataclasses.replace(found, name=kernel.name, threading={})
         module = _parse(text, "generated")
         module.triple = jit.target_machine.triple
         module.data_layout = str(jit.target_machine.target_data)
         marks.append(time.perf_counter())
-        optimize_module(module, jit.target_machine)
+        optimize_module(module, jit.target_machine, lean)
         optimized = str(module)
         marks.append(time.perf_counter())
         object_code = jit.target_machine.emit_object(module)
         address = _add_object(jit, object_code, symbol)
         marks.append(time.perf_counter())
-    if not address:
-        raise CompileError(f"JIT produced no code for {symbol}", source=text)
+        if not address:
+            raise CompileError(f"JIT produced no code for {symbol}", source=text)
+        program = CpuProgram(kernel.name, symbol, address, text, optimized, object_code)
+        jit.by_text[key] = program
+        if len(jit.by_text) > KERNEL_CACHE_SIZE:
+            jit.by_text.popitem(last=False)
+        KERNEL_COUNTS["compiled"] += 1
+        KERNEL_COUNTS["lean"] += lean
     for phase, begin, end in zip(COMPILE_PHASES, marks, marks[1:]):
         COMPILE_SECONDS[phase] += end - begin
     log.debug("autojit: compiled %s in %.1f ms", symbol, 1e3 * (marks[-1] - marks[0]))
-    return CpuProgram(kernel.name, symbol, address, text, optimized, object_code)
+    return program
 
 
 def compile_entries(text: str, symbols: tuple[str, ...]) -> tuple[tuple[int, ...], bytes]:

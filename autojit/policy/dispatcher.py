@@ -23,6 +23,7 @@ from autojit.errors import (
 )
 from autojit.fuse.plan import Plan, plan_kernels
 from autojit.ir.fp_errors import numpy_reports_fp_errors
+from autojit.lower_cpu.budget import CompileBudgetError, check_budget
 from autojit.policy import disk_cache
 from autojit.policy.backends import (
     CALL_MISS,
@@ -231,6 +232,12 @@ class Dispatcher:
         exception."""
         try:
             self.programs(entry, "cpu")
+        except CompileBudgetError as exc:   # too big to compile in time: Python from now on
+            reason = str(exc)
+            _LOGGER.debug("%s: %s", self.__qualname__, reason)
+            entry.plan, entry.reason = None, reason
+            self._note_fallback(reason)
+            return False
         except Exception as exc:  # an autojit bug: run the Python from now on
             reason = f"internal error while compiling ({type(exc).__name__}: {exc})"
             _LOGGER.debug("%s: %s", self.__qualname__, reason, exc_info=True)
@@ -454,6 +461,8 @@ class Dispatcher:
                 if programs is None and entry.disk is not None:
                     programs = disk_cache.load_programs(entry.disk, backend)
                 if programs is None:
+                    if backend == "cpu":   # over the budget: falls back, with the reason
+                        check_budget(entry.plan.kernels)
                     started = time.perf_counter()
                     programs = [BACKENDS[backend].compile(k) for k in entry.plan.kernels]
                     self._stats.add("compiles", 1)
@@ -496,8 +505,11 @@ class Dispatcher:
             route, reason = choose_route(settings, args, entry, sizes)
         except AutojitError as exc:
             route, reason = "cpu", str(exc)
-        return Inspection(self.__qualname__, entry, self.programs(entry, "cpu"), route, reason,
-                          sizes)
+        try:
+            programs = self.programs(entry, "cpu")
+        except CompileBudgetError as exc:   # what a call would do: run as Python
+            return Inspection(self.__qualname__, entry, None, "python", str(exc))
+        return Inspection(self.__qualname__, entry, programs, route, reason, sizes)
 
     def __repr__(self) -> str:
         return f"<autoroute {self.__qualname__}>"

@@ -145,8 +145,13 @@ def test_program_object() -> None:
     assert f'define void @"{program.symbol}"(ptr %"data", ptr %"meta")' in program.llvm_ir
     assert "alwaysinline" in program.llvm_ir and "noalias" in program.llvm_ir
     assert program.symbol in program.asm
-    again = compile_kernel(_chain_kernel(F64))   # same kernel name: a distinct symbol
-    assert again.symbol != program.symbol and again.address != program.address
+    again = compile_kernel(_chain_kernel(F64))   # the same kernel: its code is reused
+    assert (again.symbol, again.address) == (program.symbol, program.address)
+    kb = KernelBuilder("chain_float64", loop_sizes=(("n0",),))   # same name, other body
+    kb.store(kb.add_buffer("out0", F64, (1,), is_output=True),
+             kb.graph_op(Op.SIN, (kb.load(kb.add_buffer("in0", F64, (1,))),), F64))
+    other = compile_kernel(kb.finish())
+    assert other.symbol != program.symbol and other.address != program.address
 
 
 def test_missing_rule_is_a_compile_error() -> None:
