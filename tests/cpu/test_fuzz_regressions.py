@@ -78,3 +78,26 @@ def test_self_assignment_into_a_read_only_argument_raises():
 
 def test_self_assignment_into_a_writeable_argument_compiles():
     assert_matches_numpy(_self_assign_then_read, np.arange(6.0).reshape(2, 3)[:, ::-1])
+
+
+_UINT32_UNDEFINED = [np.nan, -np.inf, np.inf, -2.0**31 - 1, 2.0**32 + 5, -1e10, 1e10, -3.5]
+
+
+def _to_uint32(a):
+    return a.astype(np.uint32), a[()].astype(np.uint32) + np.uint32(0)
+
+
+def _integer_std(a):
+    return np.std(a, dtype=np.uint32), np.var(a, dtype=np.uint32)
+
+
+def test_one_element_float_to_uint32_cast_is_numpys_scalar_loop():
+    """NumPy casts one element in its scalar loop (the low 32 bits of an int64
+    ``cvttsd2si``: NaN -> 0, -2**31 - 1 -> 2**31 - 1), not its vector loop (NaN ->
+    2**31): a 0-d cast, and std/var with an integer dtype (a NaN variance of no terms)."""
+    for dtype in (np.float64, np.float32):
+        for value in _UINT32_UNDEFINED:
+            assert_matches_numpy(_to_uint32, np.array(value, dtype))
+    assert_matches_numpy(_integer_std, np.array([], np.int64))
+    assert_calls_match_numpy(_integer_std, [(np.array([], np.int64),),
+                                            (np.array([1, 2, 5], np.int64),)])
