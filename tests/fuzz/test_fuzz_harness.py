@@ -183,3 +183,15 @@ def test_numpys_position_dependent_uint32_casts_are_not_compared() -> None:
     assert runner._position_dependent({runner.INVALID_CAST}, "np.uint32", [])
     assert not runner._position_dependent({runner.INVALID_CAST}, "np.int32", [nan5])
     assert not runner._position_dependent(set(), "np.uint32", [])
+
+
+def test_clips_bound_operand_taints_its_result_and_bounds_include_numpys_avx512() -> None:
+    """``np.clip(x, low, v)`` may return ``v``: an inexact ``v`` (expm1) makes it inexact;
+    each op's bound adds what NumPy's own AVX-512 loops add on such a machine."""
+    from autojit.lower_cpu.ulp_bounds import numpy_extra_ulps, ulp_bound
+    from tests.fuzz.gen import op_ulps
+    program = generate("ci-20261201:2512")
+    clipped = next(line.split(" = ")[0] for line in program.body if "np.clip(" in line)
+    assert not program.taint[clipped].exact
+    assert op_ulps("expm1", np.float64(1.0)) == ulp_bound("expm1", "float64") + \
+        numpy_extra_ulps()
