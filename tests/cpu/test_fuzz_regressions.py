@@ -101,3 +101,16 @@ def test_one_element_float_to_uint32_cast_is_numpys_scalar_loop():
     assert_matches_numpy(_integer_std, np.array([], np.int64))
     assert_calls_match_numpy(_integer_std, [(np.array([], np.int64),),
                                             (np.array([1, 2, 5], np.int64),)])
+
+
+def _write_paths(a):
+    """Each write path into ``a`` (through views too), then a read so the trace compiles."""
+    a.T[...] = a.T
+    a[None] += 0
+    np.add(a, 0, out=a)
+    return a * 2
+
+
+def test_every_write_path_into_a_read_only_argument_raises():
+    assert_calls_match_numpy(_write_paths, [_read_only((3,)), _read_only_plain(()),
+                                            _read_only_plain((2, 3)), (np.ones((2, 3)),)])
