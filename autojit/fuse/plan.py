@@ -291,7 +291,8 @@ class _KernelEmitter:
         self.kb.position(where.level, where.phase)
         self.kb.current_node = node.id
         if node.op is Op.CAST:
-            return self.kb.cast(operands[0], node.type.dtype)
+            single = all(d == 1 for d in node.type.shape)   # one element (0-d, keepdims)
+            return self.kb.cast(operands[0], node.type.dtype, single)
         if node.op is Op.REDUCE:
             return self._reduce(node, operands[0])
         if node.op is Op.SCAN:   # at row level (a later phase reading it scans again)

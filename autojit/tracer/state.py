@@ -109,6 +109,7 @@ class TraceState:
     memory_of: dict[int, int] = field(default_factory=dict)     # node -> argument it views
     param_memory: dict[int, list[int]] = field(default_factory=dict)  # since the last write
     param_readers: dict[int, set[int]] = field(default_factory=dict)  # since the last write
+    view_copies: dict[int, int] = field(default_factory=dict)   # node -> argument (copy_of)
 
     # -- size symbols ---------------------------------------------------------------------
     def new_symbol(self, example_size: int) -> str:
@@ -243,6 +244,13 @@ class TraceState:
             self.seen[key] = self.add_node(Op.VIEW, (rebased,), node.type, node.attrs, node.loc)
         return self.seen[key]
 
+    def copy_of(self, node_id: int, param: int) -> None:
+        """Record ``node_id`` as a copy the trace made of argument ``param``'s memory where
+        NumPy may take a view (a reshape after a write): a later write makes it stale, and
+        reading it then is refused (``rebase``), as NumPy's view would show that write."""
+        self.view_copies[node_id] = param
+        self.param_memory.setdefault(param, []).append(node_id)
+
     def _index_memory(self, node: Node) -> None:
         """Keep, per argument, its memory's nodes and their readers since the last write
         (kept as the trace grows: a loop of writes must not rescan the whole trace)."""
@@ -252,6 +260,8 @@ class TraceState:
             self.memory_of[node.id] = param
             self.param_memory.setdefault(param, []).append(node.id)
         if node.op is Op.VIEW:
+            if node.inputs[0] in self.view_copies:   # a view of such a copy: the same
+                self.copy_of(node.id, self.view_copies[node.inputs[0]])
             return
         for i in node.inputs:
             read = self.memory_of.get(i)

@@ -72,8 +72,8 @@ def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
         type_ = TensorType(python_scalar_dtype(value.python_type), ())
         return state.add_node(Op.ARG, (), type_, (("index", value.ref),)), True
     if isinstance(value, Proxy):
-        if value.is_scalar and value.node in state.stale:
-            state.rebase(value.node)   # raises: a NumPy scalar copied before a later write
+        if value.node in state.stale and (value.is_scalar or value.node in state.view_copies):
+            state.rebase(value.node)   # raises: a copy made before a later write
         return value.node, value.is_scalar
     if isinstance(value, np.generic) and is_supported(value.dtype):
         return state.add_const(value.item(), value.dtype), True

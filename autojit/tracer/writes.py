@@ -81,9 +81,8 @@ def write(target: Proxy, key: Any, value: Any) -> None:
         return write(target, None, np.where(key, value, target))
     region = target if key is None else getitem(target, key)
     source = _value_proxy(value, target.dtype)
-    if source.node == region.node:
-        return                      # a[...] = a, a[1:] = a[1:]: nothing changes
-    if written_param(state, source.node) == param:
+    # a[...] = a changes no value but is still a write: NumPy refuses a read-only a
+    if source.node != region.node and written_param(state, source.node) == param:
         # the value is the target's own memory seen otherwise (a[::-1] = a, a[1:] = a[:-1]):
         # NumPy evaluates the right side first, so it is copied before the write
         from autojit.tracer.numpy_map import astype

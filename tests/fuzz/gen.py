@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from autojit.lower_cpu.ulp_bounds import ulp_bound
+from autojit.lower_cpu.ulp_bounds import numpy_extra_ulps, ulp_bound
 from tests.fuzz.program import EXACT, Program, Taint
 from tests.fuzz.values import (
     ARRAY_DTYPES,
@@ -99,17 +99,18 @@ def _float_dtype(v: Any) -> str | None:
 
 def op_ulps(name: str, result: Any) -> float:
     """The documented bound of one inexact elementwise op at the result's dtype (0 when
-    the result is not a float: the op was exact on it)."""
+    the result is not a float: the op was exact on it), plus what NumPy's AVX-512 loops
+    add where this NumPy runs them (the table is against its AVX2 loops: ulp_bounds.py)."""
     dtype = _float_dtype(result)
     if dtype is None:
         return 0.0
     if name in COMPOSED_ULPS:
-        return COMPOSED_ULPS[name]
+        return COMPOSED_ULPS[name] + numpy_extra_ulps()
     lookup = "power" if name == "float_power" else name
     bound = ulp_bound(lookup, dtype)
     if bound is None:        # float16: computed in float32, rounded once more
         bound = (ulp_bound(lookup, "float32") or 4.0) + 1.0
-    return float(bound)
+    return float(bound) + numpy_extra_ulps()
 
 
 class Generator:
@@ -359,9 +360,10 @@ class Generator:
             x = self.operand(ns, exact=True)
             cond = f"{x} {rng.choice(('>', '<', '==', '!=', '>='))} {self.literal()}"
         x, y = self.operand(ns), self.operand(ns)
-        if rng.random() < 0.3:
-            return self._with_op(f"np.clip({x}, {rng.choice((self.literal(), 'None'))}, "
-                                 f"{self.operand(ns)})", f"{x} {y}", None)
+        if rng.random() < 0.3:   # a_max is clip's third operand (and taints its result)
+            low = rng.choice((self.literal(), "None"))
+            high = self.operand(ns)
+            return self._with_op(f"np.clip({x}, {low}, {high})", f"{x} {high}", None)
         if rng.random() < 0.05:
             return f"np.where({cond})[0]", EXACT
         return self._with_op(f"np.where({cond}, {x}, {y})", f"{x} {y}", None)
@@ -743,10 +745,10 @@ _WRITE = re.compile(r"^(a\d+|v\d+)\s*(\[|[-+*/%&|^<>]+=)|out=(a\d+|v\d+)")
 
 def _word_ulps(name: str) -> float:
     if name in COMPOSED_ULPS:
-        return COMPOSED_ULPS[name]
+        return COMPOSED_ULPS[name] + numpy_extra_ulps()
     lookup = "power" if name == "float_power" else name
     bounds = [ulp_bound(lookup, d) or 0.0 for d in ("float32", "float64")]
-    return max(bounds) + 1.0       # float16: one more rounding
+    return max(bounds) + 1.0 + numpy_extra_ulps()      # float16: one more rounding
 
 
 def retaint(program: Program) -> dict[str, Taint]:

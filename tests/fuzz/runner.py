@@ -79,22 +79,45 @@ def reason_key(reason: str) -> str:
     return re.sub(r"\s+", " ", text).strip()[:110]
 
 
-def _call(fn: Any, args: list[Any], warn: bool) -> tuple[str, Any, set[str]]:
-    """("ok", result) or ("exc", exception), and the warning categories raised."""
+#: NumPy's warning for an invalid FP operation, among them a cast of NaN or an out-of-range
+#: float to an integer (reported as "... in cast", or as the ufunc's or reduction's own name
+#: where the cast is the loop's: "... in reduce" for ``np.sum(x, dtype=np.uint32)``)
+INVALID_CAST = "invalid value encountered in"
+
+
+def _call(fn: Any, args: list[Any], warn: bool,
+          seen: set[str] | None = None) -> tuple[str, Any, set[str]]:
+    """("ok", result) or ("exc", exception), and the warning categories raised; ``seen``
+    (NumPy's run) collects whether it warned INVALID_CAST (asked for even when ``warn`` is
+    off: the 'invalid' class then warns, which changes no value)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             if warn:
                 result = fn(*args)
             else:
-                with np.errstate(all="ignore"):
+                with np.errstate(all="ignore", invalid="ignore" if seen is None else "warn"):
                     result = fn(*args)
             out = ("ok", result)
         except Exception as exc:  # noqa: BLE001 - NumPy's answer, or autojit's
             out = ("exc", exc)
     from autojit import AutojitWarning
+    if seen is not None:
+        seen.update(INVALID_CAST for w in caught if INVALID_CAST in str(w.message))
     cats = {w.category.__name__ for w in caught if not issubclass(w.category, AutojitWarning)}
     return out[0], out[1], cats
+
+
+def _position_dependent(seen: set[str], text: str, args: list[Any]) -> bool:
+    """True when NumPy's values may not be one answer: it reported an invalid operation
+    (maybe a cast of NaN or an out-of-range float) and uint32 is involved. C leaves that
+    cast undefined; NumPy's vector loop gives 2**31 for NaN, its scalar loop (the last
+    n % 4 elements of a contiguous cast, every element of a strided one, a reduction's
+    buffered tail) the low bits of an int64 truncation, 0: the same value casts otherwise
+    by its position in one call (autojit follows the vector loop, and the scalar one for a
+    single element). Every other float to integer cast agrees between NumPy's loops."""
+    return INVALID_CAST in seen and ("uint32" in text or any(
+        getattr(a, "dtype", None) == np.uint32 for a in args))
 
 
 def compile_function(source: str, name: str = "f", tag: str = "fuzz") -> Any:
@@ -152,7 +175,9 @@ def _run(fn: Any, calls: list[Any], returns: list[str] | None, taint: dict[str, 
     ret_taints = [taint.get(n, EXACT) for n in (returns or [])]
     for number, make in enumerate(calls, 1):
         numpy_args = list(make())
-        status, expected, np_warnings = _call(fn, numpy_args, warn)
+        seen: set[str] = set()
+        status, expected, np_warnings = _call(fn, numpy_args, warn, seen)
+        values = not _position_dependent(seen, text, numpy_args)
         outcome.numpy_raised += status == "exc"
         n = max([np.size(a) for a in numpy_args] + [16])
         fresh = warm()
@@ -170,7 +195,7 @@ def _run(fn: Any, calls: list[Any], returns: list[str] | None, taint: dict[str, 
                 outcome.reasons[reason_key(reason)] += 1
             seen_reasons[variant] = len(reasons)
             failure = _judge(status, expected, got_status, got, numpy_args, args, ret_taints,
-                             taint, params, n, text)
+                             taint, params, n, text, values)
             if failure is None and warn and np_warnings != aj_warnings:
                 failure = ("warnings", f"got {sorted(aj_warnings)}, NumPy {sorted(np_warnings)}",
                            "")
@@ -182,8 +207,10 @@ def _run(fn: Any, calls: list[Any], returns: list[str] | None, taint: dict[str, 
 
 def _judge(status: str, expected: Any, got_status: str, got: Any, numpy_args: list[Any],
            args: list[Any], ret_taints: list[Taint], taint: dict[str, Taint],
-           params: list[str], n: int, text: str) -> tuple[str, str, str] | None:
-    """(kind, detail, autojit frame) of the disagreement of one call, or None."""
+           params: list[str], n: int, text: str,
+           values: bool = True) -> tuple[str, str, str] | None:
+    """(kind, detail, autojit frame) of the disagreement of one call, or None (``values``
+    False: NumPy's values are not one answer; types, dtypes and shapes are compared)."""
     if status == "exc":
         if got_status == "ok":
             return f"missing-exception:{type(expected).__name__}", \
@@ -201,18 +228,18 @@ def _judge(status: str, expected: Any, got_status: str, got: Any, numpy_args: li
     if isinstance(expected, tuple) and len(ret_taints) == len(expected) and \
             isinstance(got, tuple) and len(got) == len(expected):
         for i, (a, e) in enumerate(zip(got, expected)):
-            found = compare(a, e, ret_taints[i], scale, n, floor)
+            found = compare(a, e, ret_taints[i], scale, n, floor, values)
             if found:
                 return found[0], f"output {i}: {found[1]}", ""
     else:
         t = ret_taints[0] if len(ret_taints) == 1 else _join(ret_taints)
-        found = compare(got, expected, t, scale, n, floor)
+        found = compare(got, expected, t, scale, n, floor, values)
         if found:
             return found[0], found[1], ""
     for i, (want, have) in enumerate(zip(numpy_args, args)):
         if isinstance(want, np.ndarray):
             t = taint.get(params[i], EXACT) if i < len(params) else EXACT
-            found = compare(have, want, t, scale, n, floor)
+            found = compare(have, want, t, scale, n, floor, values)
             if found:
                 return "arg-" + found[0], f"argument {i} after the call: {found[1]}", ""
     return None

@@ -162,3 +162,36 @@ def test_a_reduction_of_integer_inputs_is_allowed_its_rounding() -> None:
     assert scale == 7.0
     assert compare(np.float64(1.97e-31), np.float64(0.0), Taint(0.0, True), scale, 16) is None
     assert compare(np.float64(1e-3), np.float64(0.0), Taint(0.0, True), scale, 16) is not None
+
+
+def test_numpys_position_dependent_uint32_casts_are_not_compared() -> None:
+    """NumPy casts NaN to uint32 as 2**31 in its vector loop and 0 in its scalar tail, in
+    one call: those values are not one answer, so only their types and shapes count;
+    another dtype's invalid cast is still compared value for value."""
+    def to_uint32(a):
+        return a.astype(np.uint32)
+
+    nan5 = np.full(5, np.nan)
+    assert runner.check_repro(to_uint32, [lambda: (nan5.copy(),)])
+    with np.errstate(invalid="ignore"):
+        assert set(nan5.astype(np.uint32)) == {0, 2**31}   # NumPy's own two answers
+
+    fn = runner.compile_function("def g(a):\n    return a.astype(np.int32) + 1\n", "g")
+    outcome = runner.run_calls(fn, [lambda: (nan5.copy(),)], ["r"], {}, ["a"],
+                               "a.astype(np.int32) + 1")
+    assert outcome.failure is None
+    assert runner._position_dependent({runner.INVALID_CAST}, "np.uint32", [])
+    assert not runner._position_dependent({runner.INVALID_CAST}, "np.int32", [nan5])
+    assert not runner._position_dependent(set(), "np.uint32", [])
+
+
+def test_clips_bound_operand_taints_its_result_and_bounds_include_numpys_avx512() -> None:
+    """``np.clip(x, low, v)`` may return ``v``: an inexact ``v`` (expm1) makes it inexact;
+    each op's bound adds what NumPy's own AVX-512 loops add on such a machine."""
+    from autojit.lower_cpu.ulp_bounds import numpy_extra_ulps, ulp_bound
+    from tests.fuzz.gen import op_ulps
+    program = generate("ci-20261201:2512")
+    clipped = next(line.split(" = ")[0] for line in program.body if "np.clip(" in line)
+    assert not program.taint[clipped].exact
+    assert op_ulps("expm1", np.float64(1.0)) == ulp_bound("expm1", "float64") + \
+        numpy_extra_ulps()

@@ -1,0 +1,116 @@
+"""Regressions the differential fuzzer (tests/fuzz) found, each named for the behaviour:
+NumPy's answer, exceptions and argument writes, through the oracle helpers."""
+
+import numpy as np
+from oracle import assert_calls_match_numpy, assert_matches_numpy
+
+
+def _ravel_then_write(a):
+    a *= 2
+    v = a.ravel()
+    a[...] = 7
+    return v
+
+
+def _reshape_then_update(a):
+    a *= 2
+    v = a.reshape(-1)
+    a += 1
+    return v + 0
+
+
+def _ravel_of_written_view_then_write(a):
+    v = a[::2]
+    v *= 2
+    w = v.ravel()
+    a[...] = 7
+    return w
+
+
+def test_reshape_after_a_write_shows_later_writes():
+    """A reshape of an argument after a write is a copy the trace makes where NumPy takes a
+    view: a later write to the argument must show through it (NumPy) or run as Python."""
+    for fn in (_ravel_then_write, _reshape_then_update, _ravel_of_written_view_then_write):
+        assert_calls_match_numpy(fn, [(np.ones(()),), (np.ones(1),), (np.ones((2, 2)),),
+                                      (np.ones((3, 2)),)])
+
+
+def _ravel_after_write_read_only(a):
+    a *= 2
+    return a.ravel() + 1
+
+
+def test_reshape_after_a_write_without_later_writes_compiles():
+    assert_matches_numpy(_ravel_after_write_read_only, np.arange(6.0).reshape(2, 3))
+
+
+def _self_assign_then_read(a):
+    a[...] = a
+    return a + 1
+
+
+def _slice_self_assign_then_read(a, b):
+    a[1:] = a[1:]
+    return b
+
+
+def _read_only(shape):
+    return lambda: (np.broadcast_to(np.ones(1), shape),)
+
+
+def _read_only_plain(shape):
+    def make():
+        a = np.ones(shape)
+        a.flags.writeable = False
+        return (a,)
+    return make
+
+
+def test_self_assignment_into_a_read_only_argument_raises():
+    """``a[...] = a`` changes no value but is a write: NumPy raises ValueError for a
+    read-only ``a`` (a broadcast view), 0-d or empty too."""
+    calls = [_read_only((0, 0, 0)), _read_only((3,)), _read_only_plain(()),
+             _read_only_plain((2, 3))]
+    assert_calls_match_numpy(_self_assign_then_read, calls)
+    assert_calls_match_numpy(_slice_self_assign_then_read,
+                             [lambda: (np.broadcast_to(np.ones(1), (4,)), np.int64(-2))])
+
+
+def test_self_assignment_into_a_writeable_argument_compiles():
+    assert_matches_numpy(_self_assign_then_read, np.arange(6.0).reshape(2, 3)[:, ::-1])
+
+
+_UINT32_UNDEFINED = [np.nan, -np.inf, np.inf, -2.0**31 - 1, 2.0**32 + 5, -1e10, 1e10, -3.5]
+
+
+def _to_uint32(a):
+    return a.astype(np.uint32), a[()].astype(np.uint32) + np.uint32(0)
+
+
+def _integer_std(a):
+    return np.std(a, dtype=np.uint32), np.var(a, dtype=np.uint32)
+
+
+def test_one_element_float_to_uint32_cast_is_numpys_scalar_loop():
+    """NumPy casts one element in its scalar loop (the low 32 bits of an int64
+    ``cvttsd2si``: NaN -> 0, -2**31 - 1 -> 2**31 - 1), not its vector loop (NaN ->
+    2**31): a 0-d cast, and std/var with an integer dtype (a NaN variance of no terms)."""
+    for dtype in (np.float64, np.float32):
+        for value in _UINT32_UNDEFINED:
+            assert_matches_numpy(_to_uint32, np.array(value, dtype))
+    assert_matches_numpy(_integer_std, np.array([], np.int64))
+    assert_calls_match_numpy(_integer_std, [(np.array([], np.int64),),
+                                            (np.array([1, 2, 5], np.int64),)])
+
+
+def _write_paths(a):
+    """Each write path into ``a`` (through views too), then a read so the trace compiles."""
+    a.T[...] = a.T
+    a[None] += 0
+    np.add(a, 0, out=a)
+    return a * 2
+
+
+def test_every_write_path_into_a_read_only_argument_raises():
+    assert_calls_match_numpy(_write_paths, [_read_only((3,)), _read_only_plain(()),
+                                            _read_only_plain((2, 3)), (np.ones((2, 3)),)])
