@@ -114,6 +114,7 @@ typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *overrides, *env, *router, *counter, *keep;
+    PyObject *fp_policy;          /* NumPy's error policy (np.errstate) it was armed under */
     long long n_limit, work_limit;
     int64_t *count;           /* counter: calls, latencies, ns sum, then the ring */
     long long ring;
@@ -134,6 +135,7 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 static PyObject *g_ctxvar, *g_config_dict, *g_route_dict, *g_logger_cache;
+static PyObject *g_fp_ctxvar, *g_fp_reports;   /* NumPy's error policy, its verdict() */
 static PyObject *s_env, *s_router, *s_debug;
 
 /* ---- parsing ------------------------------------------------------------------------ */
@@ -645,6 +647,24 @@ static int gate_open(Table *t) {
     if (PyDict_GetItemWithError(g_config_dict, s_env) != t->env) { PyErr_Clear(); return 0; }
     if (PyDict_GetItemWithError(g_route_dict, s_router) != t->router) { PyErr_Clear(); return 0; }
     if (PyDict_GetItemWithError(g_logger_cache, s_debug) != Py_False) { PyErr_Clear(); return 0; }
+    if (g_fp_ctxvar != NULL) {   /* np.errstate/np.seterr made a new policy: is it one that
+                                    raises, calls, prints or logs (then Python runs)? */
+        PyObject *policy;
+        if (PyContextVar_Get(g_fp_ctxvar, NULL, &policy) < 0) { PyErr_Clear(); return 0; }
+        if (policy == t->fp_policy) {
+            Py_XDECREF(policy);
+            return 1;
+        }
+        PyObject *reports = PyObject_CallNoArgs(g_fp_reports);
+        if (reports == NULL || reports != Py_False) {
+            PyErr_Clear();
+            Py_XDECREF(reports);
+            Py_XDECREF(policy);
+            return 0;
+        }
+        Py_DECREF(reports);
+        Py_XSETREF(t->fp_policy, policy);   /* the verdict for this policy object: keep it */
+    }
     return 1;
 }
 
@@ -675,7 +695,7 @@ static void table_dealloc(Table *t) {
         PyMem_Free(t->specs[i]);
     }
     Py_XDECREF(t->overrides); Py_XDECREF(t->env); Py_XDECREF(t->router);
-    Py_XDECREF(t->counter); Py_XDECREF(t->keep);
+    Py_XDECREF(t->counter); Py_XDECREF(t->keep); Py_XDECREF(t->fp_policy);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -702,6 +722,9 @@ static PyObject *table_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     Table *t = (Table *)type->tp_alloc(type, 0);
     if (t == NULL) return NULL;
     t->vectorcall = table_vectorcall;
+    t->fp_policy = NULL;    /* armed after a compiled call: the policy then reports nothing */
+    if (g_fp_ctxvar != NULL && PyContextVar_Get(g_fp_ctxvar, NULL, &t->fp_policy) < 0)
+        PyErr_Clear();
     t->overrides = Py_NewRef(overrides); t->env = Py_NewRef(env);
     t->router = Py_NewRef(router); t->counter = Py_NewRef(counter);
     t->count = (int64_t *)PyArray_DATA((PyArrayObject *)counter);
@@ -731,11 +754,15 @@ static PyTypeObject TableType = {
 };
 
 static PyObject *configure(PyObject *mod, PyObject *args) {
-    PyObject *ctxvar, *config_dict, *route_dict, *logger_cache;
-    if (!PyArg_ParseTuple(args, "OO!O!O!", &ctxvar, &PyDict_Type, &config_dict, &PyDict_Type,
-                          &route_dict, &PyDict_Type, &logger_cache))
+    PyObject *ctxvar, *config_dict, *route_dict, *logger_cache, *fp_ctxvar = NULL;
+    PyObject *fp_reports = NULL;
+    if (!PyArg_ParseTuple(args, "OO!O!O!|OO", &ctxvar, &PyDict_Type, &config_dict,
+                          &PyDict_Type, &route_dict, &PyDict_Type, &logger_cache, &fp_ctxvar,
+                          &fp_reports))
         return NULL;
-    if (!PyContextVar_CheckExact(ctxvar)) {
+    if (!PyContextVar_CheckExact(ctxvar) || (fp_ctxvar != NULL && (
+            !PyContextVar_CheckExact(fp_ctxvar) || fp_reports == NULL ||
+            !PyCallable_Check(fp_reports)))) {
         PyErr_SetString(PyExc_TypeError, "expected a ContextVar");
         return NULL;
     }
@@ -743,6 +770,8 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
     Py_XSETREF(g_config_dict, Py_NewRef(config_dict));
     Py_XSETREF(g_route_dict, Py_NewRef(route_dict));
     Py_XSETREF(g_logger_cache, Py_NewRef(logger_cache));
+    Py_XSETREF(g_fp_ctxvar, Py_XNewRef(fp_ctxvar));
+    Py_XSETREF(g_fp_reports, Py_XNewRef(fp_reports));
     Py_RETURN_NONE;
 }
 
@@ -772,8 +801,9 @@ static PyMethodDef methods[] = {
     {"set_absent", set_absent, METH_O,
      "set_absent(obj): the object guards expect where a dict key or cell is missing"},
     {"configure", configure, METH_VARARGS,
-     "configure(overrides_var, config_globals, route_globals, logger_cache): where the gate "
-     "reads the config() overrides, the environment settings, the router and the log level"},
+     "configure(overrides_var, config_globals, route_globals, logger_cache[, fp_policy_var, "
+     "fp_reports]): where the gate reads the config() overrides, the environment settings, "
+     "the router, the log level and NumPy's error policy (fp_reports() -> bool on a new one)"},
     {NULL, NULL, 0, NULL},
 };
 

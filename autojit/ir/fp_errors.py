@@ -17,7 +17,7 @@ from numpy._core import umath
 
 #: NumPy 2 keeps the error policy in this context variable; np.errstate and np.seterr set
 #: a new object, so an object seen before has the verdict computed before.
-_POLICY = umath._extobj_contextvar
+_POLICY = POLICY_VAR = umath._extobj_contextvar   # the fast path's gate compares it too
 _REPORTING = frozenset({"raise", "call", "print", "log"})
 _last: tuple[object, bool] = (object(), False)
 

@@ -138,10 +138,7 @@ class Dispatcher:
 
     # -- calling -----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if numpy_reports_fp_errors():   # np.errstate(...='raise') around the call: NumPy's
-            self._stats.add("fallbacks", FP_POLICY_REASON)
-            return self._run_python(args, kwargs)
-        fast = self._fast
+        fast = self._fast   # (its gate is closed under another np.errstate: checked below)
         if fast is not None and not kwargs:
             result = fast(args)
             if result is not MISS:
@@ -151,6 +148,9 @@ class Dispatcher:
             result = fast_with_prologue(hosted, args)
             if result is not MISS:
                 return result
+        if numpy_reports_fp_errors():   # np.errstate(...='raise') around the call: NumPy's
+            self._stats.add("fallbacks", FP_POLICY_REASON)
+            return self._run_python(args, kwargs)
         if CURRENT_TRACE.get() is not None:
             # called by a function being traced: its body joins that trace (the arguments
             # are the tracer's proxies, not arrays: no fallback of its own to note)

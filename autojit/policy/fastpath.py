@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from autojit.ir import fp_errors
 from autojit.ir.host import compile_prologue
 from autojit.ir.ops import Op
 from autojit.policy.backends import build_schedule
@@ -69,7 +70,8 @@ _BUF_ARG, _BUF_ALLOC, _BUF_CONST = 0, 1, 2
 
 if _native is not None:
     try:   # the gate reads these on every call; Logger._cache is CPython's level cache
-        _native.configure(config._overrides, vars(config), vars(route), _LOGGER._cache)
+        _native.configure(config._overrides, vars(config), vars(route), _LOGGER._cache,
+                          fp_errors.POLICY_VAR, fp_errors.numpy_reports_fp_errors)
     except (AttributeError, TypeError) as exc:
         _LOGGER.debug("autojit: no native fast path: %s", exc)
         _native = None

@@ -445,3 +445,22 @@ def test_without_the_extension(monkeypatch: pytest.MonkeyPatch) -> None:
     for _ in range(3):
         compare_results(f(x), x + 1.0)
     assert f._fast is None and f.stats()["calls"] == 3 and f.stats()["fast_calls"] == 0
+
+
+def test_an_errstate_that_raises_closes_the_armed_fast_path():
+    """The native gate compares NumPy's error-policy object: a warm function called under
+    ``np.errstate(divide="raise")`` runs as Python and raises as NumPy does; afterwards (and
+    under a new errstate that only ignores) the fast path serves it again."""
+    f = autoroute(lambda x: 1.0 / x)
+    x = np.zeros(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(5):
+            f(x)
+        fast_before = f.stats()["fast_calls"]
+        with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+            f(x)
+        for _ in range(3):
+            with np.errstate(all="ignore"):
+                assert np.array_equal(f(x), np.full(3, np.inf))
+    assert f.stats()["fast_calls"] >= fast_before + 2
