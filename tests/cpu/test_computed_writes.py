@@ -1,0 +1,141 @@
+"""In-place updates of arrays computed inside the function, and what ``a[...] = value`` and
+``out=`` refuse: NumPy is the oracle (values, shapes, dtypes, exception types).
+
+``v += x`` / ``np.ufunc(..., out=v)`` on a computed ``v`` writes into ``v``: its shape and
+dtype stay (the result is cast same_kind and broadcast into it, or NumPy's error), and views
+of ``v`` see the new values (those run as Python).
+"""
+
+from __future__ import annotations
+
+import linecache
+import random
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from tests.oracle import assert_calls_match_numpy
+
+
+# -- in-place updates of computed arrays --------------------------------------------------
+def _out_into_broadcast_local(a0, a1):
+    v1 = a0 + a1
+    np.fmax(a0, a0, out=v1)
+    return v1
+
+
+def test_out_into_a_computed_array_keeps_its_shape():
+    assert_calls_match_numpy(_out_into_broadcast_local, [
+        (np.array(3.0), np.zeros((2, 2))), (np.arange(3.0), np.zeros((2, 3))),
+        (np.array([-0.0, np.nan]), np.zeros((3, 1))), (np.array(3), np.zeros((4, 4), np.int8)),
+    ])
+
+
+def _view_before_update(a0):
+    v1 = a0 * 1
+    v2 = v1.T
+    v1 += 5
+    return v2
+
+
+def _update_through_view(a0):
+    v1 = a0 * 1
+    v2 = v1[0]
+    v2 += 5
+    return v1
+
+
+def _view_after_update(a0):
+    v1 = a0 * 1
+    v1 += 5
+    return v1.T, v1[::-1]
+
+
+@pytest.mark.parametrize("fn", [_view_before_update, _update_through_view, _view_after_update])
+def test_views_of_a_computed_array_see_its_update(fn):
+    assert_calls_match_numpy(fn, [(np.ones((2, 3)),), (np.arange(12.0).reshape(3, 4),),
+                                  (np.arange(6).reshape(2, 3),)])
+
+
+def _update_with_broadcast_operand(a0, a1):
+    v1 = np.negative(a0)
+    v1 += a1
+    return v1
+
+
+def test_update_that_does_not_fit_raises_like_numpy():
+    assert_calls_match_numpy(_update_with_broadcast_operand, [
+        (np.ones(2), np.ones((3, 2))), (np.ones(2), np.ones(2)), (np.ones((3, 2)), np.ones(2)),
+        (np.ones(3), np.ones((1, 3))), (np.ones((2, 3)), np.ones((2, 1))),
+        (np.ones(3), np.ones(4)), (np.array(2.0), np.ones(1)),
+    ])
+
+
+def _int_local_plus_float(a0, s):
+    v1 = a0 * 2
+    v1 += s
+    return v1
+
+
+def test_update_of_a_computed_int_array_casts_same_kind():
+    assert_calls_match_numpy(_int_local_plus_float, [
+        (np.arange(3), 1.5), (np.arange(3), 2), (np.arange(3, dtype=np.int8), 300),
+        (np.arange(3.0, dtype=np.float32), 1e300), (np.arange(3), np.float64(2.0)),
+    ])
+
+
+def _argument_plus(a, b):
+    a += b
+
+
+def test_update_of_an_argument_must_hold_the_broadcast_result():
+    """``a += b`` is ``np.add(a, b, out=a)``: no leading size-1 axis of ``b`` is dropped."""
+    assert_calls_match_numpy(_argument_plus, [
+        (np.array(1.0), np.ones(1)), (np.ones(2), np.ones((1, 2))), (np.ones((2, 2)), np.ones(2)),
+        (np.ones(3), np.ones(1)), (np.ones(3), np.ones(4)), (np.ones(3), 2.0),
+    ])
+
+
+_UFUNCS = ("add", "subtract", "multiply", "maximum", "fmin", "copysign", "true_divide")
+_STARTS = ("a0 * 1", "a0 + a1", "np.negative(a0)", "np.zeros_like(a0)", "a0 - 0.5")
+_UPDATES = ("v += a1", "v -= a1", "v *= a1", "np.{u}(a1, v, out=v)", "np.{u}(a0, a1, out=v)",
+            "np.{u}(v, 2, out=v)")
+_VIEWS = ("v.T", "v[::-1]", "v[..., 1:]", "v[None]")
+_SHAPES = ((), (3,), (2, 3), (1, 3), (2, 1), (4,))
+_DTYPES = (np.float64, np.float32, np.int64, np.int32)
+
+
+def _generated(seed: int) -> tuple[Callable, list[tuple]]:
+    """A random in-place update of a computed array, with views of it before and after."""
+    rng = random.Random(seed)
+    lines = [f"v = {rng.choice(_STARTS)}"]
+    returned = ["v"]
+    if rng.random() < 0.5:
+        lines.append(f"w = {rng.choice(_VIEWS)}")
+        returned.append("w")
+    for _ in range(rng.randint(1, 2)):
+        lines.append(rng.choice(_UPDATES).format(u=rng.choice(_UFUNCS)))
+    if rng.random() < 0.5:
+        lines.append(f"x = {rng.choice(_VIEWS)}")
+        returned.append("x")
+    source = "def f(a0, a1):\n" + "".join(f"    {line}\n" for line in lines)
+    source += f"    return {', '.join(returned)}\n"
+    filename = f"<computed_writes_{seed}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    ns: dict = {"np": np}
+    exec(compile(source, filename, "exec"), ns)
+    shape0, shape1 = rng.choice(_SHAPES[1:]), rng.choice(_SHAPES)
+    dtype0, dtype1 = rng.choice(_DTYPES), rng.choice(_DTYPES)
+    values = np.random.default_rng(seed)
+
+    def make(shape: tuple, dtype: type) -> np.ndarray:
+        return values.integers(-4, 5, shape).astype(dtype)
+    calls = [(make(shape0, dtype0), make(shape1, dtype1)) for _ in range(2)]
+    return ns["f"], calls
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_generated_updates_of_computed_arrays_match_numpy(seed):
+    fn, calls = _generated(seed)
+    assert_calls_match_numpy(fn, calls)
