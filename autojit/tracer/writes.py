@@ -81,6 +81,7 @@ def write(target: Proxy, key: Any, value: Any) -> None:
             value = _value_proxy(value, target.dtype)
         return write(target, None, np.where(key, value, target))
     region = target if key is None else getitem(target, key)
+    _check_stored_value(region, value)
     source = _value_proxy(value, target.dtype)
     if source.node == region.node:
         return                      # a[...] = a, a[1:] = a[1:]: nothing changes
@@ -109,6 +110,24 @@ def write(target: Proxy, key: Any, value: Any) -> None:
     state.retire(param)
     # the caller's variable now names the new version (a view: the same view of it)
     target.node = state.rebase(target.node) if state.nodes[target.node].op is Op.VIEW else node
+
+
+def _check_stored_value(region: Proxy, value: Any) -> None:
+    """What NumPy's ``a[...] = value`` refuses or converts otherwise than an array cast:
+    an array into one element (``a[0] = a + a``: ValueError, whatever its size), and a
+    NumPy scalar into a signed integer array (converted through Python: ``np.int64(300)``
+    into int8 raises OverflowError, NaN ValueError; measured on NumPy 2.4: unsigned and
+    float targets, and safe casts, store as the array cast does)."""
+    ndim = value.ndim if isinstance(value, Proxy) else (
+        0 if isinstance(value, HostScalar) else np.ndim(value))
+    if region.is_scalar and ndim > 0:
+        raise TraceError("ValueError: setting an array element with a sequence.",
+                         user_location(4))
+    if isinstance(value, Proxy) and value.is_scalar and region.dtype.kind == "i" and \
+            not np.can_cast(value.dtype, region.dtype, casting="safe"):
+        raise UnsupportedError(f"storing a NumPy {value.dtype} scalar into a "
+                               f"{region.dtype} array (NumPy converts it through Python: "
+                               "out-of-range values and NaN raise)", user_location(4))
 
 
 def _aliases_argument(state: Any, node_id: int) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from tests.oracle import assert_calls_match_numpy
+from tests.oracle import assert_calls_match_numpy, assert_matches_numpy
 
 
 # -- in-place updates of computed arrays --------------------------------------------------
@@ -139,3 +139,42 @@ def _generated(seed: int) -> tuple[Callable, list[tuple]]:
 def test_generated_updates_of_computed_arrays_match_numpy(seed):
     fn, calls = _generated(seed)
     assert_calls_match_numpy(fn, calls)
+
+
+# -- what a[...] = value refuses ----------------------------------------------------------
+def _array_into_element(a0):
+    a0[0] = a0 + a0
+
+
+def _list_into_element(a0):
+    a0[-1] = [1.0]
+
+
+@pytest.mark.parametrize("fn", [_array_into_element, _list_into_element])
+def test_an_array_into_one_element_raises_like_numpy(fn):
+    assert_calls_match_numpy(fn, [(np.array([1.0]),), (np.ones(3),), (np.ones((2, 2)),)])
+
+
+def _store_sum(a, x):
+    a[...] = x.sum()
+
+
+def _store_element(a, x):
+    a[0] = x[1]
+
+
+@pytest.mark.parametrize("fn", [_store_sum, _store_element])
+def test_a_numpy_scalar_is_stored_as_numpy_converts_it(fn):
+    """NumPy converts a NumPy scalar into a signed integer array through Python: 300 into
+    int8 raises OverflowError, NaN ValueError (an array would be cast)."""
+    assert_calls_match_numpy(fn, [
+        (np.zeros(2, np.int8), np.array([200, 100])), (np.zeros(2, np.int8), np.array([2, 1])),
+        (np.zeros(2, np.int32), np.array([np.nan, 1.0])),
+        (np.zeros(2, np.int32), np.array([2.5, 1.0])),
+        (np.zeros(2, np.uint8), np.array([-1, 0])), (np.zeros(2, np.float32), np.array([2, 1e300])),
+        (np.zeros(2, np.int64), np.array([3, 4], np.int32)),
+    ])
+
+
+def test_a_safely_cast_numpy_scalar_store_compiles():
+    assert_matches_numpy(_store_element, np.zeros(3, np.int64), np.array([1, 2], np.int16))
