@@ -109,6 +109,11 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
         start, stop = 0, start
     step = 1 if step is None else step
     sample = _NUMPY_ARANGE(start, start + 2 * step, step, dtype=dtype)   # NumPy's dtype, delta
+    if sample.dtype == np.bool_:   # NumPy refuses more than 2 booleans: ask it (cheap)
+        try:
+            _NUMPY_ARANGE(start, stop, step, dtype=dtype)
+        except (TypeError, ValueError) as exc:
+            raise TraceError(f"{type(exc).__name__}: {exc}", user_location(3)) from None
     length = len(range(0, max(0, int(np.ceil((stop - start) / step)))))
     if sample.dtype.kind == "f":
         delta = float(sample[1] - sample[0]) if sample.size > 1 else float(step)

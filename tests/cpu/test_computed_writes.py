@@ -178,3 +178,11 @@ def test_a_numpy_scalar_is_stored_as_numpy_converts_it(fn):
 
 def test_a_safely_cast_numpy_scalar_store_compiles():
     assert_matches_numpy(_store_element, np.zeros(3, np.int64), np.array([1, 2], np.int16))
+
+
+# -- creation: NumPy's errors and dtypes ------------------------------------------------------
+@pytest.mark.parametrize("bounds", [(3,), (2,), (1,), (0, 2, 0.5), (0.5, 2, 1), (0, 0)])
+def test_arange_of_booleans_raises_like_numpy_beyond_two(bounds):
+    def boolean_range(x):
+        return np.arange(*bounds, dtype=np.bool)
+    assert_calls_match_numpy(boolean_range, [(np.ones(3),)])
