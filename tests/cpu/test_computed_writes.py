@@ -186,3 +186,19 @@ def test_arange_of_booleans_raises_like_numpy_beyond_two(bounds):
     def boolean_range(x):
         return np.arange(*bounds, dtype=np.bool)
     assert_calls_match_numpy(boolean_range, [(np.ones(3),)])
+
+
+_LINSPACE_BOUNDS = (1, -3, 2.5, True, np.float32(2), np.float32(-0.1), np.float64(0.3), np.int8(3),
+                    np.int16(-7), np.uint8(200), np.array(1.5, np.float32), 16777217)
+
+
+@pytest.mark.parametrize("start", _LINSPACE_BOUNDS)
+@pytest.mark.parametrize("stop", [np.float32(2), 7, -0.25, np.int16(-7)])
+def test_linspace_computes_in_numpys_dtype_for_its_bounds(start, stop):
+    """``result_type(start, stop)`` made inexact, Python numbers weak (NEP 50): float32
+    bounds compute in float32; an integer ``dtype=`` floors."""
+    def spaced(x):
+        return (np.linspace(start, stop, 5), np.linspace(start, stop, 4, endpoint=False),
+                np.linspace(start, stop, 1), np.linspace(start, stop, 7, dtype=np.int32),
+                np.linspace(start, stop, 3, dtype=np.float32))
+    assert_matches_numpy(spaced, np.ones(1))
