@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import linecache
 import random
+import shutil
+import tempfile
 from collections.abc import Callable
 
 import numpy as np
@@ -202,3 +204,23 @@ def test_linspace_computes_in_numpys_dtype_for_its_bounds(start, stop):
                 np.linspace(start, stop, 1), np.linspace(start, stop, 7, dtype=np.int32),
                 np.linspace(start, stop, 3, dtype=np.float32))
     assert_matches_numpy(spaced, np.ones(1))
+
+
+def _floor_of_a_big_int():
+    return np.floor(9223372036854775808)
+
+
+def _longlong_constant():
+    return np.longlong(3) * np.longlong(2)
+
+
+@pytest.mark.parametrize("fn", [_floor_of_a_big_int, _longlong_constant])
+def test_a_returned_numpy_scalar_keeps_its_scalar_type(fn):
+    """np.ulonglong and np.uint64 (np.ulong) share a dtype but are two scalar types: also
+    when a fresh dispatcher loads the compiled function from the disk cache."""
+    cache_dir = tempfile.mkdtemp(prefix="autojit-test-")
+    try:
+        for _ in range(2):
+            assert_calls_match_numpy(fn, [(), ()], force=None, options={"cache_dir": cache_dir})
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
