@@ -224,3 +224,21 @@ def test_a_returned_numpy_scalar_keeps_its_scalar_type(fn):
             assert_calls_match_numpy(fn, [(), ()], force=None, options={"cache_dir": cache_dir})
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def _out_into_computed_scalar(x):
+    s = x.sum()
+    np.add(x, 1, out=s)
+    return s
+
+
+def _out_into_scalar_argument(x, s):
+    np.multiply(x, 2, out=s)
+    return s
+
+
+def test_out_into_a_scalar_raises_like_numpy():
+    """A NumPy scalar is immutable: ``out=`` refuses it (``s += 1`` rebinds it instead)."""
+    assert_calls_match_numpy(_out_into_computed_scalar, [(np.ones(3),), (np.ones(()),)])
+    assert_calls_match_numpy(_out_into_scalar_argument, [(np.ones(3), np.float64(2)),
+                                                         (np.ones(3), np.ones(3))])
