@@ -179,6 +179,12 @@ def augmented_into(target: Proxy, result: Proxy) -> Proxy:
     return target
 
 
+def _element_copy(step: tuple[str, Any], base: Any) -> bool:
+    """Whether NumPy's ``step`` of ``base`` is a scalar copy (``v[0]`` of a 1-D ``v``), not
+    a view: it keeps the values it had."""
+    return step[0] == "getitem" and not aliases_base(step, base.type.ndim)
+
+
 def _check_output_shape(state: Any, out: TensorType, result: TensorType) -> None:
     """A ufunc's ``out=`` (and ``a += b``) must hold the broadcast result as it is: its
     shape is the broadcast of the inputs with it (no leading size-1 axis dropped, unlike
@@ -203,7 +209,8 @@ def _refuse_aliased_local(state: Any, node_id: int) -> None:
     view, ``w += 1``, must change ``v``): those run as Python."""
     node = state.nodes[node_id]
     shared = node.op is Op.VIEW or any(
-        n.op is Op.VIEW and n.inputs[0] == node_id for n in state.nodes[node_id + 1:])
+        n.op is Op.VIEW and n.inputs[0] == node_id and not _element_copy(n.attr("step"), node)
+        for n in state.nodes[node_id + 1:])
     if shared:
         raise UnsupportedError("an in-place update (+=, out=) of a computed array that a "
                                "view shares memory with is not supported",

@@ -103,7 +103,7 @@ _UFUNCS = ("add", "subtract", "multiply", "maximum", "fmin", "copysign", "true_d
 _STARTS = ("a0 * 1", "a0 + a1", "np.negative(a0)", "np.zeros_like(a0)", "a0 - 0.5")
 _UPDATES = ("v += a1", "v -= a1", "v *= a1", "np.{u}(a1, v, out=v)", "np.{u}(a0, a1, out=v)",
             "np.{u}(v, 2, out=v)")
-_VIEWS = ("v.T", "v[::-1]", "v[..., 1:]", "v[None]")
+_VIEWS = ("v.T", "v[::-1]", "v[..., 1:]", "v[None]", "v[-1]", "v.reshape(-1)")
 _SHAPES = ((), (3,), (2, 3), (1, 3), (2, 1), (4,))
 _DTYPES = (np.float64, np.float32, np.int64, np.int32)
 
@@ -242,3 +242,15 @@ def test_out_into_a_scalar_raises_like_numpy():
     assert_calls_match_numpy(_out_into_computed_scalar, [(np.ones(3),), (np.ones(()),)])
     assert_calls_match_numpy(_out_into_scalar_argument, [(np.ones(3), np.float64(2)),
                                                          (np.ones(3), np.ones(3))])
+
+
+def _element_before_update(a0):
+    v1 = a0 * 2
+    first = v1[0, 1]
+    v1 += 5
+    return first, v1
+
+
+def test_an_element_read_before_an_update_keeps_its_value():
+    """``v[i, j]`` is a scalar copy in NumPy, not a view: the update does not reach it."""
+    assert_matches_numpy(_element_before_update, np.arange(6.0).reshape(2, 3))
