@@ -254,3 +254,24 @@ def _element_before_update(a0):
 def test_an_element_read_before_an_update_keeps_its_value():
     """``v[i, j]`` is a scalar copy in NumPy, not a view: the update does not reach it."""
     assert_matches_numpy(_element_before_update, np.arange(6.0).reshape(2, 3))
+
+
+def _matmul_into_argument(a, b, o):
+    np.matmul(a, b, out=o)
+
+
+def _matmul_into_local(a, b):
+    v = a * 0
+    np.matmul(a, b, out=v)
+    return v
+
+
+def test_matmul_out_casts_and_broadcasts_into_the_output():
+    a = np.arange(4.0).reshape(2, 2)
+    assert_calls_match_numpy(_matmul_into_argument, [
+        (a, a, np.zeros((3, 2, 2))), (a, a[0], np.zeros((2, 2))),
+        (a, a, np.zeros((2, 2), np.float32)), (a.astype(int), a.astype(int), np.zeros((2, 2))),
+        (a, a, np.zeros(2)),
+    ])
+    assert_calls_match_numpy(_matmul_into_local, [(a, a), (a, a[0].copy()),
+                                                  (a.astype(int), a.astype(int))])
