@@ -83,8 +83,6 @@ def write(target: Proxy, key: Any, value: Any) -> None:
     region = target if key is None else getitem(target, key)
     _check_stored_value(region, value)
     source = _value_proxy(value, target.dtype)
-    if source.node == region.node:
-        return                      # a[...] = a, a[1:] = a[1:]: nothing changes
     if written_param(state, source.node) == param:
         # the value is the target's own memory seen otherwise (a[::-1] = a, a[1:] = a[:-1]):
         # NumPy evaluates the right side first, so it is copied before the write

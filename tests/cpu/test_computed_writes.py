@@ -275,3 +275,24 @@ def test_matmul_out_casts_and_broadcasts_into_the_output():
     ])
     assert_calls_match_numpy(_matmul_into_local, [(a, a), (a, a[0].copy()),
                                                   (a.astype(int), a.astype(int))])
+
+
+def _self_store(a1, a2):
+    a1[...] = a1
+    return a2
+
+
+def _self_store_region(a):
+    a[1:] = a[1:]
+    return a * 2
+
+
+def _read_only() -> tuple:
+    return (np.broadcast_to(np.arange(3.0), (2, 3)), np.ones(2))
+
+
+def test_storing_an_array_into_itself_still_needs_it_writeable():
+    """``a[...] = a`` changes nothing, but NumPy still raises for a read-only ``a``."""
+    assert_calls_match_numpy(_self_store, [_read_only, (np.arange(3.0), np.ones(2)), _read_only])
+    assert_calls_match_numpy(_self_store_region, [lambda: _read_only()[:1], (np.arange(3.0),),
+                                                  lambda: _read_only()[:1]])
