@@ -84,6 +84,7 @@ def full_like(prototype: Any, fill_value: Any, dtype: Any = None, order: Any = "
 
 
 _NUMPY_ARANGE = np.arange   # NumPy's own, captured before any trace patches np.arange
+_NUMPY_LINSPACE = np.linspace
 
 
 def _positions(shape: tuple, axis: int) -> Proxy:
@@ -109,6 +110,11 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
         start, stop = 0, start
     step = 1 if step is None else step
     sample = _NUMPY_ARANGE(start, start + 2 * step, step, dtype=dtype)   # NumPy's dtype, delta
+    if sample.dtype == np.bool_:   # NumPy refuses more than 2 booleans: ask it (cheap)
+        try:
+            _NUMPY_ARANGE(start, stop, step, dtype=dtype)
+        except (TypeError, ValueError) as exc:
+            raise TraceError(f"{type(exc).__name__}: {exc}", user_location(3)) from None
     length = len(range(0, max(0, int(np.ceil((stop - start) / step)))))
     if sample.dtype.kind == "f":
         delta = float(sample[1] - sample[0]) if sample.size > 1 else float(step)
@@ -120,13 +126,22 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              retstep: bool = False, dtype: Any = None, axis: int = 0, *,
              device: Any = None) -> Proxy:
-    """NumPy's linspace: ``i * step + start``, the last value exactly ``stop``."""
+    """NumPy's linspace, computed in NumPy's dtype for the bounds (``result_type(start,
+    stop)``, inexact: Python numbers weak, so ``np.float32`` bounds compute in float32):
+    ``i * step + start``, the last value exactly ``stop``; an integer ``dtype`` floors."""
     start, stop = _python_number(start), _python_number(stop)
     if retstep or axis != 0 or device is not None or np.ndim(start) or np.ndim(stop):
         raise UnsupportedError("linspace with retstep, axis or array bounds", user_location(3))
+    try:   # NumPy's own dtype rule and errors, on two values (the bounds are constants)
+        computed = _NUMPY_LINSPACE(start, stop, 2).dtype
+        wanted = np.dtype(dtype) if dtype is not None else computed
+    except (TypeError, ValueError) as exc:
+        raise TraceError(f"np.linspace: {exc}", user_location(3)) from None
+    if computed not in (np.float32, np.float64):
+        raise UnsupportedError(f"np.linspace computed in {computed}", user_location(3))
     div = (num - 1) if endpoint else num
-    delta = float(np.subtract(stop, start, dtype=np.float64))
-    index = _positions(_concrete_shape((num,)), 0).astype(np.float64)
+    delta = np.subtract(stop, start, dtype=computed)
+    index = _positions(_concrete_shape((num,)), 0).astype(computed)
     if div <= 0:    # NumPy: 0 or 1 values with endpoint, step undefined: i * delta + start
         values = index * delta + start
     elif delta / div != 0:
@@ -134,9 +149,11 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     else:           # a step that underflows to 0 (denormal bounds)
         values = index / div * delta + start
     if endpoint and num > 1:
-        values = np.where(_positions(_concrete_shape((num,)), 0) == num - 1, float(stop),
-                          values)
-    return values.astype(dtype) if dtype is not None else values
+        values = np.where(_positions(_concrete_shape((num,)), 0) == num - 1,
+                          computed.type(stop), values)
+    if np.issubdtype(wanted, np.integer):
+        values = np.floor(values)
+    return values.astype(wanted) if wanted != computed else values
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C", *,

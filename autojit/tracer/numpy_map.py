@@ -155,6 +155,8 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
         target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
         if not isinstance(target, Proxy):
             raise _unsupported("out= must be an argument of the function")
+        if target.is_scalar or target.weak is not None:   # a NumPy or Python scalar
+            raise TraceError("TypeError: return arrays must be of ArrayType", user_location(2))
         from autojit.tracer.writes import augmented_into
         return augmented_into(target, apply_ufunc(ufunc, method, inputs, kwargs))
     op = UFUNC_OPS.get(ufunc)

@@ -76,6 +76,12 @@ def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
             state.rebase(value.node)   # raises: a copy made before a later write
         return value.node, value.is_scalar
     if isinstance(value, np.generic) and is_supported(value.dtype):
+        if type(value) is not np.dtype(value.dtype.str).type:
+            # np.ulonglong is not np.uint64 (np.ulong here), np.longlong not np.int64: one
+            # dtype, two scalar types; the graph's dtypes keep only the first
+            raise UnsupportedError(f"the function returns a NumPy {type(value).__name__} "
+                                   f"scalar: its dtype's other scalar type than "
+                                   f"np.{np.dtype(value.dtype.str).type.__name__}")
         return state.add_const(value.item(), value.dtype), True
     raise UnsupportedError(f"the function returns a {type(value).__name__}; autojit compiles "
                            "functions returning arrays or tuples of arrays")

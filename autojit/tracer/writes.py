@@ -6,7 +6,8 @@ version, or the argument itself) and the value; the node *is* the argument's nex
 so later reads see the written values and kernels are ordered after it. The caller's
 array receives the write. A view of the argument taken before the write may not be read
 after it (NumPy would show the new values through it): that is refused, not guessed.
-Updating a value computed inside the function (``y = x + 1; y *= 2``) just rebinds it.
+Updating a value computed inside the function (``y = x + 1; y *= 2``) rebinds it to the
+result cast and broadcast into its shape; where a view shares its memory, that runs as Python.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def write(target: Proxy, key: Any, value: Any) -> None:
             value = _value_proxy(value, target.dtype)
         return write(target, None, np.where(key, value, target))
     region = target if key is None else getitem(target, key)
+    _check_stored_value(region, value)
     source = _value_proxy(value, target.dtype)
     # a[...] = a changes no value but is still a write: NumPy refuses a read-only a
     if source.node != region.node and written_param(state, source.node) == param:
@@ -107,6 +109,24 @@ def write(target: Proxy, key: Any, value: Any) -> None:
     state.retire(param)
     # the caller's variable now names the new version (a view: the same view of it)
     target.node = state.rebase(target.node) if state.nodes[target.node].op is Op.VIEW else node
+
+
+def _check_stored_value(region: Proxy, value: Any) -> None:
+    """What NumPy's ``a[...] = value`` refuses or converts otherwise than an array cast:
+    an array into one element (``a[0] = a + a``: ValueError, whatever its size), and a
+    NumPy scalar into a signed integer array (converted through Python: ``np.int64(300)``
+    into int8 raises OverflowError, NaN ValueError; measured on NumPy 2.4: unsigned and
+    float targets, and safe casts, store as the array cast does)."""
+    ndim = value.ndim if isinstance(value, Proxy) else (
+        0 if isinstance(value, HostScalar) else np.ndim(value))
+    if region.is_scalar and ndim > 0:
+        raise TraceError("ValueError: setting an array element with a sequence.",
+                         user_location(4))
+    if isinstance(value, Proxy) and value.is_scalar and region.dtype.kind == "i" and \
+            not np.can_cast(value.dtype, region.dtype, casting="safe"):
+        raise UnsupportedError(f"storing a NumPy {value.dtype} scalar into a "
+                               f"{region.dtype} array (NumPy converts it through Python: "
+                               "out-of-range values and NaN raise)", user_location(4))
 
 
 def _aliases_argument(state: Any, node_id: int) -> bool:
@@ -140,9 +160,57 @@ def augmented_into(target: Proxy, result: Proxy) -> Proxy:
     if not np.can_cast(result.dtype, target.dtype, casting="same_kind"):
         raise TraceError(f"Cannot cast ufunc output from {result.dtype} to {target.dtype} "
                          "with casting rule 'same_kind'", user_location(3))
+    _check_output_shape(state, target.type, result.type)
     if param is None:
-        cast = result if result.dtype == target.dtype else result.astype(target.dtype)
-        target.node, target.type = cast.node, cast.type     # a local value: rebind it
+        _refuse_aliased_local(state, target.node)
+        dtype, stored = target.dtype, result
+        if tuple(map(state.find, result.type.shape)) != tuple(map(state.find, target.type.shape)):
+            from autojit.tracer.numpy_map import make_elementwise
+            # broadcast into the local array's own shape (a SELECT of a constant True:
+            # no arithmetic touches the values, zero signs and NaNs stay)
+            stored = make_elementwise(Op.SELECT, (np.True_, result, target),
+                                      (np.dtype(bool), dtype, dtype), dtype, is_scalar=False)
+        elif stored.dtype != dtype:
+            stored = stored.astype(dtype)
+        target.node = stored.node       # a local value nothing else sees: rebind it
         return target
     write(target, None, result)
     return target
+
+
+def _element_copy(step: tuple[str, Any], base: Any) -> bool:
+    """Whether NumPy's ``step`` of ``base`` is a scalar copy (``v[0]`` of a 1-D ``v``), not
+    a view: it keeps the values it had."""
+    return step[0] == "getitem" and not aliases_base(step, base.type.ndim)
+
+
+def _check_output_shape(state: Any, out: TensorType, result: TensorType) -> None:
+    """A ufunc's ``out=`` (and ``a += b``) must hold the broadcast result as it is: its
+    shape is the broadcast of the inputs with it (no leading size-1 axis dropped, unlike
+    ``a[...] = b``), else NumPy's ValueError (non-broadcastable output operand)."""
+    problem = result.ndim > out.ndim
+    if not problem:
+        shape = broadcast_dims([out.shape, result.shape], state.broadcast)
+        for dim, want in zip(shape, out.shape):
+            if state.find(want) == 1:
+                state.as_one(dim)
+        problem = tuple(map(state.find, shape)) != tuple(map(state.find, out.shape))
+    if problem:   # sizes decide this: not cached as a fallback
+        raise BroadcastError(f"non-broadcastable output operand with shape {out.shape} "
+                             f"doesn't match the broadcast shape {result.shape}",
+                             user_location(4))
+
+
+def _refuse_aliased_local(state: Any, node_id: int) -> None:
+    """An in-place update of a computed array is modelled as rebinding its variable to the
+    new values; that is NumPy's meaning only when no view shares the array's memory (a
+    view taken before, ``w = v.T; v += 1``, must show the new values; an update through a
+    view, ``w += 1``, must change ``v``): those run as Python."""
+    node = state.nodes[node_id]
+    shared = node.op is Op.VIEW or any(
+        n.op is Op.VIEW and n.inputs[0] == node_id and not _element_copy(n.attr("step"), node)
+        for n in state.nodes[node_id + 1:])
+    if shared:
+        raise UnsupportedError("an in-place update (+=, out=) of a computed array that a "
+                               "view shares memory with is not supported",
+                               user_location(4))

@@ -190,8 +190,10 @@ def test_random_programs_with_views_and_writes_match_numpy(program):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FallbackWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
-        assert_matches_numpy(with_writes, *inputs, allowed_fallbacks=("float16",),
-                             rtol=1e-5, atol=1e-6)
+        # a NumPy scalar (a reduction's) stored into a narrower signed integer array runs as
+        # Python: NumPy range-checks it through Python (np.int64(300) into int8 raises)
+        assert_matches_numpy(with_writes, *inputs, rtol=1e-5, atol=1e-6,
+                             allowed_fallbacks=("float16", "NumPy converts it through Python"))
 
 
 SCANNERS = {
