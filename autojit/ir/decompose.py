@@ -198,10 +198,18 @@ def _sign(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
     return e.select(e.op(Op.GT, x, zero), one, inner)
 
 
-def _extremum(pick_first: Op) -> Rule:
-    """np.maximum / np.minimum, NumPy's ``(a > b || isnan(a)) ? a : b`` (``<`` for minimum):
-    a NaN wins (the first operand's if both are NaN) and ties (0.0 vs -0.0) give the second
-    operand; every NumPy loop (scalar or SIMD, any layout) agrees on this."""
+def _extremum(pick_first: Op, nan_wins: bool = True) -> Rule:
+    """np.maximum / np.minimum (``pick_first`` GT / LT), NumPy's ``(a > b || isnan(a)) ? a
+    : b``: a NaN wins (the first operand's if both are NaN) and ties (0.0 vs -0.0) give the
+    second operand; every NumPy loop (scalar or SIMD, any layout) agrees on this.
+
+    ``nan_wins=False``: np.fmax / np.fmin, ``(a > b || isnan(b)) ? a : b``: the non-NaN
+    operand wins, the first if both are NaN, and ties give the second operand, as NumPy's
+    vector loop (``max_pd`` with a NaN mask) answers for every element of its full vectors,
+    in every layout. IEEE 754 leaves ties unspecified, and NumPy's scalar remainder loop
+    answers some of them with the first operand instead (which ones depends on the length,
+    the layout and the machine's vector width), so no rule per element can match NumPy
+    everywhere."""
 
     def rule(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
         x, y = args
@@ -210,28 +218,8 @@ def _extremum(pick_first: Op) -> Rule:
             return e.op(Op.OR if pick_first is Op.GT else Op.AND, x, y)
         take_first = e.op(pick_first, x, y)
         if out.kind == "f":
-            take_first = e.op(Op.OR, take_first, e.op(Op.NE, x, x))
-        return e.select(take_first, x, y)
-
-    return rule
-
-
-def _nan_skipping_extremum(pick_first: Op) -> Rule:
-    """np.fmax / np.fmin (``pick_first`` GT / LT): the non-NaN operand wins, the first if
-    both are NaN, and ties (0.0 vs -0.0) give the second operand, as NumPy's vector loop
-    (``max_pd`` with a NaN mask) answers for every element of its full vectors, in every
-    layout. IEEE 754 leaves ties unspecified, and NumPy's scalar remainder loop answers some
-    of them with the first operand instead (which ones depends on the length, the layout and
-    the machine's vector width), so no rule per element can match NumPy everywhere."""
-
-    def rule(b: Builder, args: tuple[int, ...], out: np.dtype) -> int:
-        x, y = args
-        e = Emit(b, out)
-        if out.kind == "b":
-            return e.op(Op.OR if pick_first is Op.GT else Op.AND, x, y)
-        take_first = e.op(pick_first, x, y)
-        if out.kind == "f":
-            take_first = e.op(Op.OR, take_first, e.op(Op.NE, y, y))
+            nan = x if nan_wins else y
+            take_first = e.op(Op.OR, take_first, e.op(Op.NE, nan, nan))
         return e.select(take_first, x, y)
 
     return rule
@@ -346,8 +334,8 @@ DECOMPOSITIONS: dict[Op, Rule] = {
     Op.POSITIVE: lambda b, a, out: a[0],
     Op.MAXIMUM: _maximum,
     Op.MINIMUM: _minimum,
-    Op.FMAX: _nan_skipping_extremum(Op.GT),
-    Op.FMIN: _nan_skipping_extremum(Op.LT),
+    Op.FMAX: _extremum(Op.GT, nan_wins=False),
+    Op.FMIN: _extremum(Op.LT, nan_wins=False),
     Op.CLIP: _clip,
     Op.LOGICAL_AND: _logical(Op.AND),
     Op.LOGICAL_OR: _logical(Op.OR),
