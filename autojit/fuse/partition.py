@@ -456,9 +456,19 @@ class _Partitioner:
 
     def _views_into(self, node: Node, g: int) -> bool:
         """Return True when ``node`` reads a view of a value group ``g`` computes (that
-        value must be complete in memory first)."""
-        for i in node.inputs:
+        value must be complete in memory first), directly or through nodes it recomputes
+        (``(a * 2)[1:2] * 1 - a``: the uniform product is inlined into the subtraction)."""
+        pending, seen = list(node.inputs), set()
+        while pending:
+            i = pending.pop()
+            if i in seen:
+                continue
+            seen.add(i)
             source = self.graph.node(i)
+            if source.op is not Op.VIEW:
+                if i in self.inlined:
+                    pending.extend(source.inputs)
+                continue
             while source.op is Op.VIEW:
                 source = self.graph.node(source.inputs[0])
                 if self.owner.get(source.id) == g:

@@ -2,6 +2,7 @@
 NumPy's answer, exceptions and argument writes, through the oracle helpers."""
 
 import numpy as np
+import pytest
 from oracle import assert_calls_match_numpy, assert_matches_numpy
 
 
@@ -114,3 +115,26 @@ def _write_paths(a):
 def test_every_write_path_into_a_read_only_argument_raises():
     assert_calls_match_numpy(_write_paths, [_read_only((3,)), _read_only_plain(()),
                                             _read_only_plain((2, 3)), (np.ones((2, 3)),)])
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64, np.bool_])
+def test_a_view_of_a_value_read_through_a_recomputed_node_waits_for_that_value(dtype):
+    """``(a * 2)[1:2] * 1 - a``: the one-element product of the view is recomputed inside
+    the subtraction's kernel, so that kernel reads the view: it must run after the kernel
+    that stores ``a * 2`` (it ran in it, reading elements not yet written). Found by the
+    fuzzer (seeds s50k:13561, s50k:14703)."""
+    def shifted(a):
+        return (a * 2)[1:2] * 1 - a
+
+    def positive(a):
+        return +(~a)[1:0:-1] - a if a.dtype != np.float64 else +(-a)[1:0:-1] - a
+
+    def bools(a):
+        v = np.isfinite(np.where(a, a, a)[..., None])
+        return v[::-1] // v
+
+    fns = (bools,) if dtype is np.bool_ else (shifted, positive)
+    for fn in fns:
+        calls = [(np.array([0, 5], dtype),), (np.array([0, 983907946]).astype(dtype).reshape(
+            2, 1, 1),), (np.arange(7).astype(dtype),)]
+        assert_calls_match_numpy(fn, calls)
