@@ -23,7 +23,12 @@ def _filled(shape: tuple, value: Any, dtype: Any) -> Proxy:
     dtype = np.dtype(dtype)
     if not is_supported(dtype):
         raise UnsupportedError(f"creating a {dtype} array is not supported", user_location(3))
-    python_value = np.asarray(value).astype(dtype).item()
+    cell = np.ndarray((), dtype)   # as np.full converts: copyto(casting="unsafe"), which
+    try:                         # refuses a Python int out of the dtype's range
+        np.copyto(cell, value, casting="unsafe")
+    except (OverflowError, ValueError, TypeError) as exc:   # NumPy raises it: Python runs
+        raise UnsupportedError(f"{type(exc).__name__}: {exc}", user_location(3)) from None
+    python_value = cell.item()
     type_ = TensorType(dtype, shape)
     node = current_trace().add_node(Op.FILL, (), type_, (("value", python_value),),
                                     user_location(3))

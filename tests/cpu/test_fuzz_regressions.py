@@ -138,3 +138,19 @@ def test_a_view_of_a_value_read_through_a_recomputed_node_waits_for_that_value(d
         calls = [(np.array([0, 5], dtype),), (np.array([0, 983907946]).astype(dtype).reshape(
             2, 1, 1),), (np.arange(7).astype(dtype),)]
         assert_calls_match_numpy(fn, calls)
+
+
+@pytest.mark.parametrize(("fill", "dtype"), [(-5, np.uint64), (-1, np.uint8), (300, np.int8),
+                                             (2**64, np.uint64), (3.7, np.int32),
+                                             (float("nan"), np.int32), (-1.5, np.uint8),
+                                             (True, np.float32)])
+def test_full_converts_its_fill_value_as_numpy_does(fill, dtype):
+    """np.full / np.full_like convert the fill value with copyto(casting="unsafe"): a Python
+    int out of the dtype's range raises OverflowError, floats are cast (found by the fuzzer,
+    seeds s50k:23357 and s50k:26011, where the array was not even used)."""
+    def made(x):
+        v = np.full((3, 2), fill, dtype=dtype)
+        w = np.full_like(x, fill, dtype=dtype)
+        return x + 1, v, w
+
+    assert_calls_match_numpy(made, [(np.zeros(2),), (np.zeros((2, 3)),)])
