@@ -30,6 +30,7 @@ candidates, iterative walks), so partitioning is linear in the graph's size.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from autojit.ir.graph import Graph, Node
@@ -436,39 +437,38 @@ class _Partitioner:
             return None
         return self._place_elementwise(node, g)
 
-    def _after_scan(self, node: Node, g: int) -> bool:
-        """Return True when ``node`` reads, through row values of group ``g`` (and nodes
-        recomputed in it), the result of one of the group's scans."""
+    def _reachable(self, node: Node, expand: Callable[[int], bool]) -> Iterator[int]:
+        """Yield, once each, ``node``'s inputs and the inputs of every yielded node for which
+        ``expand`` holds (a walk through the nodes a kernel recomputes)."""
         pending, seen = list(node.inputs), set()
         while pending:
             i = pending.pop()
             if i in seen:
                 continue
             seen.add(i)
+            yield i
+            if expand(i):
+                pending.extend(self.graph.node(i).inputs)
+
+    def _after_scan(self, node: Node, g: int) -> bool:
+        """Return True when ``node`` reads, through row values of group ``g`` (and nodes
+        recomputed in it), the result of one of the group's scans."""
+        def through(i: int) -> bool:
             place = self.groups[g].placement.get(i) if self.owner.get(i) == g else None
-            through = (place.level == "row") if place is not None else i in self.inlined
-            source = self.graph.node(i)
-            if through and source.op is Op.SCAN:
-                return True
-            if through:
-                pending.extend(source.inputs)
-        return False
+            return place.level == "row" if place is not None else i in self.inlined
+
+        return any(through(i) and self.graph.node(i).op is Op.SCAN
+                   for i in self._reachable(node, through))
 
     def _views_into(self, node: Node, g: int) -> bool:
         """Return True when ``node`` reads a view of a value group ``g`` computes (that
         value must be complete in memory first), directly or through nodes it recomputes
         (``(a * 2)[1:2] * 1 - a``: the uniform product is inlined into the subtraction)."""
-        pending, seen = list(node.inputs), set()
-        while pending:
-            i = pending.pop()
-            if i in seen:
-                continue
-            seen.add(i)
+        def recomputed(i: int) -> bool:
+            return i in self.inlined and self.graph.node(i).op is not Op.VIEW
+
+        for i in self._reachable(node, recomputed):
             source = self.graph.node(i)
-            if source.op is not Op.VIEW:
-                if i in self.inlined:
-                    pending.extend(source.inputs)
-                continue
             while source.op is Op.VIEW:
                 source = self.graph.node(source.inputs[0])
                 if self.owner.get(source.id) == g:
