@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from autojit.errors import CallRaisesError, TraceError
+from autojit.errors import CallRaisesError
 from autojit.ir.host import HOST_OPS, MATH_FUNCTIONS, HostStep
 from autojit.tracer.state import current_trace, user_location
+from autojit.tracer.traced import Traced
 
 #: Python scalar types a host value may have, and the dtype NumPy gives each on its own.
 _DEFAULT_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64)}
@@ -26,11 +27,6 @@ PYTHON_SCALARS = tuple(_DEFAULT_DTYPES)
 def python_scalar_dtype(python_type: type) -> np.dtype:
     """Return the dtype ``np.asarray`` gives a Python scalar of ``python_type``."""
     return _DEFAULT_DTYPES[python_type]
-
-
-def _value_needed(what: str) -> TraceError:
-    return TraceError(f"{what} needs the Python scalar's value, which changes from call to "
-                      "call (value-dependent Python control flow?)", user_location(3))
 
 
 def _operand(value: Any) -> tuple[str, Any] | None:
@@ -68,11 +64,15 @@ def _reflected(op: str):
     return lambda self, other: _record(op, other, self)
 
 
-class HostScalar:
+class HostScalar(Traced):
     """A Python scalar of the traced function: call argument ``ref`` (a real argument, or a
-    host step's value) with the example value the trace runs on."""
+    host step's value) with the example value the trace runs on. Where it meets NumPy, the
+    tracer takes it (``Traced``'s protocols); a use needing its value falls back."""
 
     __slots__ = ("ref", "value")
+    _unknown = "the Python scalar's value, which changes from call to call"
+    _noun = "a Python scalar"
+    _as_index = "using a Python scalar as an index or size"
 
     def __init__(self, ref: int, value: Any) -> None:
         self.ref, self.value = ref, value
@@ -86,31 +86,6 @@ class HostScalar:
         """``isinstance(s, float)`` answers as for the real argument, so code that branches
         on it traces the branch Python takes (``type(s)`` is still HostScalar)."""
         return type(self.value)
-
-    # -- NumPy protocols: where a Python scalar meets NumPy ------------------------------------
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any):
-        from autojit.tracer.numpy_map import apply_ufunc
-        return apply_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any):
-        from autojit.tracer.numpy_map import apply_function
-        return apply_function(func, args, kwargs)
-
-    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
-        raise _value_needed("converting to a NumPy array")
-
-    # -- values Python needs concretely ------------------------------------------------------
-    def __bool__(self) -> bool:
-        raise _value_needed("truth-testing a Python scalar (if/while/and/or)")
-
-    def __float__(self) -> float:
-        raise _value_needed("float()")
-
-    def __int__(self) -> int:
-        raise _value_needed("int()")
-
-    def __index__(self) -> int:
-        raise _value_needed("using a Python scalar as an index or size")
 
     def __hash__(self) -> int:
         return id(self)

@@ -13,14 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from autojit.errors import TraceError, UnsupportedError
+from autojit.errors import UnsupportedError
 from autojit.ir.types import TensorType
 from autojit.tracer.state import current_trace, user_location
-
-
-def _value_needed(what: str) -> TraceError:
-    return TraceError(f"{what} needs the array's values, which are unknown while tracing "
-                      "(value-dependent Python control flow?)", user_location(3))
+from autojit.tracer.traced import Traced
 
 
 def _binary(ufunc: np.ufunc, reflected: bool = False):
@@ -36,7 +32,7 @@ def _in_place(ufunc: np.ufunc):
     return method
 
 
-class Proxy:
+class Proxy(Traced):
     """A traced array value: graph node id plus its symbolic type.
 
     ``weak`` is ``int`` or ``float`` for a Python scalar made a graph value (NEP 50 weak
@@ -53,18 +49,6 @@ class Proxy:
                  is_scalar: bool = False, param: int = -1) -> None:
         self.node, self.type, self.weak = node, type_, weak
         self.is_scalar, self.param = is_scalar, param
-
-    # -- NumPy protocols -------------------------------------------------------------------
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any):
-        from autojit.tracer.numpy_map import apply_ufunc
-        return apply_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any):
-        from autojit.tracer.numpy_map import apply_function
-        return apply_function(func, args, kwargs)
-
-    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
-        raise _value_needed("converting to a NumPy array")
 
     # -- attributes --------------------------------------------------------------------------
     @property
@@ -122,21 +106,9 @@ class Proxy:
         from autojit.tracer.writes import write
         write(self, None if index is Ellipsis else index, value)
 
-    # -- values that Python needs concretely --------------------------------------------------
-    def __bool__(self) -> bool:
-        raise _value_needed("truth-testing an array (if/while/and/or)")
-
-    def __float__(self) -> float:
-        raise _value_needed("float()")
-
-    def __int__(self) -> int:
-        raise _value_needed("int()")
-
-    def __index__(self) -> int:
-        raise _value_needed("using an array as an index")
-
+    # -- values that Python needs concretely (the rest: Traced) ---------------------------------
     def __iter__(self):
-        raise _value_needed("iterating over an array")
+        raise self._value_needed("iterating over an array")
 
     def __hash__(self) -> int:
         return id(self)
