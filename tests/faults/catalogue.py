@@ -254,6 +254,25 @@ def check_deep_reduction_is_within_budget() -> None:
         raise AssertionError(f"a {depth}-deep loop nest passes the compile budget")
 
 
+class HasArray:
+    """Not an array, but convertible to one (``__array__``)."""
+
+    def __array__(self, dtype=None, copy=None):
+        return np.arange(1.0, 4.0, dtype=dtype)
+
+
+#: dtypes and layouts few callers use (each a call of its own)
+ODD_ARRAYS = [
+    lambda: (np.arange(4, dtype=np.longdouble),),
+    lambda: (np.arange(4).astype(np.complex64),),
+    lambda: (np.arange(4).astype("timedelta64[ms]"),),
+    lambda: (np.array(["a", "bc"]),),
+    lambda: (np.array([b"a", b"bc"]),),
+    lambda: (np.zeros(3, dtype="V8"),),
+    lambda: (np.asfortranarray(np.arange(12.0).reshape(3, 4)),),
+]
+
+
 def _structured() -> np.ndarray:
     a = np.zeros(4, dtype=[("a", "f8"), ("b", "i4")])
     a["a"], a["b"] = np.arange(4.0), np.arange(4)
@@ -357,6 +376,21 @@ BAD_INPUTS: list[Fault] = [
           "each call NumPy's dtype and values (no version answers another dtype)",
           numpy_calls(arith, *[(np.arange(5).astype(t),) for t in
                                ("f8", "i1", "?", "f4", "c16", "u8", "O", "f8")])),
+    Fault("array-likes", "bad input", "a tuple, a range, a memoryview, bytes, an object "
+          "with __array__, a generator", "NumPy's conversion (or its TypeError) each time",
+          lambda: [numpy_calls(fn, ((1.0, 2.0),), (range(4),),
+                               lambda: (memoryview(np.arange(3.0)),), (b"ab",),
+                               (HasArray(),), lambda: ((i for i in range(3)),))()
+                   for fn in (arith, unary, total)]),
+    Fault("odd-dtypes", "bad input", "longdouble, complex64, timedelta64, str_, bytes_, "
+          "void and F-ordered arrays", "NumPy's dtype and values, or its UFuncTypeError",
+          lambda: [numpy_calls(fn, *ODD_ARRAYS)() for fn in (arith, unary, total, bump)]),
+    Fault("aliased-arguments", "bad input", "one array passed twice, written through one "
+          "and read through the other (a += a; a[1:] += a[:-1] as two views)",
+          "NumPy's memory after the call", numpy_calls(
+              add_into, lambda: (lambda a: (a, a))(np.arange(6.0)),
+              lambda: (lambda a: (a[::-1], a))(np.arange(6.0)),
+              good=(np.ones(2), np.ones(2)))),
     Fault("wrong-arguments", "bad input", "too few, too many, unknown, duplicate and missing "
           "keyword arguments; a None where a float goes", "NumPy's TypeError for each; "
           "later good calls right", check_wrong_argument_counts_and_keywords,
@@ -995,6 +1029,36 @@ def check_huge_allocations_raise_memory_error() -> None:
     assert_calls_match_numpy(lambda x: np.broadcast_to(x, (3, 4)) + 1.0, [(np.ones(4),)])
 
 
+def check_enomem_becomes_memory_error() -> None:
+    """A size the kernel refuses to map (mmap: ENOMEM, really, not simulated) reaches the
+    caller as NumPy's MemoryError, every time, and the function then works."""
+    from autojit.policy import output_pool
+
+    def zeros_plus(x):
+        return np.zeros((10 ** 6, 10 ** 6)) + x
+
+    real, refused = output_pool.mmap.mmap, []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return real(*args, **kwargs)
+        except OSError as exc:
+            refused.append(exc.errno)
+            raise
+
+    jitted = autoroute(zeros_plus, force="cpu")
+    output_pool.mmap.mmap = spy
+    try:
+        for _ in range(3):
+            with contextlib.suppress(MemoryError):
+                jitted(np.ones(1))
+                raise AssertionError("no MemoryError")
+    finally:
+        output_pool.mmap.mmap = real
+    assert refused and set(refused) == {errno.ENOMEM}, refused
+    assert_calls_match_numpy(lambda x: np.zeros((3, 2)) + x, [(np.ones(2),)])
+
+
 #: the first call made with only ``{spare}`` frames of recursion left: the answer must be
 #: the Python function's (a fallback is fine), never a RecursionError the Python lacks
 RECURSION = '''
@@ -1046,6 +1110,9 @@ RESOURCES: list[Fault] = [
           "broadcast written out", "NumPy's MemoryError each time; small calls right",
           check_huge_allocations_raise_memory_error,
           deeper="tests/cpu/test_dispatch_guards.py"),
+    Fault("enomem-to-memory-error", "resource", "an output of 7 TiB: the output pool's mmap "
+          "fails with a real ENOMEM", "NumPy's MemoryError ('Unable to allocate') each call; "
+          "small calls right", check_enomem_becomes_memory_error),
     *[Fault(f"recursion-limit-{spare}-spare", "resource", f"the first call made {spare} frames "
             "below the recursion limit", "the Python function's answer (a fallback allowed), "
             "later calls right", check_recursion_limit(spare)) for spare in (20, 60)],
