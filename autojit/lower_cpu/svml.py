@@ -42,6 +42,8 @@ _UFUNCS = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos
            "log10": np.log10, "log1p": np.log1p, "cbrt": np.cbrt, "pow": np.power,
            "atan2": np.arctan2}
 _TYPES = {8: "double", 4: "float"}
+#: a caller passing 512-bit vectors in zmm registers (else LLVM splits them in two)
+_ABI = '"min-legal-vector-width"="512"'
 
 
 @functools.cache
@@ -61,7 +63,7 @@ def _stub(symbol: str, itemsize: int, arity: int) -> str:
     args = ", ".join(f"{ty} %v{k}" for k in range(arity))
     return f"""
 declare {ty} @"{name}"({params}) nounwind readnone
-define void @"probe.{symbol}"(ptr %in0, ptr %in1, ptr %out, i64 %n) "min-legal-vector-width"="512" {{
+define void @"probe.{symbol}"(ptr %in0, ptr %in1, ptr %out, i64 %n) {_ABI} {{
 entry:
   %any = icmp sgt i64 %n, 0
   br i1 %any, label %loop, label %done
