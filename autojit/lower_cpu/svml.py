@@ -170,6 +170,8 @@ def bound() -> dict[tuple[str, int], str]:
     symbols = exported()
     if not symbols or not llvm.get_host_cpu_features().get("avx512f"):
         return {}
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
     bind_symbols()
     tried = [(name, size, symbol, 1 + (name in BINARY)) for name in UNARY + BINARY
              for size in LANES for symbol in candidates(name, size) if symbol in symbols]
