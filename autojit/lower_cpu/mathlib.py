@@ -246,6 +246,9 @@ class MathCalls:
         full = LANES[4 if isinstance(ty, ir.FloatType) else 8]
         scalar = self._svml_wrapper(symbol, ty, 1, arity)
         self._svml[symbol] = scalar
+        # kept "used", so no pass rewrites its signature (a constant argument dropped, fastcc)
+        # away from the one the call site's vector variants name
+        self._vector_decls[scalar.name] = scalar
         variants = []
         lanes = 2
         while lanes <= full:

@@ -81,6 +81,23 @@ def test_binary_function_is_numpys_bit_for_bit(name: str, itemsize: int) -> None
     dtype = x.dtype.type
     assert_calls_match_numpy(lambda a: ufunc(a, dtype(2.5)), [(np.abs(x),), (x,)])
     assert_calls_match_numpy(lambda a, b: ufunc(a, b, out=a), [(x.copy(), y)])
+    # constant operands: the call's argument is a constant after inlining
+    assert_calls_match_numpy(lambda a: ufunc(a, 1.5) + ufunc(0.75, a), [(np.abs(x),), (x,)])
+
+
+def _normalise(img: np.ndarray) -> np.ndarray:
+    mean = img.mean(axis=(1, 2), keepdims=True)
+    std = img.std(axis=(1, 2), keepdims=True)
+    return np.maximum((img - mean) / std * 1.0123 - 0.02, 0.0) ** 1.8
+
+
+def test_constant_exponent_in_a_kernel_with_reductions_compiles() -> None:
+    """The scalar wrapper's signature must survive the optimiser: a constant exponent once
+    got dropped from it, and the vector variants naming two arguments crashed LLVM."""
+    if ("pow", 4) not in svml.bound():
+        pytest.skip("float32 power is not NumPy's SVML routine here")
+    img = np.random.default_rng(5).random((2, 50, 64), dtype=np.float32)
+    assert_matches_numpy(_normalise, img)
 
 
 def test_sinh_of_arange_is_numpys() -> None:
