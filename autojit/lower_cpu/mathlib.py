@@ -111,8 +111,8 @@ def svml_routine(math_name: str, itemsize: int) -> str | None:
     inside :func:`scalar_math_only`."""
     if _SCALAR_ONLY.get():
         return None
-    from autojit.lower_cpu.svml import bound
-    return bound().get((math_name, itemsize))
+    from autojit.lower_cpu.svml import routine
+    return routine(math_name, itemsize)
 
 
 def scalar_name(math_name: str, dtype: np.dtype) -> str:

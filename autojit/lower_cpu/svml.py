@@ -164,35 +164,52 @@ def _probe_inputs(math_name: str, itemsize: int) -> list[np.ndarray]:
 
 
 @functools.cache
-def bound() -> dict[tuple[str, int], str]:
-    """Return the SVML routine of each (libm name, itemsize) whose results are NumPy's here,
-    ``{('sinh', 8): '__svml_sinh8_ha', ...}``; empty where NumPy exports none."""
-    symbols = exported()
-    if not symbols or not llvm.get_host_cpu_features().get("avx512f"):
-        return {}
+def _machine() -> llvm.TargetMachine | None:
+    """Return the stubs' target machine, or None where nothing can be bound."""
+    if not exported():
+        return None
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    if not llvm.get_host_cpu_features().get("avx512f"):
+        return None
     bind_symbols()
-    tried = [(name, size, symbol, 1 + (name in BINARY)) for name in UNARY + BINARY
-             for size in LANES for symbol in candidates(name, size) if symbol in symbols]
-    text = "".join(_stub(symbol, size, arity) for _, size, symbol, arity in tried)
-    module = llvm.parse_assembly(text)
     target = llvm.Target.from_default_triple()
-    machine = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                           features=llvm.get_host_cpu_features().flatten(),
-                                           opt=2, jit=True)
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                        features=llvm.get_host_cpu_features().flatten(),
+                                        opt=0, jit=True)
+
+
+@functools.cache
+def routine(math_name: str, itemsize: int) -> str | None:
+    """Return the SVML routine whose results are NumPy's for ``math_name`` at ``itemsize``
+    here (``__svml_sinh8_ha``), or None: glibc. Probed on first use (a millisecond or two
+    per function), so a process pays only for the functions its kernels call."""
+    machine = _machine()
+    if machine is None or math_name not in _UFUNCS:
+        return None
+    arity = 1 + (math_name in BINARY)
+    tried = [s for s in candidates(math_name, itemsize) if s in exported()]
+    if not tried:
+        return None
+    module = llvm.parse_assembly("".join(_stub(s, itemsize, arity) for s in tried))
     engine = llvm.create_mcjit_compiler(module, machine)
     engine.finalize_object()
     _ENGINES.append(engine)      # the engine owns the stubs' code: keep it
-    chosen: dict[tuple[str, int], str] = {}
-    for name, size, symbol, _ in tried:
-        if (name, size) in chosen:
-            continue
-        if _matches(engine, symbol, size, _probe_inputs(name, size), _UFUNCS[name]):
-            chosen[(name, size)] = symbol
-    kept = sorted(f"{n}/f{s}" for n, s in {(n, s) for n, s, _, _ in tried} - set(chosen))
-    log.debug("autojit: SVML bound %s; glibc kept for %s", sorted(chosen.values()), kept)
-    return chosen
+    inputs = _probe_inputs(math_name, itemsize)
+    for symbol in tried:
+        if _matches(engine, symbol, itemsize, inputs, _UFUNCS[math_name]):
+            log.debug("autojit: %s/f%d calls NumPy's %s", math_name, itemsize, symbol)
+            return symbol
+    log.debug("autojit: %s/f%d keeps glibc (NumPy's results are not SVML's)", math_name,
+              itemsize)
+    return None
+
+
+def bound() -> dict[tuple[str, int], str]:
+    """Return the SVML routine of every (libm name, itemsize) whose results are NumPy's here,
+    ``{('sinh', 8): '__svml_sinh8_ha', ...}``; empty where NumPy exports none."""
+    found = {(name, size): routine(name, size) for name in UNARY + BINARY for size in LANES}
+    return {key: symbol for key, symbol in found.items() if symbol}
 
 
 _ENGINES: list[llvm.ExecutionEngine] = []

@@ -153,8 +153,8 @@ def _numpy_svml(math_name: str, itemsize: int) -> bool:
     from autojit.lower_cpu.svml_symbols import exported
     if not exported():
         return False
-    from autojit.lower_cpu.svml import bound
-    return (math_name, itemsize) in bound()
+    from autojit.lower_cpu.svml import routine
+    return routine(math_name, itemsize) is not None
 
 
 def ulp_bound(function: str | Op, dtype: np.dtype | str) -> float | None:
