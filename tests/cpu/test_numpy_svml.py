@@ -128,3 +128,40 @@ def test_bound_functions_add_no_tolerance() -> None:
     for name, itemsize in BOUND:
         numpy_name = next(n for n, libm in MATH_NAMES.items() if libm == name)
         assert numpy_extra_ulps(numpy_name, f"f{itemsize}") == 0.0
+
+
+_CHILD = """
+import sys
+import numpy as np
+from autojit import autoroute
+x = np.linspace(-5.0, 5.0, 1001)
+got = autoroute(lambda a: np.sinh(a), force="cpu")(x)
+print(got.tobytes().hex(), np.array_equal(got, np.sinh(x)), "llvmlite.binding" in sys.modules)
+"""
+
+
+def _child(cache: str, disable: str = "") -> tuple[str, bool, bool]:
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    root = str(pathlib.Path(__file__).resolve().parents[2])
+    env = dict(os.environ, AUTOJIT_CACHE_DIR=cache, PYTHONPATH=root,
+               NPY_DISABLE_CPU_FEATURES=disable)
+    done = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
+                          text=True, timeout=300, check=True)
+    bits, same, compiled = done.stdout.split()
+    return bits, same == "True", compiled == "True"
+
+
+def test_disk_cache_never_serves_svml_code_where_numpy_does_not_use_it(tmp_path) -> None:
+    """Code compiled where NumPy uses SVML is loaded from disk there (no LLVM), and not in a
+    process whose NumPy runs its AVX2 loops (NPY_DISABLE_CPU_FEATURES): that one compiles
+    its own, glibc code, the same as with an empty cache."""
+    cache = str(tmp_path / "cache")
+    svml_bits, same, _ = _child(cache)
+    assert same
+    assert _child(cache)[0] == svml_bits and not _child(cache)[2]   # loaded, not compiled
+    glibc_bits, _, compiled = _child(cache, disable="X86_V4")
+    assert compiled and glibc_bits != svml_bits
+    assert glibc_bits == _child(str(tmp_path / "fresh"), disable="X86_V4")[0]
