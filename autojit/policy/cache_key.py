@@ -320,7 +320,8 @@ def _cpuinfo() -> str | None:
 @functools.cache
 def cpu_tag() -> str:
     """Return a short digest of what CPU object code depends on: llvmlite (which pins its
-    LLVM) and the CPU's name and features.
+    LLVM), the CPU's name and features, and the NumPy SVML routines kernels may call
+    (``lower_cpu/svml_symbols.svml_tag``: the NumPy build and whether its AVX-512 loops run).
 
     On Linux the name and features come from /proc/cpuinfo (model name, family, flags): the
     same facts LLVM's host detection reads, without importing ``llvmlite.binding``, which
