@@ -173,12 +173,21 @@ first chunk of 2^20) stays within it, with libmvec and without.
 In code: `autojit.lower_cpu.ulp_bounds.ulp_bound("log", "float32")` (or an `Op`).
 
 **CPUs with AVX-512.** The table is against NumPy's AVX2 (X86_V3) loops. On an AVX-512
-(X86_V4) CPU NumPy dispatches its own AVX-512 loops (SVML) for most math functions instead,
-which NumPy documents within 4 ULP of the exact result; against that NumPy add up to 4 ULP
-(`ulp_bounds.numpy_extra_ulps()`, which `autojit.testing` tolerances include). Measured on a
-Xeon with AVX-512: float32 `tan` 2 ULP and float64 `sinh` 1 ULP where the table says 0. The
-test checks the table there against NumPy with those loops off
-(`NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_SKX ..."`, in a child process).
+(X86_V4) CPU NumPy dispatches its own AVX-512 loops for most math functions instead. Where
+such a loop is an Intel SVML routine NumPy exports (`__svml_sinh8_ha`, `__svml_sinhf16`, ...)
+autojit's kernels call that same routine, for vectors, scalars and loop tails alike, and
+agree with NumPy **bit for bit** (`autojit/lower_cpu/svml.py` binds a function only after a
+probe at startup finds NumPy's results equal the routine's; `tests/cpu/test_numpy_svml.py`).
+With NumPy 2.4 on a Xeon: float64 and float32 `tan`, `arcsin`, `arccos`, `arctan`, `sinh`,
+`cosh`, `arcsinh`, `arccosh`, `arctanh`, `exp2`, `expm1`, `log2`, `log10`, `log1p`, `cbrt`,
+`power`, `arctan2`, and float64 `exp` and `log`. One exception: NumPy computes an operand
+with a negative stride (`np.sinh(x[::-1])`) with its scalar `npy_*` (glibc) loop, autojit
+still with SVML. The rest (`sin`, `cos`, `tanh`; float32 `exp`, `log`) are NumPy's own
+AVX-512 code, documented within 4 ULP of the exact result: against that NumPy add up to 4
+ULP (`ulp_bounds.numpy_extra_ulps(function, dtype)`, which `autojit.testing` tolerances
+include; 0 for the functions above). The test checks the table there against NumPy with
+those loops off (`NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_SKX ..."`, in a child process,
+where autojit keeps glibc too).
 
 Machine: {machine}.
 

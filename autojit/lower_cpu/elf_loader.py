@@ -27,6 +27,7 @@ import mmap
 import struct
 import sys
 
+from autojit.lower_cpu import svml_symbols
 from autojit.lower_cpu.libm_symbols import glibc_address, public_name
 
 _ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
@@ -111,6 +112,11 @@ def _libraries() -> tuple[ctypes.CDLL, ...]:
     return tuple(handles)
 
 
+#: private names kernels call: how to recover the public symbol, and where it lives
+_PRIVATE = ((public_name, glibc_address),
+            (svml_symbols.public_name, svml_symbols.svml_address))
+
+
 def _external(name: str) -> int:
     """Return the address of an external symbol, resolved as LLVM's JIT resolves it; decline
     when no library defines it.
@@ -119,13 +125,15 @@ def _external(name: str) -> int:
     definition (Numba installs its own ``log``, ``log1p``, ``expm1``, ...). Such a table
     exists only once ``llvmlite.binding`` is imported, so then it is asked too; before that,
     the libraries themselves are what the JIT would find. The private libm names kernels
-    call (``libm_symbols.py``) are glibc's functions, whatever that table holds."""
-    plain = public_name(name)
-    if plain is not None:
-        address = glibc_address(plain)
-        if not address:
-            raise ObjectLoadError(f"unresolved symbol {name}")
-        return address
+    call (``libm_symbols.py``) are glibc's functions, whatever that table holds, and the
+    private SVML names (``svml_symbols.py``) NumPy's routines."""
+    for unmangle, resolve in _PRIVATE:
+        plain = unmangle(name)
+        if plain is not None:
+            address = resolve(plain)
+            if not address:
+                raise ObjectLoadError(f"unresolved symbol {name}")
+            return address
     binding = sys.modules.get("llvmlite.binding")
     if binding is not None:
         address = binding.address_of_symbol(name)

@@ -36,6 +36,8 @@ from llvmlite.ir.instructions import CallInstrAttributes
 from autojit.ir.ops import OP_TABLE, PRIMITIVES
 from autojit.lower_cpu.libm_symbols import glibc_address, private_name
 from autojit.lower_cpu.own_math import own_function
+from autojit.lower_cpu.svml_symbols import LANES
+from autojit.lower_cpu.svml_symbols import private_name as svml_private_name
 
 log = logging.getLogger("autojit")
 
@@ -99,6 +101,18 @@ def bind_private_math() -> None:
         address = glibc_address(name)
         if address:
             llvm.add_symbol(private_name(name), address)
+    from autojit.lower_cpu.svml import bind_symbols
+    bind_symbols()
+
+
+def svml_routine(math_name: str, itemsize: int) -> str | None:
+    """Return NumPy's SVML routine kernels call for ``math_name`` at ``itemsize`` (``svml.py``
+    probes which give NumPy's bits), or None: glibc, as on machines without AVX-512, and
+    inside :func:`scalar_math_only`."""
+    if _SCALAR_ONLY.get():
+        return None
+    from autojit.lower_cpu.svml import routine
+    return routine(math_name, itemsize)
 
 
 def scalar_name(math_name: str, dtype: np.dtype) -> str:
@@ -158,6 +172,8 @@ class MathCalls:
 
     module: ir.Module
     _vector_decls: dict[str, ir.Function] = field(default_factory=dict)
+    #: scalar SVML wrapper of each routine called, with its narrower vector wrappers
+    _svml: dict[str, ir.Function] = field(default_factory=dict)
 
     def _scalar(self, math_name: str, ty: ir.Type, arity: int) -> ir.Function:
         name = private_name(scalar_name(math_name, np.dtype(
@@ -181,10 +197,78 @@ class MathCalls:
                 self._vector_decls[symbol] = ir.Function(
                     self.module, ir.FunctionType(vty, [vty] * arity), symbol)
 
+    def _svml_wrapper(self, symbol: str, ty: ir.Type, lanes: int, arity: int) -> ir.Function:
+        """Define ``lanes`` of ``symbol`` (1: a scalar) as one call of the full-width routine:
+        the lanes repeated to fill the register (real inputs: no padding value reaches the
+        routine), the first ``lanes`` of its result kept. SVML computes each lane alone, so
+        a value's result never depends on its position or its neighbours."""
+        full = LANES[4 if isinstance(ty, ir.FloatType) else 8]
+        name = f"{svml_private_name(symbol)}.{lanes}"
+        existing = self.module.globals.get(name)
+        if existing is not None:
+            return existing
+        vfull = ir.VectorType(ty, full)
+        routine = self.module.globals.get(svml_private_name(symbol))
+        if routine is None:
+            routine = ir.Function(self.module, ir.FunctionType(vfull, [vfull] * arity),
+                                  svml_private_name(symbol))
+            routine.attributes.add("nounwind")
+            routine.attributes.add("readnone")
+        part = ty if lanes == 1 else ir.VectorType(ty, lanes)
+        fn = ir.Function(self.module, ir.FunctionType(part, [part] * arity), name)
+        fn.linkage = "internal"
+        # not inlined before the loop vectoriser, which would then see a vector call in the
+        # scalar loop and repeat it per lane instead of widening the scalar call
+        for attribute in ("noinline", "nounwind", "readnone"):
+            fn.attributes.add(attribute)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        i32 = ir.IntType(32)
+        repeat = ir.Constant(ir.VectorType(i32, full), [i % lanes for i in range(full)])
+        widened = []
+        for arg in fn.args:
+            if lanes == 1:
+                arg = b.insert_element(ir.Constant(ir.VectorType(ty, 1), None), arg,
+                                       ir.Constant(i32, 0))
+            widened.append(b.shuffle_vector(arg, ir.Constant(arg.type, None), repeat))
+        result = b.call(routine, widened)
+        if lanes == 1:
+            b.ret(b.extract_element(result, ir.Constant(i32, 0)))
+        else:
+            keep = ir.Constant(ir.VectorType(i32, lanes), list(range(lanes)))
+            b.ret(b.shuffle_vector(result, ir.Constant(vfull, None), keep))
+        return fn
+
+    def _svml_call(self, builder: ir.IRBuilder, symbol: str, args: list[ir.Value]) -> ir.Value:
+        """Emit the scalar wrapper's call with every vector width mapped to SVML: the full
+        register to the routine itself, narrower ones to wrappers (the vectoriser may pick
+        them, e.g. for a loop mixing float32 and float64)."""
+        ty, arity = args[0].type, len(args)
+        full = LANES[4 if isinstance(ty, ir.FloatType) else 8]
+        scalar = self._svml_wrapper(symbol, ty, 1, arity)
+        self._svml[symbol] = scalar
+        # kept "used", so no pass rewrites its signature (a constant argument dropped, fastcc)
+        # away from the one the call site's vector variants name
+        self._vector_decls[scalar.name] = scalar
+        variants = []
+        lanes = 2
+        while lanes <= full:
+            target = (self.module.globals[svml_private_name(symbol)] if lanes == full
+                      else self._svml_wrapper(symbol, ty, lanes, arity))
+            self._vector_decls[target.name] = target
+            variants.append(f"_ZGV_LLVM_N{lanes}{'v' * arity}_{scalar.name}({target.name})")
+            lanes *= 2
+        inst = builder.call(scalar, args)
+        attr = f'"{_VARIANT_ATTR}"="{",".join(variants)}"'
+        inst.attributes = _StringCallAttributes(["nounwind", attr])
+        return inst
+
     def call(self, builder: ir.IRBuilder, math_name: str, args: list[ir.Value]) -> ir.Value:
         """Emit ``call double @sin(double %x) "vector-function-abi-variant"="…"``; return it."""
         ty, arity = args[0].type, len(args)
         itemsize = 4 if isinstance(ty, ir.FloatType) else 8
+        symbol = svml_routine(math_name, itemsize)
+        if symbol is not None:
+            return self._svml_call(builder, symbol, args)
         # where libmvec has no vector variant (or is absent), an own function inlined into
         # the loop keeps it vectorised (own_math.py); where it has one, libmvec is faster
         own = (own_function(self.module, math_name, ty)
@@ -200,7 +284,17 @@ class MathCalls:
 
     def finish(self) -> None:
         """Keep the declared vector symbols alive through optimisation (``llvm.compiler.used``),
-        so the vectoriser finds them after dead declarations would have been dropped."""
+        so the vectoriser finds them after dead declarations would have been dropped.
+
+        Where SVML is called, every function takes 512-bit vectors in zmm registers (the
+        routines' C ABI: without ``min-legal-vector-width`` LLVM splits them in two) and
+        vectorises at that width (this CPU's tuning prefers 256 bits)."""
+        if self._svml:
+            for fn in self.module.functions:
+                if not fn.is_declaration:
+                    # string attributes: llvmlite's closed set refuses them (set.add does not)
+                    set.add(fn.attributes, '"min-legal-vector-width"="512"')
+                    set.add(fn.attributes, '"prefer-vector-width"="512"')
         if not self._vector_decls:
             return
         ptr = ir.PointerType()

@@ -109,11 +109,14 @@ ULP_BOUNDS: dict[tuple[str, str], UlpBound] = {
 }
 
 
-#: On CPUs with AVX-512 (X86_V4) NumPy dispatches its own AVX-512 loops (SVML) for most math
-#: functions, which differ from the AVX2 (X86_V3) loops the table was measured against; NumPy
-#: documents those loops within 4 ULP of the exact result, so against such a NumPy a bound
-#: grows by up to that much (float32 ``tan``: 2 ULP where the table says 0, measured on a
-#: Xeon with AVX-512 by ``tests/cpu/test_ulp_bounds.py``).
+#: On CPUs with AVX-512 (X86_V4) NumPy dispatches its own AVX-512 loops for most math
+#: functions, which differ from the AVX2 (X86_V3) loops the table was measured against.
+#: Where such a loop is an SVML routine NumPy exports, kernels call the same routine and
+#: match NumPy bit for bit (``svml.py``: float64 and float32 tan, arcsin, sinh, exp2, log2,
+#: power, arctan2, ..., float64 exp and log). The rest (sin, cos, tanh; float32 exp and log
+#: on NumPy 2.4) are NumPy's own AVX-512 code, documented within 4 ULP of the exact result:
+#: against such a NumPy their bound grows by up to that much (float32 ``tan`` measured 2 ULP
+#: where the table said 0 before it was bound, on a Xeon with AVX-512).
 NUMPY_AVX512_EXTRA_ULPS = 4.0
 
 #: the NumPy CPU features that select those loops (``NPY_DISABLE_CPU_FEATURES`` turns them off)
@@ -129,9 +132,29 @@ def numpy_uses_avx512_loops() -> bool:
                if f in __cpu_dispatch__)
 
 
-def numpy_extra_ulps() -> float:
-    """Return what to add to a table bound for this process's NumPy (0 on AVX2 machines)."""
-    return NUMPY_AVX512_EXTRA_ULPS if numpy_uses_avx512_loops() else 0.0
+def numpy_extra_ulps(function: str | Op | None = None,
+                     dtype: np.dtype | str | None = None) -> float:
+    """Return what to add to a table bound of ``function`` at ``dtype`` for this process's
+    NumPy: 0 on AVX2 machines and for a function kernels compute with NumPy's own SVML
+    routine (bit-exact), else ``NUMPY_AVX512_EXTRA_ULPS``; without a function (a composite,
+    any function), the largest of these."""
+    if not numpy_uses_avx512_loops():
+        return 0.0
+    name = OP_NAMES.get(function) if isinstance(function, Op) else function
+    if name is None or dtype is None or name not in MATH_NAMES:
+        return NUMPY_AVX512_EXTRA_ULPS
+    return 0.0 if _numpy_svml(MATH_NAMES[name], np.dtype(dtype).itemsize) else (
+        NUMPY_AVX512_EXTRA_ULPS)
+
+
+def _numpy_svml(math_name: str, itemsize: int) -> bool:
+    """Whether kernels call NumPy's SVML routine for it (probing imports llvmlite: only
+    asked on AVX-512 machines, when a tolerance is wanted)."""
+    from autojit.lower_cpu.svml_symbols import exported
+    if not exported():
+        return False
+    from autojit.lower_cpu.svml import routine
+    return routine(math_name, itemsize) is not None
 
 
 def ulp_bound(function: str | Op, dtype: np.dtype | str) -> float | None:

@@ -320,17 +320,21 @@ def _cpuinfo() -> str | None:
 @functools.cache
 def cpu_tag() -> str:
     """Return a short digest of what CPU object code depends on: llvmlite (which pins its
-    LLVM) and the CPU's name and features.
+    LLVM), the CPU's name and features, and the NumPy SVML routines kernels may call
+    (``lower_cpu/svml_symbols.svml_tag``: the NumPy build and whether its AVX-512 loops run).
 
     On Linux the name and features come from /proc/cpuinfo (model name, family, flags): the
     same facts LLVM's host detection reads, without importing ``llvmlite.binding``, which
     alone costs three times a warm start's budget. Elsewhere LLVM is asked."""
     import llvmlite
+
+    from autojit.lower_cpu.svml_symbols import svml_tag
     identity = _cpuinfo() if sys.platform == "linux" else None
     if identity is None:
         import llvmlite.binding as llvm
         identity = repr((llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()))
-    return _digest("llvmlite", llvmlite.__version__, identity)[:16]
+    # and which NumPy SVML routines kernels may call (none where NumPy runs no AVX-512 loops)
+    return _digest("llvmlite", llvmlite.__version__, identity, svml_tag())[:16]
 
 
 def gpu_tag(arch: str, nvrtc: tuple[int, int] | None) -> str:

@@ -49,7 +49,7 @@ def transcendental_ulps(op: Op, dtype: np.dtype) -> float:
     """Return the ULPs one ``op`` at ``dtype`` may be off by: its measured CPU bound against
     NumPy (e.g. 7 for float32 ``log`` with libmvec), never less than TRANSCENDENTAL_ULPS,
     plus what NumPy's AVX-512 loops add where this NumPy runs them (``numpy_extra_ulps``)."""
-    return max(TRANSCENDENTAL_ULPS, ulp_bound(op, dtype) or 0.0) + numpy_extra_ulps()
+    return max(TRANSCENDENTAL_ULPS, ulp_bound(op, dtype) or 0.0) + numpy_extra_ulps(op, dtype)
 
 
 def _transcendental(node: Node, inputs: Sequence[np.ndarray], result: np.ndarray) -> OpError:

@@ -237,7 +237,8 @@ def compiled_function(name: str, arity: int) -> Callable:
 
 def called_symbols(llvm_ir: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Return (vector symbols, scalar math symbols) the optimised IR calls."""
-    vector = sorted(set(re.findall(r"call <\d+ x \w+> @(_ZGV\w+)\(", llvm_ir)))
+    # libmvec's variants, or NumPy's SVML routines under private names (lower_cpu/svml.py)
+    vector = sorted(set(re.findall(r"call <\d+ x \w+> @\"?(_ZGV\w+|autojit_svml_\w+)", llvm_ir)))
     # kernels call libm through private names (lower_cpu/libm_symbols.py): report libm's
     scalar = sorted(set(re.findall(
         r"call (?:fast )?(?:double|float) @\"?(?:autojit_libm_)?([a-z][a-z0-9]*)\"?\(", llvm_ir)))

@@ -87,8 +87,9 @@ def test_real_programs_agree(name: str) -> None:
 
 def test_chain_allows_four_ulp_per_transcendental_op() -> None:
     report = assert_backends_agree(chain, np.linspace(-3.0, 3.0, 1001))
-    per_op = 4 + numpy_extra_ulps()   # NumPy's AVX-512 loops add theirs (ulp_bounds.py)
-    assert report.checks[0].allowed.startswith(f"{4 * per_op:g} ULP")
+    # NumPy's AVX-512 loops add theirs, except where kernels call its SVML (ulp_bounds.py)
+    allowed = sum(4 + numpy_extra_ulps(name, "float64") for name in ("tanh", "cos", "exp", "sin"))
+    assert report.checks[0].allowed.startswith(f"{allowed:g} ULP")
     report = assert_backends_agree(add, np.ones(3), np.ones(3))
     assert report.checks[0].allowed == "exact"
 
@@ -167,7 +168,8 @@ def test_a_few_hundred_ulp_off_transcendental_is_caught(monkeypatch, fresh_cache
     with pytest.raises(AssertionError) as caught:
         assert_backends_agree(lambda v: np.exp(v), x)
     message = str(caught.value)
-    assert f"allowed: {4 + numpy_extra_ulps():g} ULP" in message and "L∞ error: max abs" in message
+    allowed = 4 + numpy_extra_ulps("exp", "float64")
+    assert f"allowed: {allowed:g} ULP" in message and "L∞ error: max abs" in message
     assert_backends_agree(lambda v: np.exp(v), x, rtol=1e-12)  # the caller may allow more
 
 

@@ -109,8 +109,8 @@ def op_ulps(name: str, result: Any) -> float:
     lookup = "power" if name == "float_power" else name
     bound = ulp_bound(lookup, dtype)
     if bound is None:        # float16: computed in float32, rounded once more
-        bound = (ulp_bound(lookup, "float32") or 4.0) + 1.0
-    return float(bound) + numpy_extra_ulps()
+        return (ulp_bound(lookup, "float32") or 4.0) + 1.0 + numpy_extra_ulps()
+    return float(bound) + numpy_extra_ulps(lookup, dtype)
 
 
 class Generator:
