@@ -1,0 +1,71 @@
+"""The full Python call path's shortcuts (native kernel call, per-plan precomputed checks)
+give NumPy's answers, and every check they stand for still decides the call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from autojit import autoroute
+from autojit.lower_cpu import program as program_module
+from autojit.policy import backends, fastpath
+from tests.oracle import assert_calls_match_numpy
+
+needs_native = pytest.mark.skipif(not fastpath.available(), reason="no native extension")
+
+
+def _full_path(f: Any) -> Any:
+    """Return dispatcher ``f`` with its native fast path off: every call takes __call__'s
+    full Python path."""
+    f._fastpath.after_cpu_call = lambda *args, **kwargs: None
+    f._fast = None
+    return f
+
+
+def _full_path_calls(fn: Callable, calls: list[tuple]) -> Any:
+    jitted = _full_path(autoroute(fn, force="cpu"))
+    for args in calls:
+        expected = fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+        got = jitted(*args)
+        assert type(got) is type(expected)
+        np.testing.assert_array_equal(got, expected)
+    return jitted
+
+
+@needs_native
+def test_native_kernel_call_gives_the_ctypes_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    f = autoroute(lambda a, b: a * b + 1.0, force="cpu")
+    x, y = np.arange(50.0), np.linspace(-1, 1, 50)
+    f(x, y)
+    entry = next(iter(f._cache.values()))[0]
+    program = f.programs(entry, "cpu")[0]
+    natively, by_ctypes = np.empty_like(x), np.empty_like(x)
+    program.call(backends._addresses([x, y, natively]), [x.size])
+    monkeypatch.setattr(program_module, "_native_call", None)
+    program.call(backends._python_addresses([x, y, by_ctypes]), [x.size])
+    np.testing.assert_array_equal(natively, x * y + 1.0)
+    np.testing.assert_array_equal(by_ctypes, natively)
+
+
+@needs_native
+def test_native_addresses_are_the_data_pointers() -> None:
+    x = np.arange(10.0)[::3]
+    assert backends._addresses([x, 7, np.int64(9)]) == [x.ctypes.data, 7, 9]
+    with pytest.raises(TypeError, match="ndarray or an address"):
+        backends._addresses([1.5])
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "ctypes"])
+def test_full_path_answers_match_numpy_with_or_without_native_helpers(
+        monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
+    if not native:
+        monkeypatch.setattr(program_module, "_native_call", None)
+        monkeypatch.setattr(backends, "_addresses", backends._python_addresses)
+    x = np.arange(12.0).reshape(3, 4)
+    _full_path_calls(lambda a: a + 1.0, [(x,), (x.T,), (np.arange(5.0),)])
+    _full_path_calls(lambda a, s: (a * s).sum(axis=0), [(x, 2.0), (x[:, ::2], 3)])
+    _full_path_calls(lambda a: np.sqrt(a)[1:], [(np.arange(7.0),), (np.arange(3.0),)])
+    assert_calls_match_numpy(lambda a, b: a - b, [(x, x[0]), (x, np.float32(2))])
