@@ -420,32 +420,68 @@ def _size_sources(plan: Plan) -> _SizeSources:
     return found
 
 
+@dataclass(frozen=True)
+class _Binder:
+    """Per plan, what ``bind_sizes`` reads at every call, derived once: each size symbol
+    with its first source and the sources that must agree; whether views, writes or
+    guards need the slow part; the sizes NumPy requires > 0; and ``limit``, the largest
+    size below which no value can be too big (``max(size, literal) ** rank`` stays under
+    ``_MAX_ELEMENTS``; -1: always look)."""
+
+    dims: tuple[tuple[str, int, int, tuple[tuple[int, int], ...]], ...]
+    special: bool
+    nonempty: tuple[str, ...]
+    limit: float
+
+
+def _binder(plan: Plan) -> _Binder:
+    found = plan.schedule_cache.get("binder")
+    if found is None:
+        graph = plan.graph
+        _, rank, literal = _value_shapes(plan)
+        root = _integer_root(_MAX_ELEMENTS, rank) if rank else math.inf
+        found = plan.schedule_cache["binder"] = _Binder(
+            tuple((symbol, *sources[0], tuple(sources[1:])) for symbol, sources in graph.dims),
+            bool(_size_sources(plan).special or graph.guards), tuple(graph.nonempty),
+            root if literal <= root else -1)
+    return found
+
+
+def _integer_root(value: int, rank: int) -> int:
+    """Return the largest m with m ** rank <= value (exactly: no float rounding)."""
+    root = int(round(value ** (1.0 / rank)))
+    while root ** rank > value:
+        root -= 1
+    while (root + 1) ** rank <= value:
+        root += 1
+    return root
+
+
 def bind_sizes(plan: Plan, args: Sequence[Any]) -> Mapping[str, int] | None:
     """Return each size symbol's value for this call: ``SIZES_MISS`` when a size the trace
     read or specialised on differs (retrace), None when NumPy raises for these arguments
     (sizes that must agree do not: the caller runs plain Python to raise it)."""
+    binder = plan.schedule_cache.get("binder") or _binder(plan)
     sizes: dict[str, int] = {}
-    for symbol, sources in plan.graph.dims:
-        first_arg, first_axis = sources[0]
+    for symbol, first_arg, first_axis, others in binder.dims:
         size = args[first_arg].shape[first_axis]
-        for arg, axis in sources[1:]:
+        for arg, axis in others:
             if args[arg].shape[axis] != size:
                 return None
         sizes[symbol] = size
-    graph, sources = plan.graph, _size_sources(plan)
-    if sources.special or graph.guards:
+    if binder.special:
+        graph, sources = plan.graph, _size_sources(plan)
         if any(sizes.get(s, v) != v for s, v in graph.guards):
             return SIZES_MISS
         sizes.update(sources.fixed)   # sizes the code itself fixed (np.zeros(3))
         found = _bind_view_sizes(plan, sources, args, sizes)
         if found is not True:
             return found
-    if any(sizes[s] == 0 for s in graph.nonempty):
+    if binder.nonempty and any(sizes[s] == 0 for s in binder.nonempty):
         return None   # NumPy raises for a reduction of nothing without an identity
-    if sizes:   # a bound from the largest size and rank first: the usual call stops there
-        _, rank, literal = plan.schedule_cache.get("value_shapes") or _value_shapes(plan)
-        if max(max(sizes.values()), literal) ** rank > _MAX_ELEMENTS and _too_big(plan, sizes):
-            return None   # NumPy raises ValueError ("iterator is too large", "array is too big")
+    # a bound from the largest size and rank first: the usual call stops there
+    if sizes and max(sizes.values()) > binder.limit and _too_big(plan, sizes):
+        return None   # NumPy raises ValueError ("iterator is too large", "array is too big")
     return sizes
 
 
