@@ -69,3 +69,21 @@ def test_full_path_answers_match_numpy_with_or_without_native_helpers(
     _full_path_calls(lambda a, s: (a * s).sum(axis=0), [(x, 2.0), (x[:, ::2], 3)])
     _full_path_calls(lambda a: np.sqrt(a)[1:], [(np.arange(7.0),), (np.arange(3.0),)])
     assert_calls_match_numpy(lambda a, b: a - b, [(x, x[0]), (x, np.float32(2))])
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4, 7])
+def test_size_limit_is_the_exact_integer_root(rank: int) -> None:
+    root = backends._integer_root(backends._MAX_ELEMENTS, rank)
+    assert root ** rank <= backends._MAX_ELEMENTS < (root + 1) ** rank
+
+
+def test_a_broadcast_too_big_for_numpy_still_raises_on_the_full_path() -> None:
+    big = 1 << 32   # (2**32, 1) + (1, 2**32): 2**64 elements, NumPy's ValueError
+    column = np.broadcast_to(np.zeros((1, 1)), (big, 1))
+    row = np.broadcast_to(np.zeros((1, 1)), (1, big))
+    small = (np.zeros((3, 1)), np.ones((1, 4)))
+    jitted = _full_path_calls(lambda a, b: a + b, [small, small])
+    with pytest.raises(ValueError):
+        column + row
+    with pytest.raises(ValueError):
+        jitted(column, row)
