@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -80,8 +80,10 @@ class CpuBackend:
 
     def launch(self, kernel: Kernel, program: Any, arrays: Sequence[Any],
                scalars: Sequence[Any], sizes: dict[str, int], meta: list[int]) -> None:
-        holders = [np.array(v, dtype=p.dtype) for p, v in zip(kernel.scalars, scalars)]
-        data = _addresses([*arrays, *holders])
+        if scalars:   # each scalar in memory of the parameter's dtype, read by address
+            arrays = [*arrays, *[np.array(v, dtype=p.dtype)
+                                 for p, v in zip(kernel.scalars, scalars)]]
+        data = _addresses(arrays)
         settings = current_settings(self.options)
         if settings.num_threads > 1 and isinstance(program, CpuProgram):
             call_kernel(kernel, program, data, meta, settings.num_threads,   # splits big
@@ -179,6 +181,20 @@ class Schedule:
     upfront: tuple[int, ...] = ()
     allocate: tuple[tuple[tuple[int, int, bool], ...], ...] = ()
     release: tuple[tuple[int, ...], ...] = ()
+    # derived once (run_plan reads them at every call): the slots after the arguments as
+    # they start (allocations and views empty, the constants in place), where the views'
+    # slots begin past the arguments, and whether any view is taken between steps
+    blank: tuple[Any, ...] = field(init=False, repr=False, compare=False)
+    view_offset: int = field(init=False, repr=False, compare=False)
+    views_between: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        derived = {"blank": (None,) * len(self.allocations) + self.constants
+                   + (None,) * len(self.views),
+                   "view_offset": len(self.allocations) + len(self.constants),
+                   "views_between": any(self.view_batches[1:-1])}
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
 
 def _scalar_source(node: Any) -> int | tuple[str, ...]:
@@ -339,7 +355,7 @@ def _launch(backend: Backend, kernel: Kernel, program: Any, call: KernelCall,
     """Launch one kernel on its slots (a function, so its operand list dies with it)."""
     arrays = [values[i] for i in call.buffers]
     scalars = [args[s] if s.__class__ is int else math.prod(sizes[n] for n in s)
-               for s in call.scalars]
+               for s in call.scalars] if call.scalars else ()
     backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
 
 
@@ -353,9 +369,9 @@ def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: i
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequence[Any],
              sizes: dict[str, int]) -> Any:
     """Run every kernel of ``plan``; return the function's result as NumPy would."""
-    schedule = build_schedule(plan, len(args))
     first = len(args)
-    values = [*args, *[None] * len(schedule.allocations)]
+    schedule = plan.schedule_cache.get(first) or build_schedule(plan, first)
+    values = [*args, *schedule.blank]
     if schedule.overlaps:
         for written, other in schedule.overlaps:   # read from a copy: evaluate, then write
             if values[other] is args[other] and _may_overlap(args[written], args[other]):
@@ -363,14 +379,13 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
     fresh: list[Any] = [None] * len(schedule.allocations)
     for index in schedule.upfront:
         _allocate(backend, schedule, values, first, index, -1, False, sizes, fresh)
-    values.extend(schedule.constants)
-    first_view = len(values)
-    values.extend([None] * len(schedule.views))
+    first_view = first + schedule.view_offset
     batches = schedule.view_batches
     if batches[0]:
         _take_views(schedule, values, first_view, 0)
+    between = schedule.views_between
     for position, (kind, index) in enumerate(schedule.order):
-        if batches[position + 1]:
+        if between and batches[position + 1]:
             _take_views(schedule, values, first_view, position + 1)
         for allocation, donor, clear in schedule.allocate[position]:
             _allocate(backend, schedule, values, first, allocation, donor, clear, sizes,
