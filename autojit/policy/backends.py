@@ -18,7 +18,7 @@ import numpy as np
 from autojit.fuse.buffers import plan_buffers
 from autojit.fuse.partition import memory_param
 from autojit.fuse.plan import Plan
-from autojit.ir.host import conversion_fails, run_prologue
+from autojit.ir.host import compile_prologue, conversion_fails
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
 from autojit.ir.views import apply_view, view_shape
@@ -677,8 +677,12 @@ def call_arguments(plan: Plan, args: Sequence[Any]) -> Sequence[Any] | None:
     """Return the arguments the plan's kernels read: ``args``, then the host prologue's
     values (``autojit.ir.host``); None when a value's Python type differs from the traced
     one. Raises what the prologue's Python arithmetic raises."""
-    prologue = plan.graph.prologue
-    return run_prologue(prologue, args) if prologue else args
+    if not plan.graph.prologue:
+        return args
+    replay = plan.schedule_cache.get("replay")
+    if replay is None:   # once per plan: compile_prologue's cache hashes every step
+        replay = plan.schedule_cache["replay"] = compile_prologue(tuple(plan.graph.prologue))
+    return replay(args)
 
 
 def check_call(plan: Plan, args: Sequence[Any]) -> str:

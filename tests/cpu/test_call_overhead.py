@@ -87,3 +87,39 @@ def test_a_broadcast_too_big_for_numpy_still_raises_on_the_full_path() -> None:
         column + row
     with pytest.raises(ValueError):
         jitted(column, row)
+
+
+def _expect_same(jitted: Any, fn: Callable, *args: Any) -> None:
+    """One call of ``jitted`` against ``fn``: the same result (type, values) or exception."""
+    try:
+        expected = fn(*args)
+    except Exception as exc:  # the oracle's exception is the answer
+        with pytest.raises(type(exc)):
+            jitted(*args)
+        return
+    got = jitted(*args)
+    assert type(got) is type(expected)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_host_prologue_replayed_per_call_on_the_full_path() -> None:
+    def fn(a: np.ndarray, s: Any) -> np.ndarray:
+        return a * (1.0 / s + 2.0)
+
+    jitted = _full_path(autoroute(fn, force="cpu"))
+    x = np.arange(6.0)
+    for s in (1.5, 4.0, 0.0, 3, 1.5, -0.0):   # 0.0: ZeroDivisionError; 3: an int, retrace
+        _expect_same(jitted, fn, x, s)
+
+
+def test_python_int_ranges_still_checked_on_the_full_path() -> None:
+    def fn(a: np.ndarray, k: int) -> np.ndarray:
+        return a + k
+
+    jitted = _full_path(autoroute(fn, force="cpu"))
+    small = np.arange(5, dtype=np.uint8)
+    for k in (3, 255, 256, -1, 7):   # 256 and -1: NumPy's OverflowError for uint8
+        _expect_same(jitted, fn, small, k)
+    wide = np.arange(5, dtype=np.int16)
+    for k in (1, 32767, 32768, -32769, 2):
+        _expect_same(jitted, fn, wide, k)
