@@ -97,13 +97,23 @@ def run_prologue(prologue: Sequence[HostStep], args: Sequence[Any]) -> list[Any]
     return compile_prologue(tuple(prologue))(args)
 
 
+#: dtype name -> (min, max) of an integer dtype (``np.iinfo`` builds an object per call)
+_INT_RANGES: dict[str, tuple[int, int]] = {}
+
+
+def _int_range(dtype: str) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    found = _INT_RANGES[dtype] = (int(info.min), int(info.max))
+    return found
+
+
 def conversion_fails(value: Any, dtype: str) -> bool:
     """Return True when NumPy refuses to convert the Python scalar ``value`` to ``dtype``
     (an int out of range: OverflowError; NaN or inf into an integer dtype), as a ufunc
     operand or an assigned value: the call must then run as plain Python, which raises."""
     if type(value) is int and dtype[0] in "iu":   # the common case, without NumPy
-        info = np.iinfo(dtype)
-        return not info.min <= value <= info.max
+        low, high = _INT_RANGES.get(dtype) or _int_range(dtype)
+        return not low <= value <= high
     try:
         np.array(value, dtype=dtype)
     except (OverflowError, ValueError):

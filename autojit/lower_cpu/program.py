@@ -21,6 +21,11 @@ log = logging.getLogger("autojit")
 
 _KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
+try:   # the native call packs (data, meta) as ctypes does, ~1 µs cheaper per call
+    from autojit._native.fastcall import call as _native_call
+except ImportError:   # not built (or built before it had one): ctypes
+    _native_call = None
+
 
 @dataclass(frozen=True)
 class CpuProgram:
@@ -53,7 +58,11 @@ class CpuProgram:
         return assembly_of(self.llvm_ir_optimized)
 
     def call(self, data: Sequence[int], meta: Sequence[int]) -> None:
-        """Call the kernel with plain ints: buffer then scalar addresses, and ``meta``."""
+        """Call the kernel with plain ints: buffer then scalar addresses (or the arrays
+        themselves, natively), and ``meta``."""
+        if _native_call is not None:
+            _native_call(self.address, data, meta)
+            return
         pointers = (ctypes.c_void_p * max(len(data), 1))(*data)
         sizes = (ctypes.c_int64 * max(len(meta), 1))(*meta)
         self._function(pointers, sizes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -18,7 +18,7 @@ import numpy as np
 from autojit.fuse.buffers import plan_buffers
 from autojit.fuse.partition import memory_param
 from autojit.fuse.plan import Plan
-from autojit.ir.host import conversion_fails, run_prologue
+from autojit.ir.host import compile_prologue, conversion_fails
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
 from autojit.ir.views import apply_view, view_shape
@@ -46,6 +46,16 @@ def _address(array: np.ndarray) -> int:
     return array.ctypes._data
 
 
+def _python_addresses(arrays: Sequence[np.ndarray]) -> list[int]:
+    return [_address(a) for a in arrays]
+
+
+try:   # one C call for every array's address: ``a.ctypes`` costs ~0.7 µs an array
+    from autojit._native.fastcall import addresses as _addresses
+except ImportError:   # not built (or built before it had one)
+    _addresses = _python_addresses
+
+
 class CpuBackend:
     """LLVM-compiled kernels called in this process; the thread settings come from
     ``options`` (a decorator's, e.g. ``num_threads=1``) over the environment and config()."""
@@ -70,8 +80,10 @@ class CpuBackend:
 
     def launch(self, kernel: Kernel, program: Any, arrays: Sequence[Any],
                scalars: Sequence[Any], sizes: dict[str, int], meta: list[int]) -> None:
-        holders = [np.array(v, dtype=p.dtype) for p, v in zip(kernel.scalars, scalars)]
-        data = [_address(a) for a in arrays] + [_address(h) for h in holders]
+        if scalars:   # each scalar in memory of the parameter's dtype, read by address
+            arrays = [*arrays, *[np.array(v, dtype=p.dtype)
+                                 for p, v in zip(kernel.scalars, scalars)]]
+        data = _addresses(arrays)
         settings = current_settings(self.options)
         if settings.num_threads > 1 and isinstance(program, CpuProgram):
             call_kernel(kernel, program, data, meta, settings.num_threads,   # splits big
@@ -169,6 +181,20 @@ class Schedule:
     upfront: tuple[int, ...] = ()
     allocate: tuple[tuple[tuple[int, int, bool], ...], ...] = ()
     release: tuple[tuple[int, ...], ...] = ()
+    # derived once (run_plan reads them at every call): the slots after the arguments as
+    # they start (allocations and views empty, the constants in place), where the views'
+    # slots begin past the arguments, and whether any view is taken between steps
+    blank: tuple[Any, ...] = field(init=False, repr=False, compare=False)
+    view_offset: int = field(init=False, repr=False, compare=False)
+    views_between: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        derived = {"blank": (None,) * len(self.allocations) + self.constants
+                   + (None,) * len(self.views),
+                   "view_offset": len(self.allocations) + len(self.constants),
+                   "views_between": any(self.view_batches[1:-1])}
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
 
 def _scalar_source(node: Any) -> int | tuple[str, ...]:
@@ -329,7 +355,7 @@ def _launch(backend: Backend, kernel: Kernel, program: Any, call: KernelCall,
     """Launch one kernel on its slots (a function, so its operand list dies with it)."""
     arrays = [values[i] for i in call.buffers]
     scalars = [args[s] if s.__class__ is int else math.prod(sizes[n] for n in s)
-               for s in call.scalars]
+               for s in call.scalars] if call.scalars else ()
     backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
 
 
@@ -343,9 +369,9 @@ def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: i
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequence[Any],
              sizes: dict[str, int]) -> Any:
     """Run every kernel of ``plan``; return the function's result as NumPy would."""
-    schedule = build_schedule(plan, len(args))
     first = len(args)
-    values = [*args, *[None] * len(schedule.allocations)]
+    schedule = plan.schedule_cache.get(first) or build_schedule(plan, first)
+    values = [*args, *schedule.blank]
     if schedule.overlaps:
         for written, other in schedule.overlaps:   # read from a copy: evaluate, then write
             if values[other] is args[other] and _may_overlap(args[written], args[other]):
@@ -353,14 +379,13 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Backend, args: Sequen
     fresh: list[Any] = [None] * len(schedule.allocations)
     for index in schedule.upfront:
         _allocate(backend, schedule, values, first, index, -1, False, sizes, fresh)
-    values.extend(schedule.constants)
-    first_view = len(values)
-    values.extend([None] * len(schedule.views))
+    first_view = first + schedule.view_offset
     batches = schedule.view_batches
     if batches[0]:
         _take_views(schedule, values, first_view, 0)
+    between = schedule.views_between
     for position, (kind, index) in enumerate(schedule.order):
-        if batches[position + 1]:
+        if between and batches[position + 1]:
             _take_views(schedule, values, first_view, position + 1)
         for allocation, donor, clear in schedule.allocate[position]:
             _allocate(backend, schedule, values, first, allocation, donor, clear, sizes,
@@ -410,32 +435,68 @@ def _size_sources(plan: Plan) -> _SizeSources:
     return found
 
 
+@dataclass(frozen=True)
+class _Binder:
+    """Per plan, what ``bind_sizes`` reads at every call, derived once: each size symbol
+    with its first source and the sources that must agree; whether views, writes or
+    guards need the slow part; the sizes NumPy requires > 0; and ``limit``, the largest
+    size below which no value can be too big (``max(size, literal) ** rank`` stays under
+    ``_MAX_ELEMENTS``; -1: always look)."""
+
+    dims: tuple[tuple[str, int, int, tuple[tuple[int, int], ...]], ...]
+    special: bool
+    nonempty: tuple[str, ...]
+    limit: float
+
+
+def _binder(plan: Plan) -> _Binder:
+    found = plan.schedule_cache.get("binder")
+    if found is None:
+        graph = plan.graph
+        _, rank, literal = _value_shapes(plan)
+        root = _integer_root(_MAX_ELEMENTS, rank) if rank else math.inf
+        found = plan.schedule_cache["binder"] = _Binder(
+            tuple((symbol, *sources[0], tuple(sources[1:])) for symbol, sources in graph.dims),
+            bool(_size_sources(plan).special or graph.guards), tuple(graph.nonempty),
+            root if literal <= root else -1)
+    return found
+
+
+def _integer_root(value: int, rank: int) -> int:
+    """Return the largest m with m ** rank <= value (exactly: no float rounding)."""
+    root = int(round(value ** (1.0 / rank)))
+    while root ** rank > value:
+        root -= 1
+    while (root + 1) ** rank <= value:
+        root += 1
+    return root
+
+
 def bind_sizes(plan: Plan, args: Sequence[Any]) -> Mapping[str, int] | None:
     """Return each size symbol's value for this call: ``SIZES_MISS`` when a size the trace
     read or specialised on differs (retrace), None when NumPy raises for these arguments
     (sizes that must agree do not: the caller runs plain Python to raise it)."""
+    binder = plan.schedule_cache.get("binder") or _binder(plan)
     sizes: dict[str, int] = {}
-    for symbol, sources in plan.graph.dims:
-        first_arg, first_axis = sources[0]
+    for symbol, first_arg, first_axis, others in binder.dims:
         size = args[first_arg].shape[first_axis]
-        for arg, axis in sources[1:]:
+        for arg, axis in others:
             if args[arg].shape[axis] != size:
                 return None
         sizes[symbol] = size
-    graph, sources = plan.graph, _size_sources(plan)
-    if sources.special or graph.guards:
+    if binder.special:
+        graph, sources = plan.graph, _size_sources(plan)
         if any(sizes.get(s, v) != v for s, v in graph.guards):
             return SIZES_MISS
         sizes.update(sources.fixed)   # sizes the code itself fixed (np.zeros(3))
         found = _bind_view_sizes(plan, sources, args, sizes)
         if found is not True:
             return found
-    if any(sizes[s] == 0 for s in graph.nonempty):
+    if binder.nonempty and any(sizes[s] == 0 for s in binder.nonempty):
         return None   # NumPy raises for a reduction of nothing without an identity
-    if sizes:   # a bound from the largest size and rank first: the usual call stops there
-        _, rank, literal = plan.schedule_cache.get("value_shapes") or _value_shapes(plan)
-        if max(max(sizes.values()), literal) ** rank > _MAX_ELEMENTS and _too_big(plan, sizes):
-            return None   # NumPy raises ValueError ("iterator is too large", "array is too big")
+    # a bound from the largest size and rank first: the usual call stops there
+    if sizes and max(sizes.values()) > binder.limit and _too_big(plan, sizes):
+        return None   # NumPy raises ValueError ("iterator is too large", "array is too big")
     return sizes
 
 
@@ -616,8 +677,12 @@ def call_arguments(plan: Plan, args: Sequence[Any]) -> Sequence[Any] | None:
     """Return the arguments the plan's kernels read: ``args``, then the host prologue's
     values (``autojit.ir.host``); None when a value's Python type differs from the traced
     one. Raises what the prologue's Python arithmetic raises."""
-    prologue = plan.graph.prologue
-    return run_prologue(prologue, args) if prologue else args
+    if not plan.graph.prologue:
+        return args
+    replay = plan.schedule_cache.get("replay")
+    if replay is None:   # once per plan: compile_prologue's cache hashes every step
+        replay = plan.schedule_cache["replay"] = compile_prologue(tuple(plan.graph.prologue))
+    return replay(args)
 
 
 def check_call(plan: Plan, args: Sequence[Any]) -> str:

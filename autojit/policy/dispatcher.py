@@ -217,7 +217,7 @@ class Dispatcher:
                 router.observe(state, "gpu", n, done[1])
                 return done[0]
             decision = cpu_rerun(decision, entry.routing.resident)
-        if not self._cpu_compiles(entry):
+        if "cpu" not in entry.programs and not self._cpu_compiles(entry):
             return self._run_python(given, {})
         result, seconds = router.devices["cpu"].run(self, entry, args, sizes, decision)
         if decision.to_device or decision.fetch_inputs:
@@ -312,8 +312,8 @@ class Dispatcher:
             return None, {}
         found = self._lookup(signature, args)
         if found is not None:
-            self._stats.add("cache_hits", 1)
-            return self._recheck_fallback(found, settings)
+            self._stats.hit()
+            return self._recheck_fallback(found, settings) if settings.strict else found
         with self._lock:
             found = self._lookup(signature, args)   # another thread may have compiled it
             if found is not None:
@@ -340,20 +340,22 @@ class Dispatcher:
         """Return (entry, sizes) from the memory cache, (None, {}) when NumPy would raise
         for these arguments, or None on a miss."""
         for entry in self._cache.get(signature, ()):
-            if entry.guards.checks and not entry.guards.hold():
+            guards = entry.guards
+            if guards.checks and not guards.hold():
                 continue   # traced under other globals / cells / defaults
-            if entry.plan is None:
+            plan = entry.plan
+            if plan is None:
                 return entry, {}
-            sizes = bind_sizes(entry.plan, args)
-            if sizes is SIZES_MISS:
-                continue   # a size this version was specialised on differs: not this one
-            graph = entry.plan.graph   # most plans have none of the guards: skip the calls
-            if sizes is None:
-                return None, {}  # NumPy raises for these arguments; let it
-            if graph.guards and not guards_hold(entry.plan, sizes, args):
+            sizes = bind_sizes(plan, args)
+            if sizes.__class__ is not dict:   # (a dict is the usual answer: one test)
+                if sizes is SIZES_MISS:
+                    continue   # a size this version was specialised on differs: not this one
+                return None, {}  # None: NumPy raises for these arguments; let it
+            graph = plan.graph   # most plans have none of the guards: skip the calls
+            if graph.guards and not guards_hold(plan, sizes, args):
                 continue
             if graph.int_guards or graph.prologue:   # this entry's Python scalar checks
-                status = check_call(entry.plan, args)
+                status = check_call(plan, args)
                 if status == CALL_MISS:
                     continue     # traced for other Python scalar types
                 if status != CALL_OK:

@@ -104,6 +104,12 @@ class FunctionStats:
             self.resident_bytes += resident
             self.gpu_input_bytes += gpu_inputs
 
+    def hit(self) -> None:
+        """Count a memory-cache hit (``add("cache_hits", 1)`` without the lookups: the full
+        call path counts one per call)."""
+        with self.lock:
+            self.cache_hits += 1
+
     def add(self, name: str, value: Any) -> None:
         """Append to a list counter or add to a numeric one."""
         with self.lock:
