@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -351,18 +351,19 @@ class _KernelEmitter:
         if node_id not in self.result_buffers:
             node, where = self.graph.node(node_id), self.group.placement[node_id]
             strides, axes = self.strides(node.type.shape, True, where.form)
-            position = [n for n in self.group.nodes if n in self.in_memory].index(node_id)
             self.result_buffers[node_id] = self.kb.add_buffer(
-                f"out{position}", node.type.dtype, strides, True, node_id, axes)
+                f"out{self.stored[node_id]}", node.type.dtype, strides, True, node_id, axes)
         return self.result_buffers[node_id]
 
     def emit(self) -> Kernel:
         self.spills = self._choose_spills()
         self.result_buffers: dict[int, int] = {}
+        #: stored value -> its position among the kernel's results (its buffer's name)
+        self.stored = {n: i for i, n in enumerate(
+            n for n in self.group.nodes if n in self.in_memory)}
         for node_id in self.group.nodes:
             self.value(node_id, self.group.placement[node_id])
-        stored = [n for n in self.group.nodes if n in self.in_memory]
-        for node_id in stored:
+        for node_id in self.stored:
             where = self.group.placement[node_id]
             buffer = self._result_buffer(node_id)
             self.kb.position(where.level, where.phase)
@@ -372,16 +373,51 @@ class _KernelEmitter:
                               self.group.phases)
 
 
-def plan_kernels(graph: Graph, contiguous: Sequence[bool],
-                 max_ops: int = DEFAULT_MAX_OPS) -> Plan:
+@dataclass(frozen=True)
+class Outline:
+    """What a kernel is before it is emitted, for a compile-cost estimate that need not
+    emit it (``plan_kernels``' ``check``): its loops (``phases``), graph ops, and a ``key``
+    equal for kernels whose module texts are equal (it may tell apart a few that are not)."""
+
+    phases: int
+    ops: int
+    key: tuple
+
+
+def _const_key(node: Node) -> object:
+    """The constant as its kernel text holds it (its bytes in its dtype: -0.0 is not 0.0)."""
+    try:
+        return np.asarray(node.attr("value"), node.type.dtype).tobytes()
+    except (TypeError, ValueError, OverflowError):
+        return repr(node.attr("value"))
+
+
+def _outline(graph: Graph, group: Group, in_memory: set[int]) -> Outline:
+    """Return ``group``'s Outline: the ops (and dtypes) it emits in order, and the values
+    of the constants they read (rendered into the text), with its phases."""
+    emitted = sorted(group.placement)
+    nodes = [graph.node(n) for n in emitted]
+    consts = tuple(_const_key(graph.node(i)) for node in nodes for i in node.inputs
+                   if graph.node(i).op is Op.CONST and i not in in_memory)
+    ops = tuple((node.op, node.type.dtype.str) for node in nodes)
+    return Outline(group.phases, len(emitted), (group.phases, ops, consts))
+
+
+def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAULT_MAX_OPS,
+                 check: Callable[[Sequence[Outline]], None] | None = None) -> Plan:
     """Partition ``graph`` and emit one Kernel per group.
 
     ``contiguous[i]`` says whether parameter i is a C-contiguous array (from the signature).
+    ``check`` sees the kernels' outlines before they are emitted (emitting is most of the
+    planning time) and raises to stop: a program over the compile budget falls back
+    within the time its trace and partition took.
     """
     graph = split_reductions(graph)
     groups = partition_graph(graph, max_ops)
     allocations = _materialised(graph, groups)
     in_memory = set(allocations)
+    if check is not None:
+        check([_outline(graph, g, in_memory) for g in groups if not g.library])
     kernels: list[Kernel] = []
     libraries: list[LibraryCall] = []
     order: list[tuple[str, int]] = []
@@ -397,4 +433,4 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool],
     return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order))
 
 
-__all__ = ["DEFAULT_MAX_OPS", "LEAF_OPS", "Plan", "plan_kernels"]
+__all__ = ["DEFAULT_MAX_OPS", "LEAF_OPS", "Outline", "Plan", "plan_kernels"]
