@@ -14,7 +14,7 @@ from autojit import FallbackWarning, autoroute, config
 from autojit.fuse import plan as plan_module
 from autojit.fuse.plan import Outline, plan_kernels
 from autojit.ir.graph import Graph
-from autojit.lower_cpu import budget
+from autojit.lower_cpu import budget, jit, mathlib
 from autojit.tracer import trace_function
 
 
@@ -158,3 +158,48 @@ def test_forced_gpu_route_does_not_apply_the_cpu_budget_while_planning(monkeypat
         with contextlib.suppress(Exception):   # no GPU here: only the planning is looked at
             fn.inspect(np.ones(3))
     assert checks and checks[0] is None
+
+
+def _rendered(monkeypatch) -> list[str]:
+    """Record the kernels ``jit`` renders to LLVM IR."""
+    names: list[str] = []
+    render = jit.render_llvm
+
+    def counting(kernel, symbol=None):
+        names.append(kernel.name)
+        return render(kernel, symbol)
+
+    monkeypatch.setattr(jit, "render_llvm", counting)
+    return names
+
+
+def test_kernels_alike_but_for_names_are_rendered_once(monkeypatch):
+    """A loop's repeated kernels reuse one kernel's code without rendering their own IR
+    (rendering each was most of a 10,000-op program's compile once LLVM ran only for its
+    few distinct kernels)."""
+    rendered = _rendered(monkeypatch)
+    before = dict(jit.KERNEL_COUNTS)
+    with config(fusion_max_ops=8):
+        assert_matches_numpy(_passes(160), np.random.rand(4, 8) * 10, ulps=4)
+    compiled = jit.KERNEL_COUNTS["compiled"] - before["compiled"]
+    reused = jit.KERNEL_COUNTS["reused"] - before["reused"]
+    assert reused >= 10 and len(rendered) <= compiled + 2
+
+
+def test_kernels_differing_in_a_zero_sign_or_the_math_settings_are_rendered_apart(
+        monkeypatch):
+    """The structure key holds constants by their bits and the math settings the renderer
+    reads: such kernels get their own text and code (results show the zero signs)."""
+    def fn(x):
+        for c in (0.0, -0.0, 0.0, -0.0):
+            x = np.sin(x - x.max(axis=-1, keepdims=True)) * c
+        return x
+
+    rendered = _rendered(monkeypatch)
+    with config(fusion_max_ops=4, cache_max_mb=0):
+        assert_matches_numpy(fn, np.random.rand(4, 8), ulps=4)
+        first = len(rendered)
+        assert first >= 2
+        with mathlib.scalar_math_only():
+            assert_matches_numpy(fn, np.random.rand(4, 8), ulps=4)
+    assert len(rendered) > first
