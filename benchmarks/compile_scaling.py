@@ -4,7 +4,9 @@ Compile time must grow linearly with program size: run by hand,
 ``python benchmarks/compile_scaling.py [N ...]`` (default 1000 2000 4000 10000) and compare
 the per-op times across N. ``compiled``/``reused`` count the kernels LLVM compiled and
 those that reused an identical kernel's code (``jit.KERNEL_COUNTS``). ``--profile N``
-prints cProfile's top functions for one size.
+prints cProfile's top functions for one size; ``--first-call [N ...]`` times each
+program's first call through ``autoroute`` in a fresh process (CPU and wall seconds, and
+the fallback's reason where it runs as Python).
 """
 
 from __future__ import annotations
@@ -86,7 +88,49 @@ def stages(fn: Callable, args: tuple) -> dict[str, float]:
     return times
 
 
+FIRST_CALL = """
+import resource, sys, time, warnings
+import numpy as np
+sys.path.insert(0, {folder!r})
+from compile_scaling import {kind} as make
+from autojit import autoroute
+fn = autoroute(make({n}), force="cpu")
+x = np.ones((4, 8))
+wall, cpu = time.perf_counter(), time.process_time()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    fn(x)
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+fallbacks = fn.stats()["fallbacks"]
+print(f"{{cpu:.2f}} {{wall:.2f}} {{fallbacks[0] if fallbacks else 'compiled'}}")
+"""
+
+
+def first_call(kind: str, n: int) -> tuple[float, float, str]:
+    """Return (CPU s, wall s, the fallback's reason or "compiled") of the first call of
+    ``kind``'s n-op program through ``autoroute``, in a fresh process with an empty disk
+    cache (CPU time is what a shared machine measures faithfully)."""
+    import os
+    import subprocess
+    import tempfile
+    folder = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory() as cache:
+        out = subprocess.run([sys.executable, "-c", FIRST_CALL.format(folder=folder,
+                                                                      kind=kind, n=n)],
+                             env={**os.environ, "AUTOJIT_CACHE_DIR": cache},
+                             capture_output=True, text=True, check=True).stdout
+    cpu, wall, reason = out.strip().split(" ", 2)
+    return float(cpu), float(wall), reason
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--first-call"]:     # ops -> first-call seconds, CPU and wall
+        for name in ("chain", "mixed", "distinct"):
+            for n in [int(a) for a in argv[1:]] or [1000, 2000, 5000, 10000, 20000]:
+                cpu, wall, reason = first_call(name, n)
+                print(f"{name:8} N={n:6}  cpu={cpu:.2f}  wall={wall:.2f}  {reason}",
+                      flush=True)
+        return
     if argv[:1] == ["--profile"]:
         n = int(argv[1])
         profile = cProfile.Profile()

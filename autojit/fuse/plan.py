@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -221,6 +221,7 @@ class _KernelEmitter:
         back before overwriting it. Softmax computes ``exp(x - max)`` once, not twice."""
         last = self.group.phases - 1
         spills: dict[int, int] = {}
+        calls_math: dict[int, bool] = {}
         for result_id in self.group.nodes if last > 0 else ():
             result = self.graph.node(result_id)
             if (result_id not in self.in_memory or result.op is Op.WRITE
@@ -231,11 +232,35 @@ class _KernelEmitter:
             candidates = [v for v in cone if v not in spills and v != result_id
                           and self.group.placement[v].phase < last
                           and self.graph.node(v).type == result.type
-                          and any(OP_TABLE[self.graph.node(u).op].math_name
-                                  for u in self._row_cone(v))]
+                          and self._calls_math(v, calls_math)]
             if candidates:
                 spills[max(candidates)] = result_id
         return spills
+
+    def _is_row(self, node_id: int) -> bool:
+        placement = self.group.placement.get(node_id)
+        return placement is not None and placement.level == "row"
+
+    def _calls_math(self, node_id: int, memo: dict[int, bool]) -> bool:
+        """Return whether a row value's cone (``_row_cone``) has a libm call. ``memo`` holds
+        the answer of every value visited, so a kernel visits each row value once (a cone
+        walked per candidate was quadratic in the kernel's size: 0.3 s of a 10,000-op
+        program's plan)."""
+        pending = [node_id]
+        while pending:
+            current = pending[-1]
+            if current in memo:
+                pending.pop()
+                continue
+            inputs = [i for i in self.graph.node(current).inputs if self._is_row(i)]
+            missing = [i for i in inputs if i not in memo]
+            if missing:
+                pending.extend(missing)
+                continue
+            pending.pop()
+            memo[current] = (bool(OP_TABLE[self.graph.node(current).op].math_name)
+                             or any(memo[i] for i in inputs))
+        return memo[node_id]
 
     def _row_cone(self, node_id: int) -> set[int]:
         """Return ``node_id`` and the row values of this kernel it is computed from."""
@@ -326,18 +351,19 @@ class _KernelEmitter:
         if node_id not in self.result_buffers:
             node, where = self.graph.node(node_id), self.group.placement[node_id]
             strides, axes = self.strides(node.type.shape, True, where.form)
-            position = [n for n in self.group.nodes if n in self.in_memory].index(node_id)
             self.result_buffers[node_id] = self.kb.add_buffer(
-                f"out{position}", node.type.dtype, strides, True, node_id, axes)
+                f"out{self.stored[node_id]}", node.type.dtype, strides, True, node_id, axes)
         return self.result_buffers[node_id]
 
     def emit(self) -> Kernel:
         self.spills = self._choose_spills()
         self.result_buffers: dict[int, int] = {}
+        #: stored value -> its position among the kernel's results (its buffer's name)
+        self.stored = {n: i for i, n in enumerate(
+            n for n in self.group.nodes if n in self.in_memory)}
         for node_id in self.group.nodes:
             self.value(node_id, self.group.placement[node_id])
-        stored = [n for n in self.group.nodes if n in self.in_memory]
-        for node_id in stored:
+        for node_id in self.stored:
             where = self.group.placement[node_id]
             buffer = self._result_buffer(node_id)
             self.kb.position(where.level, where.phase)
@@ -347,16 +373,51 @@ class _KernelEmitter:
                               self.group.phases)
 
 
-def plan_kernels(graph: Graph, contiguous: Sequence[bool],
-                 max_ops: int = DEFAULT_MAX_OPS) -> Plan:
+@dataclass(frozen=True)
+class Outline:
+    """What a kernel is before it is emitted, for a compile-cost estimate that need not
+    emit it (``plan_kernels``' ``check``): its loops (``phases``), graph ops, and a ``key``
+    equal for kernels whose module texts are equal (it may tell apart a few that are not)."""
+
+    phases: int
+    ops: int
+    key: tuple
+
+
+def _const_key(node: Node) -> object:
+    """The constant as its kernel text holds it (its bytes in its dtype: -0.0 is not 0.0)."""
+    try:
+        return np.asarray(node.attr("value"), node.type.dtype).tobytes()
+    except (TypeError, ValueError, OverflowError):
+        return repr(node.attr("value"))
+
+
+def _outline(graph: Graph, group: Group, in_memory: set[int]) -> Outline:
+    """Return ``group``'s Outline: the ops (and dtypes) it emits in order, and the values
+    of the constants they read (rendered into the text), with its phases."""
+    emitted = sorted(group.placement)
+    nodes = [graph.node(n) for n in emitted]
+    consts = tuple(_const_key(graph.node(i)) for node in nodes for i in node.inputs
+                   if graph.node(i).op is Op.CONST and i not in in_memory)
+    ops = tuple((node.op, node.type.dtype.str) for node in nodes)
+    return Outline(group.phases, len(emitted), (group.phases, ops, consts))
+
+
+def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAULT_MAX_OPS,
+                 check: Callable[[Sequence[Outline]], None] | None = None) -> Plan:
     """Partition ``graph`` and emit one Kernel per group.
 
     ``contiguous[i]`` says whether parameter i is a C-contiguous array (from the signature).
+    ``check`` sees the kernels' outlines before they are emitted (emitting is most of the
+    planning time) and raises to stop: a program over the compile budget falls back
+    within the time its trace and partition took.
     """
     graph = split_reductions(graph)
     groups = partition_graph(graph, max_ops)
     allocations = _materialised(graph, groups)
     in_memory = set(allocations)
+    if check is not None:
+        check([_outline(graph, g, in_memory) for g in groups if not g.library])
     kernels: list[Kernel] = []
     libraries: list[LibraryCall] = []
     order: list[tuple[str, int]] = []
@@ -372,4 +433,4 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool],
     return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order))
 
 
-__all__ = ["DEFAULT_MAX_OPS", "LEAF_OPS", "Plan", "plan_kernels"]
+__all__ = ["DEFAULT_MAX_OPS", "LEAF_OPS", "Outline", "Plan", "plan_kernels"]

@@ -10,10 +10,13 @@ and plan took. This module does not import llvmlite.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autojit.errors import CompileError
 from autojit.ir.kernel import Kernel
+
+if TYPE_CHECKING:   # the planner's type; lower_cpu does not import fuse at run time
+    from autojit.fuse.plan import Outline
 
 #: kernels with more instructions than this are optimised lean (``jit.optimize_module``): no
 #: loop interleaving or unrolling. A body that long already has the independent work those
@@ -58,6 +61,23 @@ def estimate_seconds(kernels: Sequence[Kernel]) -> tuple[float, int]:
                  * (1 if len(k.body) > LEAN_BODY else 2) for k in distinct.values())
     render_s = sum(RENDER_S + RENDER_INSTRUCTION_S * len(k.body) for k in kernels)
     return render_s + llvm_s, len(distinct)
+
+
+def check_outlines(ops: int, outlines: Sequence[Outline]) -> None:
+    """Raise ``CompileBudgetError`` when even a lower bound of the compile time of a
+    program of ``ops`` graph ops is over ``COMPILE_BUDGET_S``, from its kernels' outlines
+    (``plan_kernels``' check, before they are emitted): each distinct kernel's loops,
+    compiled lean (a 10,000-op program of 129 distinct kernels, 899 loops: 8 s of LLVM).
+    The check after emission (``check_budget``) counts the instructions too."""
+    distinct = {o.key: o for o in outlines}
+    seconds = (RENDER_S * len(outlines)
+               + sum(PHASE_S * o.phases for o in distinct.values()))
+    if seconds > COMPILE_BUDGET_S:
+        raise CompileBudgetError(
+            f"too large to compile in time: {ops} ops in {len(outlines)} kernels "
+            f"({len(distinct)} distinct, {sum(o.phases for o in distinct.values())} loops) "
+            f"would take at least {seconds:.1f} s of LLVM, over the {COMPILE_BUDGET_S:g} s "
+            "budget")
 
 
 def check_budget(kernels: Sequence[Kernel]) -> None:

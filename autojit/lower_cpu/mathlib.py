@@ -35,7 +35,7 @@ from llvmlite.ir.instructions import CallInstrAttributes
 
 from autojit.ir.ops import OP_TABLE, PRIMITIVES
 from autojit.lower_cpu.libm_symbols import glibc_address, private_name
-from autojit.lower_cpu.own_math import own_function
+from autojit.lower_cpu.own_math import own_available, own_function
 from autojit.lower_cpu.svml_symbols import LANES
 from autojit.lower_cpu.svml_symbols import private_name as svml_private_name
 
@@ -164,6 +164,18 @@ def variant_attribute(math_name: str, itemsize: int, arity: int) -> str:
         f"_ZGV_LLVM_N{lanes}{'v' * arity}_{name}({symbol})" for lanes, symbol in variants
     )
     return f'"{_VARIANT_ATTR}"="{mappings}"' if mappings else ""
+
+
+def math_environment() -> tuple:
+    """Return what, besides a kernel, decides the text ``MathCalls`` writes for it: per
+    math function, size and its arity, the vector variants present and whether an own
+    function is used (``scalar_math_only``, ``libm_only`` and the libraries loaded), and the
+    NumPy SVML routine called instead where one is bound.
+    ``jit`` keys reuse without rendering by it."""
+    return tuple((info.math_name, itemsize, vector_variants(info.math_name, itemsize,
+                                                            info.arity),
+                  own_available(info.math_name), svml_routine(info.math_name, itemsize))
+                 for info in OP_TABLE.values() if info.math_name for itemsize in (4, 8))
 
 
 @dataclass

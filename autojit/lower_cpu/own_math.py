@@ -124,6 +124,11 @@ def _build_exp(module: ir.Module, ty: ir.Type) -> ir.Function:
 OWN_MATH: dict[str, Callable[[ir.Module, ir.Type], ir.Function]] = {"exp": _build_exp}
 
 
+def own_available(math_name: str) -> bool:
+    """Return whether ``own_function`` has an implementation of ``math_name`` here."""
+    return math_name in OWN_MATH and not _LIBM_ONLY.get()
+
+
 def own_function(module: ir.Module, math_name: str, ty: ir.Type) -> ir.Function | None:
     """Return the module's own implementation of ``math_name`` at ``ty`` (defining it once),
     or None when there is none or :func:`libm_only` is in effect."""

@@ -23,7 +23,7 @@ from autojit.errors import (
 )
 from autojit.fuse.plan import Plan, plan_kernels
 from autojit.ir.fp_errors import numpy_reports_fp_errors
-from autojit.lower_cpu.budget import CompileBudgetError, check_budget
+from autojit.lower_cpu.budget import CompileBudgetError, check_budget, check_outlines
 from autojit.policy import disk_cache
 from autojit.policy.backends import (
     CALL_MISS,
@@ -382,11 +382,14 @@ class Dispatcher:
         try:
             graph = trace_function(self.fn, args, self.__qualname__)
             contiguous = [bool(k[0] in "ag" and k[4]) for k in signature]
-            entry = Entry(signature, plan_kernels(graph, contiguous, settings.fusion_max_ops),
-                          guards=guards)
+            # over the CPU's compile budget: Python, decided before the kernels are emitted
+            check = (None if settings.force == "gpu"
+                     else functools.partial(check_outlines, len(graph.nodes)))
+            entry = Entry(signature, plan_kernels(graph, contiguous, settings.fusion_max_ops,
+                                                  check), guards=guards)
         except (BroadcastError, CallRaisesError):
             return None, {}   # depends on these arguments' values: run Python, cache nothing
-        except TraceError as exc:
+        except (TraceError, CompileBudgetError) as exc:
             entry = Entry(signature, None, str(exc), guards=guards)
             self._note_fallback(str(exc))
         except Exception as exc:  # an autojit bug while planning: run the Python instead

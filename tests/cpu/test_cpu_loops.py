@@ -171,6 +171,7 @@ def test_missing_rule_is_a_compile_error() -> None:
 
 def test_llvm_rejection_carries_numbered_source(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jit, "render_llvm", lambda kernel, symbol: "define void @f() {\n}\n")
+    jit.forget_kernels()   # an identical kernel compiled earlier would be reused unrendered
     with pytest.raises(CompileError) as info:
         compile_kernel(_chain_kernel(F64))
     message = str(info.value)
