@@ -128,17 +128,17 @@ class KernelBuilder:
     def load_scalar(self, param: int) -> int:
         return self.emit(Op.LOAD_SCALAR, (), self.scalars[param].dtype, param)
 
-    def cast(self, value: int, dtype: np.dtype, single: bool = False) -> int:
+    def cast(self, value: int, dtype: np.dtype) -> int:
         """Convert like NumPy's astype. Float to integer is what NumPy's C casts do on x86
         (out-of-range and NaN are undefined in C, so NumPy's answer is the instruction's):
         ``cvttsd2si`` truncation to int32 (int8/16, uint8/16 keep its low bits, so -1.0 ->
-        uint8 255) or int64, with INT_MIN for NaN and out-of-range values; uint32/uint64 by
-        the compilers' vector form, ``x >= 2**(w-1) ? cvtt(x - 2**(w-1)) ^ 2**(w-1) :
-        cvtt(x)``. NumPy's scalar remainder loop (the last ``n % 4`` elements of a
-        contiguous cast, every element of a strided one) differs from it for uint32 on NaN
-        and on values below -2**31 or from 2**32: it keeps the low bits of an int64
-        ``cvttsd2si``. A ``single`` value (one element: NumPy casts it in that remainder
-        loop, whatever the layout) gets the scalar form; arrays follow the vector loop."""
+        uint8 255) or int64, with INT_MIN for NaN and out-of-range values; uint32 keeps the
+        low 32 bits of the int64 truncation (NaN -> 0, -2**31 - 1 -> 2**31 - 1) and uint64
+        is the compilers' form ``x >= 2**63 ? cvtt(x - 2**63) ^ 2**63 : cvtt(x)``.
+        For uint32 that is NumPy's scalar loop (every element of a strided or short cast,
+        the last ``n % 4`` of a contiguous one); its SIMD loop differs on NaN, below -2**31
+        and from 2**32 (2**31 or 0), by the element's position, and only then raises the FP
+        'invalid' flag, so NumPy's scalar answer is the one answer for every position."""
         dtype = np.dtype(dtype)
         source = self._dtypes[value]
         if source == dtype:
@@ -147,10 +147,9 @@ class KernelBuilder:
             return self.emit(Op.CAST, (value,), dtype)  # folded with NumPy's own astype
         if source.kind != "f" or dtype.kind not in "iu":
             return self.emit(Op.CAST, (value,), dtype)
-        width = np.dtype(np.int64) if dtype.itemsize == 8 else np.dtype(np.int32)
-        if single and dtype == np.uint32:
-            width = np.dtype(np.int64)
-        if dtype.kind == "i" or dtype.itemsize < 4 or width.itemsize > dtype.itemsize:
+        width = np.dtype(np.int64) if dtype.itemsize >= 4 and dtype != np.int32 \
+            else np.dtype(np.int32)
+        if dtype.kind == "i" or width.itemsize > dtype.itemsize:
             return self.cast(self._truncate_x86(value, source, width), dtype)
         half = 2.0 ** (8 * width.itemsize - 1)
         big = self.emit(Op.GE, (value, self.const(half, source)), np.dtype(bool))

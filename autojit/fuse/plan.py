@@ -316,8 +316,7 @@ class _KernelEmitter:
         self.kb.position(where.level, where.phase)
         self.kb.current_node = node.id
         if node.op is Op.CAST:
-            single = all(d == 1 for d in node.type.shape)   # one element (0-d, keepdims)
-            return self.kb.cast(operands[0], node.type.dtype, single)
+            return self.kb.cast(operands[0], node.type.dtype)
         if node.op is Op.REDUCE:
             return self._reduce(node, operands[0])
         if node.op is Op.SCAN:   # at row level (a later phase reading it scans again)

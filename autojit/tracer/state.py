@@ -283,7 +283,7 @@ class TraceState:
         self.versions[param] = written
 
     def add_const(self, value: Any, dtype: np.dtype) -> int:
-        dtype = np.dtype(dtype)
+        dtype = np.dtype(np.dtype(dtype).str)   # np.longlong's dtype is int64's: one node, one type
         python_value = np.asarray(value).astype(dtype).item()
         key = (dtype.str, repr(python_value))
         if key not in self.consts:

@@ -11,6 +11,9 @@ Tolerance only for values tainted by an inexact op (see ``program.py``):
   of terms (the largest array of the call) and ``n * scale`` bounds ``sum|x|``;
 * a non-finite value against a finite one is allowed only where the finite one is within
   that tolerance of overflow; NaN against a number never; zero signs are not compared.
+
+Values are not compared at all (``values=False``) in a call where NumPy's float -> uint32
+cast answered by position (``runner._position_dependent`` gives the rule).
 """
 
 from __future__ import annotations

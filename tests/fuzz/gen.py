@@ -318,6 +318,14 @@ class Generator:
             return str(self.rng.randint(0, 4))
         return exponent
 
+    def _dtype_kwarg(self, x: str) -> list[str]:
+        """``dtype=`` for a reduction or scan of ``x``: not an integer or bool one for an
+        inexact ``x`` (that casts each term to an integer, where an ULP can flip it)."""
+        dtype = self._dtype()
+        if np.dtype(dtype).kind in "biu" and not self.taint.get(x, EXACT).exact:
+            return []
+        return [f"dtype=np.{dtype}"]
+
     def _with_op(self, expr: str, operands: str, inexact_name: str | None,
                  reduced: bool = False) -> tuple[str, Taint]:
         """``expr`` and its taint: the operands' plus the op's own (the op's bound is
@@ -384,7 +392,7 @@ class Generator:
         if name not in ("count_nonzero",) and rng.random() < 0.3:
             kwargs.append(f"keepdims={rng.random() < 0.7}")
         if name in TAKES_DTYPE and rng.random() < 0.25:
-            kwargs.append(f"dtype=np.{self._dtype()}")
+            kwargs += self._dtype_kwarg(x)
         if name in ("std", "var") and rng.random() < 0.3:
             kwargs.append(f"ddof={rng.choice((0, 1, 2))}")
         method = name in METHOD_REDUCTIONS and rng.random() < 0.4 and _is_array(ns[x])
@@ -405,7 +413,7 @@ class Generator:
         if nd and rng.random() < 0.7:
             kwargs.append(f"axis={rng.randrange(-nd, nd)}")
         if rng.random() < 0.2:
-            kwargs.append(f"dtype=np.{self._dtype()}")
+            kwargs += self._dtype_kwarg(x)
         if rng.random() < 0.3:
             return self._with_op(f"{x}.{name}({', '.join(kwargs)})", x, None, True)
         return self._with_op(f"np.{name}({', '.join([x] + kwargs)})", x, None, True)

@@ -5,6 +5,9 @@ layouts; the first shapes again) on ONE ``autoroute(f)`` dispatcher and on one
 ``autoroute(f, force="cpu")``, and on a fresh ``autoroute(f)`` per call over the same (warm)
 disk cache, each call on fresh, identical inputs built by the program's ``call_i()`` source.
 A fallback to plain Python (FallbackWarning) is correct, and counted.
+One class of values is unspecified: those of a call in which NumPy's own float -> uint32
+cast answered by the element's position (``_position_dependent``: NumPy warned 'invalid
+value' and uint32 is involved); their types, dtypes, shapes and exceptions still count.
 """
 
 from __future__ import annotations
@@ -109,13 +112,21 @@ def _call(fn: Any, args: list[Any], warn: bool,
 
 
 def _position_dependent(seen: set[str], text: str, args: list[Any]) -> bool:
-    """True when NumPy's values may not be one answer: it reported an invalid operation
-    (maybe a cast of NaN or an out-of-range float) and uint32 is involved. C leaves that
-    cast undefined; NumPy's vector loop gives 2**31 for NaN, its scalar loop (the last
-    n % 4 elements of a contiguous cast, every element of a strided one, a reduction's
-    buffered tail) the low bits of an int64 truncation, 0: the same value casts otherwise
-    by its position in one call (autojit follows the vector loop, and the scalar one for a
-    single element). Every other float to integer cast agrees between NumPy's loops."""
+    """True when NumPy's values may not be one answer: it reported an invalid operation and
+    uint32 is involved. The rule (measured on NumPy 2.4, x86 AVX-512/AVX2; the harness test
+    checks its premise): every float -> integer cast of NaN, ±inf or an out-of-range value
+    is one answer in NumPy, whatever the length, position or layout, except to uint32.
+    There NumPy's scalar loop (every element of a strided or short cast, the last n % 4 of
+    a contiguous one, a reduction's or a write's small blocks) keeps the low 32 bits of an
+    int64 truncation (NaN -> 0, -2**31 - 1 -> 2**31 - 1, 2**32 + 5 -> 5) and its SIMD loop
+    gives 2**31 or 0 for NaN, below -2**31 and from 2**32: by position, in one call. autojit
+    gives the scalar loop's answer everywhere, so it can differ from NumPy only where that
+    SIMD loop ran on such a value, and that loop then always raises the FP 'invalid' flag:
+    NumPy warns "invalid value encountered in cast" (in ``reduce`` or the ufunc's name when
+    the cast is a ufunc's ``dtype=``/``out=``). Such a call's values are unspecified (its
+    result types, dtypes, shapes and exceptions are still compared); a call without that
+    warning, or without uint32, is compared value for value (all other targets, and uint32
+    where NumPy's loops agree, e.g. -0.5, 3e9 or a strided -3e9)."""
     return INVALID_CAST in seen and ("uint32" in text or any(
         getattr(a, "dtype", None) == np.uint32 for a in args))
 

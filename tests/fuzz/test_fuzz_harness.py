@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,43 @@ def test_numpys_position_dependent_uint32_casts_are_not_compared() -> None:
     assert runner._position_dependent({runner.INVALID_CAST}, "np.uint32", [])
     assert not runner._position_dependent({runner.INVALID_CAST}, "np.int32", [nan5])
     assert not runner._position_dependent(set(), "np.uint32", [])
+
+
+def _scalar_loop_uint32(x: float) -> int:
+    """NumPy's scalar loop: the low 32 bits of an int64 truncation (INT64_MIN outside)."""
+    return 0 if x != x or not -2.0**63 <= x < 2.0**63 else int(x) % 2**32
+
+
+def test_numpys_uint32_casts_leave_its_scalar_loop_only_with_the_invalid_flag() -> None:
+    """The premise of ``_position_dependent``: wherever NumPy's float -> uint32 answer is
+    not its scalar loop's (the one autojit gives), NumPy warned 'invalid value' in that
+    call, through astype, writes, copyto, ufunc ``out=``/``dtype=`` and reductions."""
+    values = [np.nan, np.inf, -np.inf, -2.0**31 - 1, -3e9, -1e20, 2.0**32 + 4096, 5e9,
+              2.0**63 - 1024, 1e20, -0.5, 3e9]
+    rng = np.random.default_rng(3)
+    def write(b: np.ndarray) -> np.ndarray:
+        out = np.zeros(b.size, np.uint32)
+        out[...] = b
+        return out
+
+    methods = {
+        "astype": lambda b: b.astype(np.uint32), "write": write,
+        "out": lambda b: np.positive(b, out=np.zeros(b.size, np.uint32), casting="unsafe"),
+        "sum": lambda b: np.add.accumulate(b, dtype=np.uint32),
+    }
+    for source in (np.float32, np.float64):
+        for n in (1, 3, 4, 5, 8, 13, 64):
+            for strided in (False, True):
+                x = np.array(rng.choice(values, n)).astype(source)
+                b = np.stack([x, x], -1)[..., 0] if strided else x
+                scalar = np.array([_scalar_loop_uint32(float(v)) for v in x], np.uint64)
+                for name, method in methods.items():
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always")
+                        got = method(b)
+                    want = np.cumsum(scalar) % 2**32 if name == "sum" else scalar
+                    warned = any(runner.INVALID_CAST in str(w.message) for w in caught)
+                    assert warned or np.array_equal(got, want), (source, n, strided, name)
 
 
 def test_clips_bound_operand_taints_its_result_and_bounds_include_numpys_avx512() -> None:
