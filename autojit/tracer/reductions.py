@@ -77,6 +77,8 @@ def reduce_proxy(x: Any, kind: str, axes: tuple[int, ...], keepdims: bool,
             if isinstance(dim, str):
                 state.nonempty.add(dim)
     attrs = (("axes", axes), ("keepdims", bool(keepdims)), ("kind", kind))
+    if source is not x:   # NumPy casts through its iterator's buffer, 8192 elements a time
+        attrs = (("buffered", True), *attrs)
     node = state.add_node(Op.REDUCE, (source.node,), TensorType(out_dtype, shape), attrs,
                           user_location(3))
     return Proxy(node, TensorType(out_dtype, shape), is_scalar=not shape)

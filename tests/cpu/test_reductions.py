@@ -62,10 +62,10 @@ def test_reductions_match_numpy(dtype, axis, keepdims):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        assert_matches_numpy(program, x, labels=names, rtol=1e-6 if dtype == np.float32
-                             else 1e-12, atol=1e-12)
+        assert_matches_numpy(program, x, labels=names)   # NumPy's order: bit for bit
+        # float sums of a reversed view add in memory order: those run as Python
         assert_matches_numpy(program, x[:, ::-1, ::2], labels=names,
-                             rtol=1e-6 if dtype == np.float32 else 1e-12, atol=1e-12)
+                             allowed_fallbacks=["in memory order"])
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "float32", "float64"])
@@ -196,11 +196,12 @@ def test_variance_of_empty_rows_is_numpy_s_nan(empty_first):
 
 
 def test_a_wide_sum_after_a_row_reduction_rides_along_its_pass():
-    """mean over (B,H,W) of a value computed from per-image statistics: per-image partial
-    sums in the statistics kernel, then a B-element kernel (no (B,H,W) temporary)."""
-    x = RNG.random((4, 6, 5))
+    """sum over (B,H,W) of a value computed from per-image statistics: per-image partial
+    sums in the statistics kernel, then a B-element kernel (no (B,H,W) temporary). Integer
+    sums only: a float sum keeps NumPy's one pairwise run over (B,H,W)."""
+    x = RNG.integers(-50, 50, (4, 6, 5))
     fn = lambda a: np.sum((a - a.max(axis=(1, 2), keepdims=True)) ** 2)   # noqa: E731
-    f = assert_matches_numpy(fn, x, rtol=1e-12)
+    f = assert_matches_numpy(fn, x)
     ins = f.inspect(x)
     assert len(ins.kernels) == 2
     assert ins.traffic[0].write_bytes == 4 * 8               # the four per-image partials,
@@ -239,11 +240,12 @@ def test_softmax_computes_exp_once_per_element():
     it; the result is still NumPy's (within the exp ULP bound) on odd shapes and strides."""
     f = autoroute(softmax)
     x = RNG.standard_normal((7, 33, 129)).astype(np.float32)[:, ::2, 1:]
-    kernel = f.inspect(x).plan.kernels[0]
+    kernel = f.inspect(np.ascontiguousarray(x)).plan.kernels[0]
     assert sum(ins.op is Op.EXP for ins in kernel.body) == 1
     assert len(kernel.aliased_buffers) == 2          # the spill and the result: no noalias
-    for args in ((x,), (x[0],), (np.float64(3.0) * x[:, :1],)):
-        assert_matches_numpy(softmax, *args, rtol=2e-6, atol=1e-9)
+    for args in ((x,), (x[0],), (np.float64(3.0) * x[:, :1],), (np.ascontiguousarray(x),)):
+        assert_matches_numpy(softmax, *args, rtol=2e-6, atol=1e-9,
+                             allowed_fallbacks=["in memory order"])   # strided: as Python
     with autojit_config(num_threads=3, thread_min_work=0):
         assert_matches_numpy(softmax, RNG.random((3, 5000)), rtol=1e-12, atol=1e-15)
 
