@@ -245,8 +245,8 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
     sums; a block of at most 128 adds element k into accumulator ``k % 8`` (the first
     ``n - n % 8`` elements), then ``((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7))``, then the rest
     one by one (a block of fewer than 8: ``-0.0`` plus each element). The positions are
-    visited in order, so the element code is emitted only twice (eight-way part, rest);
-    the splits run from an explicit stack, each block once."""
+    visited in order (each block's values go through a 128-element scratch array), so
+    the element code is emitted once; the splits run from an explicit stack."""
     b = nest.builder
     types = [llvm_type(acc.source) for acc in sums]
     entry = b.function.entry_basic_block
@@ -256,6 +256,7 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
         else:
             b.position_at_start(entry)
         lanes = [b.alloca(ir.ArrayType(t, 8), name="pw.lanes") for t in types]
+        values = [b.alloca(ir.ArrayType(t, _PAIRWISE_BLOCK), name="pw.values") for t in types]
         lefts = [b.alloca(ir.ArrayType(t, _PAIRWISE_DEPTH), name="pw.left") for t in types]
         results = [b.alloca(t, name="pw.res") for t in types]
         rights = b.alloca(ir.ArrayType(I64, _PAIRWISE_DEPTH), name="pw.right")
@@ -264,7 +265,7 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
         current = b.alloca(I64, name="pw.cur")
         where = b.alloca(I64, name="pw.pos")
 
-    def slot(array: ir.Value, index: ir.Value, ty: ir.Type) -> ir.Value:
+    def slot(array: ir.Value, index: ir.Value) -> ir.Value:
         return b.gep(array, [_i64(0), index], inbounds=True)
 
     def visit(pos: ir.Value, into: Callable[[int], Callable[[ir.Value], None]]) -> None:
@@ -277,37 +278,36 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
         nest.values.update(saved)
 
     def block(start: ir.Value, length: ir.Value) -> None:
-        """``pairwise_sum`` of one block of at most 128 elements, into ``results``."""
+        """``pairwise_sum`` of one block of at most 128 elements, into ``results``: the
+        element code runs once per position (a plain loop the vectoriser takes), storing
+        the summed values; then the eight-lane sum over them, as NumPy adds them."""
+        def value(i: ir.Value) -> None:
+            def into(n: int) -> Callable[[ir.Value], None]:
+                return lambda v: b.store(v, slot(values[n], i))
+            visit(b.add(start, i, flags=("nsw",)), into)
+        _emit_counted_loop(b, length, "pw.values", value)
         eights = b.and_(length, _i64(-8))
         for lane, t in zip(lanes, types, strict=True):
             for k in range(8):
-                b.store(ir.Constant(t, -0.0), slot(lane, _i64(k), t))
+                b.store(ir.Constant(t, -0.0), slot(lane, _i64(k)))
 
         def octet(j: ir.Value) -> None:
-            base = b.add(start, b.shl(j, _i64(3)), flags=("nsw",))
-
-            def one(k: ir.Value) -> None:
-                def into(n: int) -> Callable[[ir.Value], None]:
-                    def add(v: ir.Value) -> None:
-                        cell = slot(lanes[n], k, types[n])
-                        b.store(b.fadd(b.load(cell), v), cell)
-                    return add
-                visit(b.add(base, k, flags=("nsw",)), into)
-            _emit_counted_loop(b, _i64(8), "pw.lane", one)
-
+            base = b.shl(j, _i64(3))
+            for lane, vals in zip(lanes, values, strict=True):
+                for k in range(8):
+                    cell = slot(lane, _i64(k))
+                    at = b.add(base, _i64(k), flags=("nsw",)) if k else base
+                    b.store(b.fadd(b.load(cell), b.load(slot(vals, at))), cell)
         _emit_counted_loop(b, b.ashr(length, _i64(3)), "pw.octet", octet)
-        for lane, res, t in zip(lanes, results, types, strict=True):
-            r = [b.load(slot(lane, _i64(k), t)) for k in range(8)]
+        for lane, res in zip(lanes, results, strict=True):
+            r = [b.load(slot(lane, _i64(k))) for k in range(8)]
             b.store(b.fadd(b.fadd(b.fadd(r[0], r[1]), b.fadd(r[2], r[3])),
                            b.fadd(b.fadd(r[4], r[5]), b.fadd(r[6], r[7]))), res)
-        tail_start = b.add(start, eights, flags=("nsw",))
 
         def rest(k: ir.Value) -> None:
-            def into(n: int) -> Callable[[ir.Value], None]:
-                def add(v: ir.Value) -> None:
-                    b.store(b.fadd(b.load(results[n]), v), results[n])
-                return add
-            visit(b.add(tail_start, k, flags=("nsw",)), into)
+            at = b.add(eights, k, flags=("nsw",))
+            for vals, res in zip(values, results, strict=True):
+                b.store(b.fadd(b.load(res), b.load(slot(vals, at))), res)
         _emit_counted_loop(b, b.sub(length, eights), "pw.rest", rest)
 
     def run(start: ir.Value, length: ir.Value) -> None:
@@ -327,8 +327,8 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
             half = b.sdiv(cur, _i64(2))
             half = b.sub(half, b.and_(half, _i64(7)))
             sp = b.load(depth_at)
-            b.store(b.sub(cur, half), slot(rights, sp, I64))
-            b.store(_i64(0), slot(states, sp, I64))
+            b.store(b.sub(cur, half), slot(rights, sp))
+            b.store(_i64(0), slot(states, sp))
             b.store(b.add(sp, _i64(1)), depth_at)
             b.store(half, current)
         b.cbranch(split, descend, leaf)
@@ -341,20 +341,20 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
         sp = b.load(depth_at)
         top = b.sub(sp, _i64(1))
         nonempty = b.icmp_signed(">", sp, _i64(0))
-        right_done = b.select(nonempty, b.load(slot(states, b.select(nonempty, top, _i64(0)),
-                                                    I64)), _i64(0))
+        safe_top = b.select(nonempty, top, _i64(0))
+        right_done = b.select(nonempty, b.load(slot(states, safe_top)), _i64(0))
         b.cbranch(b.and_(nonempty, b.icmp_signed("==", right_done, _i64(1))), combine, climb)
         b.position_at_end(combine)
-        for left, res, t in zip(lefts, results, types, strict=True):
-            b.store(b.fadd(b.load(slot(left, top, t)), b.load(res)), res)
+        for left, res in zip(lefts, results, strict=True):
+            b.store(b.fadd(b.load(slot(left, top)), b.load(res)), res)
         b.store(top, depth_at)
         b.branch(ascend)
         b.position_at_end(climb)              # a finished left half: the right one next
         with b.if_then(nonempty):
-            for left, res, t in zip(lefts, results, types, strict=True):
-                b.store(b.load(res), slot(left, top, t))
-            b.store(_i64(1), slot(states, top, I64))
-            b.store(b.load(slot(rights, top, I64)), current)
+            for left, res in zip(lefts, results, strict=True):
+                b.store(b.load(res), slot(left, top))
+            b.store(_i64(1), slot(states, top))
+            b.store(b.load(slot(rights, top)), current)
         b.cbranch(nonempty, descend, done)
         b.position_at_end(done)
         for acc, res in zip(sums, results, strict=True):
