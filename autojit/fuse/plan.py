@@ -39,6 +39,9 @@ class Plan:
     libraries: tuple[LibraryCall, ...] = ()
     order: tuple[tuple[str, int], ...] = ()
     schedule_cache: dict = field(default_factory=dict, compare=False, repr=False)
+    #: why the CPU runs this plan as Python ('' when it does not): a float sum whose
+    #: order NumPy takes from memory layout (the GPU, exact only to tolerances, runs it)
+    cpu_refusal: str = ""
 
     @property
     def steps(self) -> tuple[tuple[str, int], ...]:
@@ -132,17 +135,20 @@ def c_ordered_values(graph: Graph, contiguous: Sequence[bool]) -> set[int]:
     return ordered
 
 
-def _check_summation_order(graph: Graph, ordered: set[int]) -> None:
-    """Refuse float sums and products of arrays whose memory order is not known when
-    compiling: NumPy's reduction iterator walks memory order (axes sorted by stride,
-    reversed axes flipped), and the order decides rounding, overflow and inf * 0."""
+def _summation_order_refusal(graph: Graph, ordered: set[int]) -> str:
+    """Return why the CPU cannot give NumPy's bits ('' when it can): a float sum or
+    product of an array whose memory order is not known when compiling. NumPy's reduction
+    iterator walks memory order (axes sorted by stride, reversed axes flipped), and the
+    order decides rounding, overflow and inf * 0."""
     for node in graph.nodes:
         if node.op is Op.REDUCE and ordered_reduction(node.attr("kind"), node.type.dtype) \
                 and node.inputs[0] not in ordered:
-            raise UnsupportedError(
-                f"a float {'sum' if node.attr('kind') == 'add' else 'product'} of a strided, "
-                "transposed, reversed or Fortran-ordered array: NumPy combines it in memory "
-                "order, which is not known when compiling", node.loc)
+            what = "sum" if node.attr("kind") == "add" else "product"
+            return str(UnsupportedError(
+                f"a float {what} of a strided, transposed, reversed or Fortran-ordered array: "
+                "NumPy combines it in memory order, which is not known when compiling",
+                node.loc))
+    return ""
 
 
 class _NotFlat(Exception):
@@ -158,8 +164,10 @@ class _KernelEmitter:
     """
 
     def __init__(self, graph: Graph, group: Group, name: str, in_memory: set[int],
-                 contiguous: Sequence[bool], collapse_rows: bool = False) -> None:
+                 contiguous: Sequence[bool], ordered: set[int] | None = None,
+                 collapse_rows: bool = False) -> None:
         self.graph, self.group, self.in_memory = graph, group, in_memory
+        self.ordered = ordered if ordered is not None else {n.id for n in graph.nodes}
         self.contiguous = contiguous
         self.members = set(group.nodes)
         rows = group.row_axes or ()
@@ -424,7 +432,12 @@ class _KernelEmitter:
         placement = self.group.placement[node.id]
         self.kb.position("row", placement.phase)
         pairwise = None
-        if kind == "add" and np.dtype(dtype).kind == "f":
+        if kind == "add" and dtype == np.float32 and node.inputs[0] not in self.ordered:
+            # the CPU refuses this plan (Plan.cpu_refusal); the GPU keeps a float64 sum
+            wide = self.kb.reduce(kind, self.kb.cast(operand, np.float64), np.float64)
+            self.kb.position("outer", placement.phase)
+            return self.kb.cast(wide, dtype)
+        if kind == "add" and np.dtype(dtype).kind == "f" and node.inputs[0] in self.ordered:
             shape = self.graph.node(node.inputs[0]).type.shape
             block = pairwise_block(shape, node.attr("axes"))
             if shape != self.group.shape or (len(block) > 1 and not self.rows_collapsed):
@@ -474,15 +487,16 @@ def pairwise_block(shape: tuple[Dim, ...], axes: tuple[int, ...]) -> tuple[int, 
 
 
 def _emit_kernel(graph: Graph, group: Group, name: str, in_memory: set[int],
-                 contiguous: Sequence[bool]) -> Kernel:
+                 contiguous: Sequence[bool], ordered: set[int]) -> Kernel:
     """Emit one group's kernel, with its row axes as one loop when a pairwise sum runs
     over several of them (and every buffer is flat over them); refuse when it cannot."""
     try:
-        return _KernelEmitter(graph, group, name, in_memory, contiguous).emit()
+        return _KernelEmitter(graph, group, name, in_memory, contiguous, ordered).emit()
     except _NotFlat:
         pass
     try:
-        return _KernelEmitter(graph, group, name, in_memory, contiguous, True).emit()
+        return _KernelEmitter(graph, group, name, in_memory, contiguous, ordered,
+                              True).emit()
     except _NotFlat:
         first = graph.node(group.nodes[0])
         raise UnsupportedError(
@@ -497,7 +511,7 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool],
     ``contiguous[i]`` says whether parameter i is a C-contiguous array (from the signature).
     """
     graph = split_reductions(graph)
-    _check_summation_order(graph, c_ordered_values(graph, contiguous))
+    ordered = c_ordered_values(graph, contiguous)
     groups = partition_graph(graph, max_ops)
     allocations = _materialised(graph, groups)
     in_memory = set(allocations)
@@ -512,8 +526,9 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool],
             continue
         name = f"k{len(kernels)}_{first.op.value}"
         order.append(("kernel", len(kernels)))
-        kernels.append(_emit_kernel(graph, group, name, in_memory, contiguous))
-    return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order))
+        kernels.append(_emit_kernel(graph, group, name, in_memory, contiguous, ordered))
+    return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order),
+                cpu_refusal=_summation_order_refusal(graph, ordered))
 
 
 __all__ = ["DEFAULT_MAX_OPS", "LEAF_OPS", "Plan", "c_ordered_values", "pairwise_block",
