@@ -189,7 +189,8 @@ class KernelBuilder:
     def store(self, buffer: int, value: int) -> None:
         self.emit(Op.STORE, (value,), self.buffers[buffer].dtype, buffer)
 
-    def finish(self, nodes: tuple[int, ...] = (), row_dims: int = 0, phases: int = 1) -> Kernel:
+    def finish(self, nodes: tuple[int, ...] = (), row_dims: int = 0, phases: int = 1,
+               pairwise_from: int | None = None) -> Kernel:
         """Return the Kernel, without instructions no store depends on, renumbered densely."""
         live: set[int] = set()
         for ins in reversed(self.body):
@@ -206,4 +207,5 @@ class KernelBuilder:
         pairwise = tuple((renumber[i], chunk) for i, chunk in self.pairwise.items()
                          if i in renumber)
         return Kernel(self.name, self.loop_sizes, tuple(self.buffers), tuple(self.scalars),
-                      tuple(body), nodes, row_dims, phases, pairwise)
+                      tuple(body), nodes, row_dims, phases, pairwise,
+                      pairwise_from if pairwise else None)

@@ -108,6 +108,17 @@ def _is_index_key(step: tuple) -> bool:
         for k in keys)
 
 
+def _forward_line(node: Node) -> bool:
+    """Whether a view of a C-contiguous array is one line walked forwards (at most one
+    axis longer than 1, every slice step positive): NumPy reduces it in index order."""
+    if not _is_index_key(node.attr("step")) or sum(d != 1 for d in node.type.shape) > 1:
+        return False
+    argument = node.attr("step")[1]
+    return all(not isinstance(k, slice) or k.step is None
+               or (isinstance(k.step, int | np.integer) and k.step > 0)
+               for k in (argument if isinstance(argument, tuple) else (argument,)))
+
+
 def c_ordered_values(graph: Graph, contiguous: Sequence[bool]) -> set[int]:
     """Return the nodes whose NumPy array is C-contiguous for every size (or a scalar):
     C-contiguous arguments, views of them that ``_keeps_c_order``, and every value NumPy
@@ -124,7 +135,7 @@ def c_ordered_values(graph: Graph, contiguous: Sequence[bool]) -> set[int]:
             keep = bool(contiguous[node.attr("param")])
         elif node.op is Op.VIEW:
             source, step = node.inputs[0], node.attr("step")
-            keep = source in ordered and _keeps_c_order(step)
+            keep = source in ordered and (_keeps_c_order(step) or _forward_line(node))
             if not keep and source in axes_in_order and _is_index_key(step):
                 axes_in_order.add(node.id)
         else:
@@ -165,7 +176,7 @@ class _KernelEmitter:
 
     def __init__(self, graph: Graph, group: Group, name: str, in_memory: set[int],
                  contiguous: Sequence[bool], ordered: set[int] | None = None,
-                 collapse_rows: bool = False) -> None:
+                 collapse_rows: bool = False, span_rows: bool = False) -> None:
         self.graph, self.group, self.in_memory = graph, group, in_memory
         self.ordered = ordered if ordered is not None else {n.id for n in graph.nodes}
         self.contiguous = contiguous
@@ -178,6 +189,9 @@ class _KernelEmitter:
         self.collapsed = not rows and not special and self._can_collapse()
         #: the row axes are one loop (a pairwise sum over several trailing axes at once)
         self.rows_collapsed = collapse_rows and not special
+        #: else a pairwise run may span several row loops (Kernel.pairwise_from)
+        self.span_rows = span_rows
+        self.pairwise_from: int | None = None
         shape = group.shape
         if self.collapsed:
             loop_sizes = (tuple(d for d in shape if d != 1),)
@@ -440,8 +454,11 @@ class _KernelEmitter:
         if kind == "add" and np.dtype(dtype).kind == "f" and node.inputs[0] in self.ordered:
             shape = self.graph.node(node.inputs[0]).type.shape
             block = pairwise_block(shape, node.attr("axes"))
-            if shape != self.group.shape or (len(block) > 1 and not self.rows_collapsed):
+            if shape != self.group.shape or (len(block) > 1 and not self.rows_collapsed
+                                             and not self.span_rows):
                 raise _NotFlat
+            if len(block) > 1 and not self.rows_collapsed:
+                self.pairwise_from = self.perm.index(block[0])
             if block:
                 pairwise = NUMPY_BUFSIZE if node.attr("buffered") else 0
         return self.kb.reduce(kind, operand, dtype, pairwise)
@@ -469,7 +486,8 @@ class _KernelEmitter:
             self.kb.current_node = node_id
             self.kb.store(buffer, self.values[(node_id, where)])
         rows = 1 if self.rows_collapsed else len(self.group.row_axes or ())
-        return self.kb.finish(tuple(self.group.nodes), rows, self.group.phases)
+        return self.kb.finish(tuple(self.group.nodes), rows, self.group.phases,
+                              self.pairwise_from)
 
 
 def pairwise_block(shape: tuple[Dim, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
@@ -488,8 +506,8 @@ def pairwise_block(shape: tuple[Dim, ...], axes: tuple[int, ...]) -> tuple[int, 
 
 def _emit_kernel(graph: Graph, group: Group, name: str, in_memory: set[int],
                  contiguous: Sequence[bool], ordered: set[int]) -> Kernel:
-    """Emit one group's kernel, with its row axes as one loop when a pairwise sum runs
-    over several of them (and every buffer is flat over them); refuse when it cannot."""
+    """Emit one group's kernel. A pairwise sum over several row axes wants them as one
+    loop (when every buffer is flat over them), else a run spanning the row loops."""
     try:
         return _KernelEmitter(graph, group, name, in_memory, contiguous, ordered).emit()
     except _NotFlat:
@@ -497,11 +515,15 @@ def _emit_kernel(graph: Graph, group: Group, name: str, in_memory: set[int],
     try:
         return _KernelEmitter(graph, group, name, in_memory, contiguous, ordered,
                               True).emit()
+    except _NotFlat:   # the run spans the row loops: positions split by division
+        pass
+    try:
+        return _KernelEmitter(graph, group, name, in_memory, contiguous, ordered,
+                              span_rows=True).emit()
     except _NotFlat:
         first = graph.node(group.nodes[0])
-        raise UnsupportedError(
-            "a float sum over several axes that NumPy adds as one pairwise run, in a kernel "
-            "whose other arrays are not contiguous over those axes", first.loc) from None
+        raise UnsupportedError("a float sum of a value broadcast along its reduced axes",
+                               first.loc) from None
 
 
 def plan_kernels(graph: Graph, contiguous: Sequence[bool],

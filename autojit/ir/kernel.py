@@ -105,13 +105,20 @@ class Kernel:
     #: whole loop), the chunk sums added to the accumulator in order. Other float sums
     #: and products combine one element after another in loop order.
     pairwise: tuple[tuple[int, int], ...] = ()
+    #: the loop dimension where a pairwise run over several row dimensions starts (it
+    #: spans that one and all inner ones, positions in C order); None: the run is the
+    #: innermost row dimension longer than one
+    pairwise_from: int | None = None
 
     @property
     def pairwise_dim(self) -> int | None:
-        """The loop dimension pairwise sums run along: the innermost row dimension longer
-        than one (None when the kernel has no pairwise sum or no such dimension)."""
+        """The loop dimension pairwise sums start at: ``pairwise_from``, else the innermost
+        row dimension longer than one (None when the kernel has no pairwise sum or no such
+        dimension)."""
         if not self.pairwise:
             return None
+        if self.pairwise_from is not None:
+            return self.pairwise_from
         longer = [d for d in range(self.outer_rank, self.rank) if self.loop_sizes[d]]
         return longer[-1] if longer else None
 

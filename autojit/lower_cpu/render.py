@@ -223,7 +223,27 @@ def _emit_nest(nest: _Nest, depth: int, offsets: list[ir.Value | None],
                                source=format_kernel(kernel))
         sums = [nest.accumulators[i] for i, _ in kernel.pairwise
                 if nest.accumulators[i].ins.phase == phase]
-        _emit_pairwise(nest, nest.sizes[depth], chunks.pop(), sums, inner)   # type: ignore
+        if kernel.pairwise_from is None:
+            _emit_pairwise(nest, nest.sizes[depth], chunks.pop(), sums, inner)  # type: ignore
+            return
+        total: ir.Value = nest.sizes[depth]   # one run over this and the inner row loops
+        for d in range(depth + 1, kernel.rank):
+            total = b.mul(total, nest.sizes[d], flags=("nsw",))
+
+        def spanning(position: ir.Value) -> None:
+            """The element at C-order ``position`` of the run: its index per loop."""
+            rest, found = position, []
+            for d in range(kernel.rank - 1, depth, -1):
+                found.insert(0, b.srem(rest, nest.sizes[d]))
+                rest = b.sdiv(rest, nest.sizes[d])
+            found.insert(0, rest)
+            moved = list(offsets)
+            for d, index in zip(range(depth, kernel.rank), found, strict=True):
+                moved = [_advance(b, off, index, nest.stride(buf, d))
+                         for buf, off in enumerate(moved)]
+            _emit_nest(nest, kernel.rank, moved, indices + found, phase)
+
+        _emit_pairwise(nest, total, chunks.pop(), sums, spanning)   # type: ignore
         return
     _emit_counted_loop(b, nest.sizes[depth], str(depth) if phase < 0 else f"{depth}p{phase}",
                        inner)

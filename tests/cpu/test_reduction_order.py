@@ -124,3 +124,16 @@ def test_threaded_sums_stay_within_rounding_of_numpy():
     with autojit_config(num_threads=3, thread_min_work=0):
         got = autoroute(np.sum, force="cpu")(x)
     assert np.isclose(got, np.sum(x), rtol=1e-13)
+
+
+def test_broadcast_and_sliced_values_sum_as_one_pairwise_run():
+    """NumPy materialises ``a * w`` (C order) and sums it as one run: autojit walks the
+    row loops' C-order positions through one pairwise tree, not one per row."""
+    m, w = _spread((30, 500), np.float64), _spread((500,), np.float64)
+    col = _spread((40,), np.float64)
+    jitted = [
+        assert_calls_match_numpy(lambda a, b: ((a * b).sum(), (a[:, :1] * b).mean()), [(m, w)]),
+        assert_calls_match_numpy(lambda a, b: (a[:, None] * b[None, :]).sum(), [(col, w)]),
+        assert_calls_match_numpy(lambda a: (a[2:25].sum(), a[:, 7].sum(), a[3, ::2].sum()),
+                                 [(m,), (_spread((26, 9), np.float64),)])]
+    assert all(not f.stats()["fallbacks"] for f in jitted)   # compiled, not run as Python
