@@ -1,5 +1,10 @@
 """Render a Kernel as an LLVM IR module; each instruction goes through ``rules.LLVM_RULES``.
 
+Float sums NumPy adds pairwise (``Kernel.pairwise``) replace the innermost row loop (or,
+with ``pairwise_from``, the row loops from there in) by ``_emit_pairwise``: NumPy's
+``pairwise_sum`` tree over the same positions in the same order, so single-threaded
+results are NumPy's bit for bit.
+
 Two functions per kernel. The exported one follows the calling convention
 ``void <name>(void **data, const int64_t *meta)``: it reads every pointer, size, runtime
 stride and scalar once, then calls the loop nest, an internal ``alwaysinline`` function
