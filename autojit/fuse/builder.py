@@ -39,6 +39,7 @@ class KernelBuilder:
         self._memo: dict[tuple, int] = {}
         self.current_node = -1
         self.level, self.phase = "row", 0
+        self.pairwise: dict[int, int] = {}
 
     def position(self, level: str, phase: int) -> None:
         """Emit the following instructions at ``level`` ("row" or "outer") of ``phase``."""
@@ -113,10 +114,16 @@ class KernelBuilder:
         return self.add_buffer(f"in{len(self.buffers)}", dtype, strides, value=value,
                                axes=axes)
 
-    def reduce(self, kind: str, value: int, dtype: np.dtype) -> int:
-        """Accumulate ``value`` over the row with reduction ``kind``; return the result id."""
+    def reduce(self, kind: str, value: int, dtype: np.dtype, pairwise: int | None = None
+               ) -> int:
+        """Accumulate ``value`` over the row with reduction ``kind``; return the result id.
+        ``pairwise``: NumPy's pairwise sum along the innermost row loop, in chunks of that
+        many elements (0: one chunk); see ``Kernel.pairwise``."""
         result = np.dtype(np.int64) if kind in ("argmax", "argmin") else np.dtype(dtype)
-        return self.emit(Op.REDUCE, (value,), result, kind)
+        reduced = self.emit(Op.REDUCE, (value,), result, kind)
+        if pairwise is not None:
+            self.pairwise[reduced] = pairwise
+        return reduced
 
     def scan(self, kind: str, value: int, dtype: np.dtype) -> int:
         """Return the running ``kind`` of ``value`` along the row (a SCAN; see kernel.py)."""
@@ -181,7 +188,8 @@ class KernelBuilder:
     def store(self, buffer: int, value: int) -> None:
         self.emit(Op.STORE, (value,), self.buffers[buffer].dtype, buffer)
 
-    def finish(self, nodes: tuple[int, ...] = (), row_dims: int = 0, phases: int = 1) -> Kernel:
+    def finish(self, nodes: tuple[int, ...] = (), row_dims: int = 0, phases: int = 1,
+               pairwise_from: int | None = None) -> Kernel:
         """Return the Kernel, without instructions no store depends on, renumbered densely."""
         live: set[int] = set()
         for ins in reversed(self.body):
@@ -195,5 +203,8 @@ class KernelBuilder:
                 renumber[ins.id] = len(body)
                 body.append(replace(ins, id=len(body),
                                     args=tuple(renumber[a] for a in ins.args)))
+        pairwise = tuple((renumber[i], chunk) for i, chunk in self.pairwise.items()
+                         if i in renumber)
         return Kernel(self.name, self.loop_sizes, tuple(self.buffers), tuple(self.scalars),
-                      tuple(body), nodes, row_dims, phases)
+                      tuple(body), nodes, row_dims, phases, pairwise,
+                      pairwise_from if pairwise else None)

@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from autojit.errors import UnsupportedError
 from autojit.fuse.builder import KernelBuilder
 from autojit.fuse.partition import LEAF_OPS, Group, Placement, partition_graph
 from autojit.fuse.split_reduce import split_reductions
 from autojit.ir.graph import Graph, Node
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import OP_TABLE, Op
+from autojit.ir.ops import NUMPY_BUFSIZE, OP_TABLE, Op, ordered_reduction
 from autojit.ir.types import Dim
 
 DEFAULT_MAX_OPS = 128
@@ -38,6 +39,9 @@ class Plan:
     libraries: tuple[LibraryCall, ...] = ()
     order: tuple[tuple[str, int], ...] = ()
     schedule_cache: dict = field(default_factory=dict, compare=False, repr=False)
+    #: why the CPU runs this plan as Python ('' when it does not): a float sum whose
+    #: order NumPy takes from memory layout (the GPU, exact only to tolerances, runs it)
+    cpu_refusal: str = ""
 
     @property
     def steps(self) -> tuple[tuple[str, int], ...]:
@@ -67,6 +71,101 @@ def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
     return [n.id for n in graph.nodes if n.id in needed and n.op is not Op.WRITE]
 
 
+def _keeps_c_order(step: tuple) -> bool:
+    """Whether a view step of a C-contiguous array is C-contiguous for every size:
+    reshapes, identity transposes, and keys of leading integers, then at most one slice
+    of step 1, then only full slices, ``...`` and ``None``."""
+    name, argument = step
+    if name == "reshape":
+        return True
+    if name == "transpose":
+        return tuple(argument) == tuple(range(len(argument)))
+    leading = True
+    for k in argument if isinstance(argument, tuple) else (argument,):
+        if k is None:
+            continue
+        if isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_):
+            if not leading:
+                return False
+            continue
+        full = k is Ellipsis or (isinstance(k, slice) and k == slice(None)
+                                 and k.start is None and k.stop is None)
+        plain = isinstance(k, slice) and (k.step is None or (
+            isinstance(k.step, int | np.integer) and k.step == 1))
+        if not full and not (plain and leading):
+            return False
+        leading = False
+    return True
+
+
+def _is_index_key(step: tuple) -> bool:
+    """Whether a view step only indexes (integers, slices of any step, ``None``, ``...``)."""
+    name, argument = step
+    keys = argument if isinstance(argument, tuple) else (argument,)
+    return name == "getitem" and all(
+        k is None or k is Ellipsis or isinstance(k, slice)
+        or (isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_))
+        for k in keys)
+
+
+def _forward_line(node: Node) -> bool:
+    """Whether a view of a C-contiguous array is one line walked forwards (at most one
+    axis longer than 1, every slice step positive): NumPy reduces it in index order."""
+    if not _is_index_key(node.attr("step")) or sum(d != 1 for d in node.type.shape) > 1:
+        return False
+    argument = node.attr("step")[1]
+    return all(not isinstance(k, slice) or k.step is None
+               or (isinstance(k.step, int | np.integer) and k.step > 0)
+               for k in (argument if isinstance(argument, tuple) else (argument,)))
+
+
+def c_ordered_values(graph: Graph, contiguous: Sequence[bool]) -> set[int]:
+    """Return the nodes whose NumPy array is C-contiguous for every size (or a scalar):
+    C-contiguous arguments, views of them that ``_keeps_c_order``, and every value NumPy
+    computes from arrays whose axes run in C order: a ufunc allocates its result in its
+    inputs' axis order ('K', reversed axes made positive), and indexing a C-contiguous
+    array (slices of any step, integers) keeps the axes in C order."""
+    ordered: set[int] = set()
+    axes_in_order: set[int] = set()      # |strides| decrease along the axes longer than 1
+    for node in graph.nodes:
+        if node.op is Op.ARG:
+            index = node.attr("index")
+            keep = graph.params[index].kind != "array" or contiguous[index]
+        elif node.op is Op.WRITE:      # the argument's own memory
+            keep = bool(contiguous[node.attr("param")])
+        elif node.op is Op.VIEW:
+            source, step = node.inputs[0], node.attr("step")
+            keep = source in ordered and (_keeps_c_order(step) or _forward_line(node))
+            if not keep and source in axes_in_order and _is_index_key(step):
+                axes_in_order.add(node.id)
+        else:
+            keep = all(i in axes_in_order for i in node.inputs)
+        if keep:
+            ordered.add(node.id)
+            axes_in_order.add(node.id)
+    return ordered
+
+
+def _summation_order_refusal(graph: Graph, ordered: set[int]) -> str:
+    """Return why the CPU cannot give NumPy's bits ('' when it can): a float sum or
+    product of an array whose memory order is not known when compiling. NumPy's reduction
+    iterator walks memory order (axes sorted by stride, reversed axes flipped), and the
+    order decides rounding, overflow and inf * 0."""
+    for node in graph.nodes:
+        if node.op is Op.REDUCE and ordered_reduction(node.attr("kind"), node.type.dtype) \
+                and node.inputs[0] not in ordered:
+            what = "sum" if node.attr("kind") == "add" else "product"
+            return str(UnsupportedError(
+                f"a float {what} of a strided, transposed, reversed or Fortran-ordered array: "
+                "NumPy combines it in memory order, which is not known when compiling",
+                node.loc))
+    return ""
+
+
+class _NotFlat(Exception):
+    """A buffer is not one contiguous run (or one element) over the kernel's row axes."""
+
+
 class _KernelEmitter:
     """Emits one group's nodes into a KernelBuilder, loading everything else it reads.
 
@@ -76,8 +175,10 @@ class _KernelEmitter:
     """
 
     def __init__(self, graph: Graph, group: Group, name: str, in_memory: set[int],
-                 contiguous: Sequence[bool]) -> None:
+                 contiguous: Sequence[bool], ordered: set[int] | None = None,
+                 collapse_rows: bool = False, span_rows: bool = False) -> None:
         self.graph, self.group, self.in_memory = graph, group, in_memory
+        self.ordered = ordered if ordered is not None else {n.id for n in graph.nodes}
         self.contiguous = contiguous
         self.members = set(group.nodes)
         rows = group.row_axes or ()
@@ -86,9 +187,17 @@ class _KernelEmitter:
         special = any(graph.node(n).op in (Op.INDEX, Op.WRITE) for n in group.nodes) or any(
             n.op is Op.INDEX and n.id not in in_memory for n in self._reads())  # recomputed
         self.collapsed = not rows and not special and self._can_collapse()
+        #: the row axes are one loop (a pairwise sum over several trailing axes at once)
+        self.rows_collapsed = collapse_rows and not special
+        #: else a pairwise run may span several row loops (Kernel.pairwise_from)
+        self.span_rows = span_rows
+        self.pairwise_from: int | None = None
         shape = group.shape
         if self.collapsed:
             loop_sizes = (tuple(d for d in shape if d != 1),)
+        elif self.rows_collapsed:
+            loop_sizes = tuple((shape[a],) if shape[a] != 1 else () for a in self.outer_axes)
+            loop_sizes += (tuple(shape[a] for a in rows if shape[a] != 1),)
         else:
             loop_sizes = tuple((shape[a],) if shape[a] != 1 else () for a in self.perm) or ((),)
         self.kb = KernelBuilder(name, loop_sizes)
@@ -150,7 +259,7 @@ class _KernelEmitter:
             return (0,), None
         strides: list[int | None] = []
         axes: list[int | None] = []
-        for full_axis in self.perm:
+        for full_axis in self.outer_axes if self.rows_collapsed else self.perm:
             axis = self._axis_in(shape, full_axis, form)
             axes.append(axis)
             if axis is None or shape[axis] == 1:
@@ -159,7 +268,27 @@ class _KernelEmitter:
                 strides.append(1)
             else:
                 strides.append(None)
+        if self.rows_collapsed:
+            stride, axis = self._row_run(shape, contiguous, form)
+            strides.append(stride)
+            axes.append(axis)
         return tuple(strides), tuple(axes)
+
+    def _row_run(self, shape: tuple[Dim, ...], contiguous: bool, form: str
+                 ) -> tuple[int, int | None]:
+        """Return (stride, array axis) along the collapsed row loop: 0 when the array has
+        one element over the row axes, 1 when it is C-contiguous and spans them fully
+        (trailing axes of C order); raise _NotFlat otherwise."""
+        rows = [a for a in self.group.row_axes or () if self.group.shape[a] != 1]
+        found = [self._axis_in(shape, a, form) for a in rows]
+        spans = [axis for axis in found if axis is not None and shape[axis] != 1]
+        if not spans:
+            return 0, None
+        if contiguous and None not in found and all(
+                shape[axis] == self.group.shape[a] for axis, a in zip(found, rows)) and all(
+                axis in found or shape[axis] == 1 for axis in range(found[0], len(shape))):
+            return 1, found[-1]
+        raise _NotFlat
 
     def _key(self, node_id: int, where: Placement) -> tuple[int, Placement]:
         """Return the context ``node_id`` is emitted in when read at ``where``."""
@@ -334,16 +463,29 @@ class _KernelEmitter:
         return value
 
     def _reduce(self, node: Node, operand: int) -> int:
-        """Emit a REDUCE in the row loop; float32 sums accumulate in float64 (NumPy sums
-        pairwise; a float64 running sum is at least as accurate)."""
+        """Emit a REDUCE in the row loop. A float sum adds in NumPy's order and dtype
+        (float32 in float32): pairwise along the innermost loop when NumPy's inner loop
+        is a reduced axis (``pairwise_block``), else one element after another."""
         kind, dtype = node.attr("kind"), node.type.dtype
         placement = self.group.placement[node.id]
         self.kb.position("row", placement.phase)
-        if kind == "add" and dtype == np.float32:
+        pairwise = None
+        if kind == "add" and dtype == np.float32 and node.inputs[0] not in self.ordered:
+            # the CPU refuses this plan (Plan.cpu_refusal); the GPU keeps a float64 sum
             wide = self.kb.reduce(kind, self.kb.cast(operand, np.float64), np.float64)
             self.kb.position("outer", placement.phase)
             return self.kb.cast(wide, dtype)
-        return self.kb.reduce(kind, operand, dtype)
+        if kind == "add" and np.dtype(dtype).kind == "f" and node.inputs[0] in self.ordered:
+            shape = self.graph.node(node.inputs[0]).type.shape
+            block = pairwise_block(shape, node.attr("axes"))
+            if shape != self.group.shape or (len(block) > 1 and not self.rows_collapsed
+                                             and not self.span_rows):
+                raise _NotFlat
+            if len(block) > 1 and not self.rows_collapsed:
+                self.pairwise_from = self.perm.index(block[0])
+            if block:
+                pairwise = NUMPY_BUFSIZE if node.attr("buffered") else 0
+        return self.kb.reduce(kind, operand, dtype, pairwise)
 
     def _result_buffer(self, node_id: int) -> int:
         """Return the output buffer of stored value ``node_id`` (declared on first use)."""
@@ -368,8 +510,45 @@ class _KernelEmitter:
             self.kb.position(where.level, where.phase)
             self.kb.current_node = node_id
             self.kb.store(buffer, self.values[(node_id, where)])
-        return self.kb.finish(tuple(self.group.nodes), len(self.group.row_axes or ()),
-                              self.group.phases)
+        rows = 1 if self.rows_collapsed else len(self.group.row_axes or ())
+        return self.kb.finish(tuple(self.group.nodes), rows, self.group.phases,
+                              self.pairwise_from)
+
+
+def pairwise_block(shape: tuple[Dim, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    """Return the axes NumPy's float sum over ``axes`` of a C-ordered array of ``shape``
+    adds with one ``pairwise_sum``: its iterator drops length-1 axes and coalesces the
+    rest, so when the last remaining axis is reduced, the trailing run of reduced axes is
+    one contiguous inner loop (else the inner loop is not reduced: ``out[j] += a[i, j]``,
+    one element after another). Verified bit for bit against NumPy 2.4."""
+    block: list[int] = []
+    for axis in reversed([a for a, d in enumerate(shape) if d != 1]):
+        if axis not in axes:
+            break
+        block.insert(0, axis)
+    return tuple(block)
+
+
+def _emit_kernel(graph: Graph, group: Group, name: str, in_memory: set[int],
+                 contiguous: Sequence[bool], ordered: set[int]) -> Kernel:
+    """Emit one group's kernel. A pairwise sum over several row axes wants them as one
+    loop (when every buffer is flat over them), else a run spanning the row loops."""
+    try:
+        return _KernelEmitter(graph, group, name, in_memory, contiguous, ordered).emit()
+    except _NotFlat:
+        pass
+    try:
+        return _KernelEmitter(graph, group, name, in_memory, contiguous, ordered,
+                              True).emit()
+    except _NotFlat:   # the run spans the row loops: positions split by division
+        pass
+    try:
+        return _KernelEmitter(graph, group, name, in_memory, contiguous, ordered,
+                              span_rows=True).emit()
+    except _NotFlat:
+        first = graph.node(group.nodes[0])
+        raise UnsupportedError("a float sum of a value broadcast along its reduced axes",
+                               first.loc) from None
 
 
 @dataclass(frozen=True)
@@ -412,6 +591,7 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAUL
     within the time its trace and partition took.
     """
     graph = split_reductions(graph)
+    ordered = c_ordered_values(graph, contiguous)
     groups = partition_graph(graph, max_ops)
     allocations = _materialised(graph, groups)
     in_memory = set(allocations)
@@ -428,8 +608,10 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAUL
             continue
         name = f"k{len(kernels)}_{first.op.value}"
         order.append(("kernel", len(kernels)))
-        kernels.append(_KernelEmitter(graph, group, name, in_memory, contiguous).emit())
-    return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order))
+        kernels.append(_emit_kernel(graph, group, name, in_memory, contiguous, ordered))
+    return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order),
+                cpu_refusal=_summation_order_refusal(graph, ordered))
 
 
-__all__ = ["DEFAULT_MAX_OPS", "LEAF_OPS", "Outline", "Plan", "plan_kernels"]
+__all__ = ["DEFAULT_MAX_OPS", "LEAF_OPS", "Outline", "Plan", "c_ordered_values",
+           "pairwise_block", "plan_kernels"]

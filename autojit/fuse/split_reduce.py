@@ -9,11 +9,10 @@ value in registers::
 
     reduce(v, A)  ->  reduce(reduce(v, R, keepdims=True), A)
 
-Only associative kinds are split (sum, integer product, min/max, any/all; float products
-keep NumPy's row order, ``ops.sequential_reduction``), and only when an earlier
+Only associative kinds are split (integer sums and products, min/max, any/all; float sums
+and products keep NumPy's order, ``ops.ordered_reduction``), and only when an earlier
 reduction over the same shape with axes R is an ancestor of ``v``: that is the kernel ``v``
-joins. The result differs from one pass only in summation order, as NumPy's pairwise sums
-differ from a sequential one.
+joins. The result is exactly the one-pass result.
 """
 
 from __future__ import annotations
@@ -21,10 +20,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from autojit.ir.graph import Graph, Node
-from autojit.ir.ops import Op, sequential_reduction
+from autojit.ir.ops import Op, ordered_reduction
 from autojit.ir.types import TensorType
 
-#: reduction kinds for which reducing in two stages gives the same result (up to rounding)
+#: reduction kinds for which reducing in two stages gives the same result (exactly, for
+#: the dtypes ``ops.ordered_reduction`` leaves)
 ASSOCIATIVE_KINDS = frozenset({"add", "mul", "max", "min", "fmax", "fmin", "or", "and"})
 
 
@@ -68,7 +68,7 @@ def split_reductions(graph: Graph) -> Graph:
     splits: dict[int, tuple[int, ...]] = {}
     for node in graph.nodes:
         if node.op is Op.REDUCE and node.attr("kind") in ASSOCIATIVE_KINDS and \
-                not sequential_reduction(node.attr("kind"), node.type.dtype):
+                not ordered_reduction(node.attr("kind"), node.type.dtype):
             row_axes = _row_axes_to_share(graph, node, upstream, order)
             if row_axes is not None:
                 splits[node.id] = row_axes

@@ -29,6 +29,8 @@ or later, or from the "row" level of later phases (softmax: max in phase 0, sum 
 exponentials in phase 1, the normalised row written in phase 2). An elementwise kernel is
 the special case ``row_dims == 0, phases == 1`` with every instruction at level "row".
 
+Float sums and products reproduce NumPy's order exactly: see ``Kernel.pairwise``.
+
 Scans. A SCAN instruction (level "row") is a running REDUCE: its value in row iteration r
 combines its operand over row positions 0..r in C order (``np.cumsum``), restarted for
 every outer index and phase. It is an ordinary row value of its phase (stores and
@@ -98,6 +100,27 @@ class Kernel:
     nodes: tuple[int, ...] = ()     # graph nodes fused into this kernel
     row_dims: int = 0
     phases: int = 1
+    #: (REDUCE id, chunk) of float sums NumPy adds pairwise along the innermost row loop
+    #: (``pairwise_dim``): ``pairwise_sum`` over each chunk of that many elements (0: the
+    #: whole loop), the chunk sums added to the accumulator in order. Other float sums
+    #: and products combine one element after another in loop order.
+    pairwise: tuple[tuple[int, int], ...] = ()
+    #: the loop dimension where a pairwise run over several row dimensions starts (it
+    #: spans that one and all inner ones, positions in C order); None: the run is the
+    #: innermost row dimension longer than one
+    pairwise_from: int | None = None
+
+    @property
+    def pairwise_dim(self) -> int | None:
+        """The loop dimension pairwise sums start at: ``pairwise_from``, else the innermost
+        row dimension longer than one (None when the kernel has no pairwise sum or no such
+        dimension)."""
+        if not self.pairwise:
+            return None
+        if self.pairwise_from is not None:
+            return self.pairwise_from
+        longer = [d for d in range(self.outer_rank, self.rank) if self.loop_sizes[d]]
+        return longer[-1] if longer else None
 
     @property
     def has_scan(self) -> bool:

@@ -300,6 +300,19 @@ def sequential_reduction(kind: str, dtype: np.dtype) -> bool:
     return kind == "mul" and np.dtype(dtype).kind == "f"
 
 
+def ordered_reduction(kind: str, dtype: np.dtype) -> bool:
+    """Whether a reduction's value depends on the order NumPy combines the elements in:
+    float sums and products. The CPU backend adds them exactly as NumPy does (``fuse.plan``:
+    pairwise along NumPy's inner loop, one after another across outer loops), so no
+    two-stage split (``fuse.split_reduce``) may regroup them."""
+    return kind in ("add", "mul") and np.dtype(dtype).kind == "f"
+
+
+#: elements NumPy's reduction iterator casts at a time (``np.getbufsize()``): a reduction
+#: with a cast (``dtype=``, ints to a float mean) sums pairwise within each such chunk
+NUMPY_BUFSIZE = 8192
+
+
 @dataclass(frozen=True)
 class ScanKind:
     """One running combination along a row: NumPy's ufunc (its ``accumulate`` is the

@@ -1,11 +1,12 @@
 """LLVM accumulators for REDUCE instructions: one update rule per (reduction, dtype kind).
 
 Each accumulator is an ``alloca`` in the entry block (mem2reg turns it into a phi),
-reset before its phase's row loop and read after it. Sums and products carry ``reassoc``
-so the loop vectoriser may keep several partial sums (float32 sums already arrive widened
-to float64 by the fuser); float products do not, NumPy multiplies in row order. Samples::
+reset before its phase's row loop and read after it. Float sums and products combine in
+NumPy's order, with no ``reassoc``: one element after another in row order, or (sums
+along NumPy's inner loop, ``Kernel.pairwise``) through ``render._emit_pairwise``, which
+adds like NumPy's ``pairwise_sum``; integer sums and products may reassociate. Samples::
 
-    add (f):  %s = fadd reassoc double %acc, %v
+    add (f):  %s = fadd double %acc, %v
     max (f):  %s = call double @llvm.maximum.f64(double %acc, double %v)   ; NaN wins
               %z = select (%v == 0), 2*position + (signbit %v ? 1 : 2), 0
               %c = call i64 @llvm.smax.i64(i64 %code, i64 %z)      ; the last zero seen
@@ -32,7 +33,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from autojit.ir.kernel import Instr
-from autojit.ir.ops import REDUCE_KINDS, sequential_reduction
+from autojit.ir.ops import REDUCE_KINDS
 from autojit.lower_cpu.rules import I64, constant, llvm_type
 
 Combine = Callable[[ir.IRBuilder, ir.Value, ir.Value, str], ir.Value]
@@ -50,15 +51,11 @@ def _is_nan(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.fcmp_unordered("uno", x, x)
 
 
-def _arith(float_op: str, int_op: str, reassociate: bool) -> Combine:
-    """Float sums carry ``reassoc`` (partial sums per lane); float products do not: NumPy
-    multiplies in row order (``ops.sequential_reduction``)."""
+def _arith(float_op: str, int_op: str) -> Combine:
+    """Floats combine in order (``ops.ordered_reduction``); integers wrap, in any order."""
     def combine(b: ir.IRBuilder, acc: ir.Value, v: ir.Value, kind: str) -> ir.Value:
         if kind == "f":
-            result = getattr(b, float_op)(acc, v)
-            if reassociate:
-                result.flags.append("reassoc")
-            return result
+            return getattr(b, float_op)(acc, v)
         return getattr(b, int_op)(acc, v)
     return combine
 
@@ -97,8 +94,8 @@ def _declare(module: ir.Module, name: str, ty: ir.Type, arity: int) -> ir.Functi
 ZERO_CODED = {"max": _float_extreme("maximum"), "min": _float_extreme("minimum")}
 
 COMBINE: dict[str, Combine] = {
-    "add": _arith("fadd", "add", reassociate=True),
-    "mul": _arith("fmul", "mul", reassociate=not sequential_reduction("mul", np.float64)),
+    "add": _arith("fadd", "add"),
+    "mul": _arith("fmul", "mul"),
     "max": _extreme(">", False, "or_"),
     "min": _extreme("<", False, "and_"),
     "fmax": _extreme(">", True, "or_"),

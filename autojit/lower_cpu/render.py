@@ -1,5 +1,10 @@
 """Render a Kernel as an LLVM IR module; each instruction goes through ``rules.LLVM_RULES``.
 
+Float sums NumPy adds pairwise (``Kernel.pairwise``) replace the innermost row loop (or,
+with ``pairwise_from``, the row loops from there in) by ``_emit_pairwise``: NumPy's
+``pairwise_sum`` tree over the same positions in the same order, so single-threaded
+results are NumPy's bit for bit.
+
 Two functions per kernel. The exported one follows the calling convention
 ``void <name>(void **data, const int64_t *meta)``: it reads every pointer, size, runtime
 stride and scalar once, then calls the loop nest, an internal ``alwaysinline`` function
@@ -88,6 +93,8 @@ class _Nest:
     values: dict[int, ir.Value] = field(default_factory=dict)
     dtypes: dict[int, np.dtype] = field(default_factory=dict)
     accumulators: dict[int, Accumulator | ScanAccumulator] = field(default_factory=dict)
+    #: REDUCE id -> where its value goes now, inside a pairwise loop (``_emit_pairwise``)
+    pairwise_into: dict[int, Callable[[ir.Value], None]] = field(default_factory=dict)
 
     def stride(self, buffer: int, dim: int) -> int | ir.Value:
         """Return a stride: an ``int`` known now, or the argument carrying it at run time."""
@@ -167,6 +174,9 @@ def _emit_body(nest: _Nest, offsets: list[ir.Value | None], level: str, phase: i
             nest.values[ins.id] = nest.accumulators[ins.id].update(b, nest.values[ins.args[0]])
             ctx.dtypes[ins.id] = ins.dtype
             continue
+        if ins.op is Op.REDUCE and ins.id in nest.pairwise_into:
+            nest.pairwise_into[ins.id](nest.values[ins.args[0]])
+            continue
         if ins.op is Op.REDUCE:
             if nest.accumulators[ins.id].needs_position and position is None:
                 position = _row_position(nest, indices)
@@ -210,8 +220,182 @@ def _emit_nest(nest: _Nest, depth: int, offsets: list[ir.Value | None],
                  for buf, off in enumerate(offsets)]
         _emit_nest(nest, depth + 1, moved, indices + [index], phase)
 
+    chunks = {chunk for i, chunk in kernel.pairwise
+              if nest.accumulators[i].ins.phase == phase}
+    if depth == kernel.pairwise_dim and chunks:
+        if len(chunks) > 1:
+            raise CompileError("pairwise sums of one phase in chunks of different sizes",
+                               source=format_kernel(kernel))
+        sums = [nest.accumulators[i] for i, _ in kernel.pairwise
+                if nest.accumulators[i].ins.phase == phase]
+        if kernel.pairwise_from is None:
+            _emit_pairwise(nest, nest.sizes[depth], chunks.pop(), sums, inner)  # type: ignore
+            return
+        total: ir.Value = nest.sizes[depth]   # one run over this and the inner row loops
+        for d in range(depth + 1, kernel.rank):
+            total = b.mul(total, nest.sizes[d], flags=("nsw",))
+
+        def spanning(position: ir.Value) -> None:
+            """The element at C-order ``position`` of the run: its index per loop."""
+            rest, found = position, []
+            for d in range(kernel.rank - 1, depth, -1):
+                found.insert(0, b.srem(rest, nest.sizes[d]))
+                rest = b.sdiv(rest, nest.sizes[d])
+            found.insert(0, rest)
+            moved = list(offsets)
+            for d, index in zip(range(depth, kernel.rank), found, strict=True):
+                moved = [_advance(b, off, index, nest.stride(buf, d))
+                         for buf, off in enumerate(moved)]
+            _emit_nest(nest, kernel.rank, moved, indices + found, phase)
+
+        _emit_pairwise(nest, total, chunks.pop(), sums, spanning)   # type: ignore
+        return
     _emit_counted_loop(b, nest.sizes[depth], str(depth) if phase < 0 else f"{depth}p{phase}",
                        inner)
+
+
+#: NumPy's ``pairwise_sum`` (``loops_utils.h.src``): blocks of up to this many elements
+#: are summed with eight accumulators; longer runs split in two, the first part a multiple
+#: of eight
+_PAIRWISE_BLOCK = 128
+_PAIRWISE_DEPTH = 64      # the split stack: each level at least halves the run
+
+
+def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulator],
+                   element: Callable[[ir.Value], None]) -> None:
+    """Emit the loop over ``size`` row positions (``element(i)`` emits position i) that
+    adds each of ``sums`` exactly as NumPy's reduce loop does: ``acc += pairwise_sum(run)``
+    for each run of ``chunk`` positions (0: one run), in order. ``pairwise_sum`` splits
+    a run of more than 128 elements at ``n2 = n/2 - (n/2) % 8`` and adds the two halves'
+    sums; a block of at most 128 adds element k into accumulator ``k % 8`` (the first
+    ``n - n % 8`` elements), then ``((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7))``, then the rest
+    one by one (a block of fewer than 8: ``-0.0`` plus each element). The positions are
+    visited in order (each block's values go through a 128-element scratch array), so
+    the element code is emitted once; the splits run from an explicit stack."""
+    b = nest.builder
+    types = [llvm_type(acc.source) for acc in sums]
+    entry = b.function.entry_basic_block
+    with b.goto_block(entry):
+        if entry.terminator is not None:
+            b.position_before(entry.terminator)
+        else:
+            b.position_at_start(entry)
+        lanes = [b.alloca(ir.ArrayType(t, 8), name="pw.lanes") for t in types]
+        values = [b.alloca(ir.ArrayType(t, _PAIRWISE_BLOCK), name="pw.values") for t in types]
+        lefts = [b.alloca(ir.ArrayType(t, _PAIRWISE_DEPTH), name="pw.left") for t in types]
+        results = [b.alloca(t, name="pw.res") for t in types]
+        rights = b.alloca(ir.ArrayType(I64, _PAIRWISE_DEPTH), name="pw.right")
+        states = b.alloca(ir.ArrayType(I64, _PAIRWISE_DEPTH), name="pw.state")
+        depth_at = b.alloca(I64, name="pw.sp")
+        current = b.alloca(I64, name="pw.cur")
+        where = b.alloca(I64, name="pw.pos")
+
+    def slot(array: ir.Value, index: ir.Value) -> ir.Value:
+        return b.gep(array, [_i64(0), index], inbounds=True)
+
+    def visit(pos: ir.Value, into: Callable[[int], Callable[[ir.Value], None]]) -> None:
+        saved = dict(nest.values)
+        nest.pairwise_into.update({acc.ins.id: into(k) for k, acc in enumerate(sums)})
+        element(pos)
+        for acc in sums:
+            del nest.pairwise_into[acc.ins.id]
+        nest.values.clear()
+        nest.values.update(saved)
+
+    def block(start: ir.Value, length: ir.Value) -> None:
+        """``pairwise_sum`` of one block of at most 128 elements, into ``results``: the
+        element code runs once per position (a plain loop the vectoriser takes), storing
+        the summed values; then the eight-lane sum over them, as NumPy adds them."""
+        def value(i: ir.Value) -> None:
+            def into(n: int) -> Callable[[ir.Value], None]:
+                return lambda v: b.store(v, slot(values[n], i))
+            visit(b.add(start, i, flags=("nsw",)), into)
+        _emit_counted_loop(b, length, "pw.values", value)
+        eights = b.and_(length, _i64(-8))
+        for lane, t in zip(lanes, types, strict=True):
+            for k in range(8):
+                b.store(ir.Constant(t, -0.0), slot(lane, _i64(k)))
+
+        def octet(j: ir.Value) -> None:
+            base = b.shl(j, _i64(3))
+            for lane, vals in zip(lanes, values, strict=True):
+                for k in range(8):
+                    cell = slot(lane, _i64(k))
+                    at = b.add(base, _i64(k), flags=("nsw",)) if k else base
+                    b.store(b.fadd(b.load(cell), b.load(slot(vals, at))), cell)
+        _emit_counted_loop(b, b.ashr(length, _i64(3)), "pw.octet", octet)
+        for lane, res in zip(lanes, results, strict=True):
+            r = [b.load(slot(lane, _i64(k))) for k in range(8)]
+            b.store(b.fadd(b.fadd(b.fadd(r[0], r[1]), b.fadd(r[2], r[3])),
+                           b.fadd(b.fadd(r[4], r[5]), b.fadd(r[6], r[7]))), res)
+
+        def rest(k: ir.Value) -> None:
+            at = b.add(eights, k, flags=("nsw",))
+            for vals, res in zip(values, results, strict=True):
+                b.store(b.fadd(b.load(res), b.load(slot(vals, at))), res)
+        _emit_counted_loop(b, b.sub(length, eights), "pw.rest", rest)
+
+    def run(start: ir.Value, length: ir.Value) -> None:
+        """``acc += pairwise_sum(run)`` for every accumulator."""
+        fn = b.function
+        descend, leaf, ascend, combine, climb, done = (
+            fn.append_basic_block(f"pw.{name}")
+            for name in ("descend", "leaf", "ascend", "combine", "climb", "done"))
+        b.store(_i64(0), depth_at)
+        b.store(length, current)
+        b.store(start, where)
+        b.branch(descend)
+        b.position_at_end(descend)            # split while longer than a block
+        cur = b.load(current)
+        split = b.icmp_signed(">", cur, _i64(_PAIRWISE_BLOCK))
+        with b.if_then(split):
+            half = b.sdiv(cur, _i64(2))
+            half = b.sub(half, b.and_(half, _i64(7)))
+            sp = b.load(depth_at)
+            b.store(b.sub(cur, half), slot(rights, sp))
+            b.store(_i64(0), slot(states, sp))
+            b.store(b.add(sp, _i64(1)), depth_at)
+            b.store(half, current)
+        b.cbranch(split, descend, leaf)
+        b.position_at_end(leaf)               # a block: its sum into results
+        pos, cur = b.load(where), b.load(current)
+        block(pos, cur)
+        b.store(b.add(pos, cur, flags=("nsw",)), where)
+        b.branch(ascend)
+        b.position_at_end(ascend)             # a finished right half: add to its left
+        sp = b.load(depth_at)
+        top = b.sub(sp, _i64(1))
+        nonempty = b.icmp_signed(">", sp, _i64(0))
+        safe_top = b.select(nonempty, top, _i64(0))
+        right_done = b.select(nonempty, b.load(slot(states, safe_top)), _i64(0))
+        b.cbranch(b.and_(nonempty, b.icmp_signed("==", right_done, _i64(1))), combine, climb)
+        b.position_at_end(combine)
+        for left, res in zip(lefts, results, strict=True):
+            b.store(b.fadd(b.load(slot(left, top)), b.load(res)), res)
+        b.store(top, depth_at)
+        b.branch(ascend)
+        b.position_at_end(climb)              # a finished left half: the right one next
+        with b.if_then(nonempty):
+            for left, res in zip(lefts, results, strict=True):
+                b.store(b.load(res), slot(left, top))
+            b.store(_i64(1), slot(states, top))
+            b.store(b.load(slot(rights, top)), current)
+        b.cbranch(nonempty, descend, done)
+        b.position_at_end(done)
+        for acc, res in zip(sums, results, strict=True):
+            b.store(b.fadd(b.load(acc.value), b.load(res)), acc.value)
+
+    if chunk == 0:
+        with b.if_then(b.icmp_signed(">", size, _i64(0))):
+            run(_i64(0), size)
+        return
+    count = b.sdiv(b.add(size, _i64(chunk - 1)), _i64(chunk))
+
+    def each(c: ir.Value) -> None:
+        start = b.mul(c, _i64(chunk), flags=("nsw",))
+        left = b.sub(size, start)
+        run(start, b.select(b.icmp_signed("<", left, _i64(chunk)), left, _i64(chunk)))
+    _emit_counted_loop(b, count, "pw.chunk", each)
 
 
 def _prepare(nest: _Nest) -> None:

@@ -182,7 +182,7 @@ class Dispatcher:
         if entry.plan.graph.prologue:   # Python-scalar arithmetic: its values, replayed
             args = tuple(call_arguments(entry.plan, args))
         result = self._run_compiled(entry, args, sizes, router, decision, state, n, given)
-        if entry.plan is None:   # compiling failed: it ran as Python
+        if entry.plan is None or entry.plan.cpu_refusal:   # it ran as Python
             return result
         if decision.route == "cpu" and not (decision.to_device or decision.fetch_inputs):
             self._fastpath.after_cpu_call(self, entry, settings, n)
@@ -229,7 +229,11 @@ class Dispatcher:
     def _cpu_compiles(self, entry: Entry) -> bool:
         """Compile the entry's CPU programs; an internal error doing so (LLVM rejecting
         the IR autojit wrote) makes the entry a fallback with the reason, not the caller's
-        exception."""
+        exception. A plan the CPU refuses (``Plan.cpu_refusal``) runs as Python on the CPU
+        route and keeps its kernels for the GPU."""
+        if entry.plan is not None and entry.plan.cpu_refusal:
+            self._note_fallback(entry.plan.cpu_refusal)
+            return False
         try:
             self.programs(entry, "cpu")
         except CompileBudgetError as exc:   # too big to compile in time: Python from now on
@@ -510,6 +514,8 @@ class Dispatcher:
             route, reason = choose_route(settings, args, entry, sizes)
         except AutojitError as exc:
             route, reason = "cpu", str(exc)
+        if entry.plan.cpu_refusal and route == "cpu":
+            return Inspection(self.__qualname__, entry, None, "python", entry.plan.cpu_refusal)
         try:
             programs = self.programs(entry, "cpu")
         except CompileBudgetError as exc:   # what a call would do: run as Python

@@ -77,6 +77,8 @@ def reduce_proxy(x: Any, kind: str, axes: tuple[int, ...], keepdims: bool,
             if isinstance(dim, str):
                 state.nonempty.add(dim)
     attrs = (("axes", axes), ("keepdims", bool(keepdims)), ("kind", kind))
+    if source is not x:   # NumPy casts through its iterator's buffer, 8192 elements a time
+        attrs = (("buffered", True), *attrs)
     node = state.add_node(Op.REDUCE, (source.node,), TensorType(out_dtype, shape), attrs,
                           user_location(3))
     return Proxy(node, TensorType(out_dtype, shape), is_scalar=not shape)
@@ -160,51 +162,10 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
     axes = _axes(a, axis)
     acc = _mean_dtype(a, dtype)
     count = element_count(a, axes)
-    if acc == np.float32 and a.dtype == np.float32 and _one_pass_fits(a, axes):
-        return _shifted_var(a, axes, count, ddof, keepdims)
     centre = _divide_unsafe(reduce_proxy(a, "add", axes, True, acc), count, acc)
     deviation = a - centre
     squares = reduce_proxy(deviation * deviation, "add", axes, keepdims, acc)
     return _divide_unsafe(squares, np.maximum(count - ddof, 0), acc)
-
-
-def _one_pass_fits(a: Proxy, axes: tuple[int, ...]) -> bool:
-    """Return True when ``_shifted_var`` applies: ``a`` is an argument's memory (or a view
-    of it), so its first element costs a load, not a materialised temporary, and the rows
-    of this call are not empty (an empty first call keeps the two-pass form)."""
-    state = current_trace()
-    node = state.nodes[a.node]
-    while node.op in (Op.VIEW, Op.WRITE):
-        node = state.nodes[node.inputs[0]]
-    sizes = [state.find(a.type.shape[i]) for i in axes]
-    return bool(axes) and node.op is Op.ARG and all(
-        state.example_sizes[d] > 0 if isinstance(d, str) else d > 0 for d in sizes)
-
-
-def _shifted_var(a: Proxy, axes: tuple[int, ...], count: Any, ddof: int,
-                 keepdims: bool) -> Proxy:
-    """float32 variance in ONE pass over the data (NumPy's two-pass form needs two, so a
-    fused normalisation would read its input three times): sums of ``d = x - K`` and
-    ``d**2`` in float64, with K the row's first element, then ``(S2 - S1**2/n) / (n - ddof)``.
-
-    Why it is accurate: the cancellation error is about ``eps64 * (1 + (mean - K)**2 / var)``,
-    below float32's rounding unless K lies ~10**4 standard deviations from the mean; the
-    shift by a sample of the row keeps that ratio near 1 for real data. Only used for
-    float32 results (float64 keeps NumPy's two-pass form) and for memory-backed inputs
-    (K is one load per row). Empty rows fall back to Python, as NumPy's result is NaN."""
-    state = current_trace()
-    for i in axes:
-        dim = state.find(a.type.shape[i])
-        if isinstance(dim, str):
-            state.nonempty.add(dim)      # K = the first element needs one
-    first = a[tuple(0 if i in axes else slice(None) for i in range(a.ndim))]
-    shift = first[tuple(None if i in axes else slice(None) for i in range(a.ndim))]
-    wide = np.dtype(np.float64)
-    deviation = a.astype(wide) - shift.astype(wide)
-    total = reduce_proxy(deviation, "add", axes, keepdims, wide)
-    squares = reduce_proxy(deviation * deviation, "add", axes, keepdims, wide)
-    spread = np.maximum(squares - total * total / count, 0.0)   # rounding can dip below 0
-    return (spread / np.maximum(count - ddof, 0)).astype(np.float32)
 
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,

@@ -222,6 +222,11 @@ def _add_sine_then_sum(x, y):
     return y.sum()
 
 
+def _add_sine_then_max(x, y):
+    x += np.sin(y)
+    return y.max()   # (a float sum of strided arguments runs as Python: memory order)
+
+
 def _write_both(x, y):
     x += 1
     y *= 2
@@ -285,7 +290,7 @@ def test_arguments_sharing_memory_behave_like_numpy(fn, threads):
 def test_disjoint_interleaved_arguments_stay_compiled():
     """``a[::2]`` and ``a[1::2]`` share bounds but no element: still the compiled code."""
     jitted = assert_calls_match_numpy(
-        _add_sine_then_sum, [_aliased(lambda: np.arange(20.0), lambda a: a[::2],
+        _add_sine_then_max, [_aliased(lambda: np.arange(20.0), lambda a: a[::2],
                                       lambda a: a[1::2])] * 3)
     assert jitted.stats()["calls"] == 3
     assert jitted.stats()["routes"].get("python", 0) == 0
@@ -419,7 +424,11 @@ def test_writes_through_views_of_arguments(fn, threads):
     with _threaded() if threads == 2 else autojit.config(num_threads=1):
         jitted = assert_calls_match_numpy(fn, _layouts((3, 4)) + _layouts((2, 2)) +
                                           _layouts((9, 5)))
-    assert jitted.stats()["routes"].get("python", 0) == 0, jitted.stats()["fallbacks"]
+    fallbacks = jitted.stats()["fallbacks"]
+    if fn is _scale_column:   # a float sum of a strided argument: NumPy's memory order
+        assert all("in memory order" in reason for reason in fallbacks), fallbacks
+        return
+    assert jitted.stats()["routes"].get("python", 0) == 0, fallbacks
 
 
 def test_a_copy_read_after_a_write_runs_as_python():

@@ -122,13 +122,20 @@ def test_reductions_return_numpy_scalars() -> None:
     check_three_ways(lambda a: (a * a).max(axis=0), x.reshape(10, 10))
 
 
+def _libm_ulps(fn: Callable) -> int:
+    """sin/exp are within ULP bounds of NumPy's (``lower_cpu/ulp_bounds.py``), not bit
+    for bit, and a sum of them adds those differences (the two autojit paths still agree
+    exactly)."""
+    return 4 if {"sin", "exp"} & set(fn.__code__.co_names) else 0
+
+
 @pytest.mark.parametrize("fn", [
     lambda a: a + np.ones(a.shape[1]), lambda a: a * np.full(3, 2.5),
     lambda a: np.where(a > 2, a, 0.0), lambda a: np.sin(a).mean(), lambda a: a.argmax(),
     lambda a: a - a.mean(axis=1, keepdims=True), lambda a: (a * 2.0).sum(axis=0),
 ], ids=["ones", "full", "where", "sin-mean", "argmax", "keepdims", "column-sum"])
 def test_one_kernel_plans(fn: Callable) -> None:
-    check_three_ways(fn, np.arange(12.0).reshape(4, 3) - 5.0)
+    check_three_ways(fn, np.arange(12.0).reshape(4, 3) - 5.0, ulps=_libm_ulps(fn))
 
 
 @pytest.mark.parametrize("fn", [
@@ -139,7 +146,7 @@ def test_one_kernel_plans(fn: Callable) -> None:
 def test_fused_plans(fn: Callable) -> None:
     x = np.arange(12.0).reshape(4, 3) - 5.0
     args = (x, 2.5) if fn.__code__.co_argcount == 2 else (x,)
-    check_three_ways(fn, *args)
+    check_three_ways(fn, *args, ulps=_libm_ulps(fn))
 
 
 @pytest.mark.parametrize("max_ops", [2, 3])

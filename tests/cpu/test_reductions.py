@@ -62,10 +62,10 @@ def test_reductions_match_numpy(dtype, axis, keepdims):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        assert_matches_numpy(program, x, labels=names, rtol=1e-6 if dtype == np.float32
-                             else 1e-12, atol=1e-12)
+        assert_matches_numpy(program, x, labels=names)   # NumPy's order: bit for bit
+        # float sums of a reversed view add in memory order: those run as Python
         assert_matches_numpy(program, x[:, ::-1, ::2], labels=names,
-                             rtol=1e-6 if dtype == np.float32 else 1e-12, atol=1e-12)
+                             allowed_fallbacks=["in memory order"])
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "float32", "float64"])
@@ -166,37 +166,26 @@ def _bytes_read_from(ins, param: int) -> int:
     return total
 
 
-def test_per_image_normalisation_reads_its_input_at_most_twice():
+def test_per_image_normalisation_reads_its_input_three_times():
+    """NumPy's two-pass variance (mean, then squared deviations) in one kernel of three
+    phases, then the normalise pass: the input is read three times, never more."""
     x = RNG.random((3, 40, 24), dtype=np.float32) * 255
     f = assert_matches_numpy(image_normalisation_and_error, x, rtol=2e-5, atol=1e-4)
     ins = f.inspect(x)
-    assert _bytes_read_from(ins, 0) <= 2 * x.nbytes + 3 * 4   # + one shift element per image
-    assert [k.phases for k in ins.plan.kernels] == [2, 1]     # stats pass, normalise pass
+    assert _bytes_read_from(ins, 0) <= 3 * x.nbytes
+    assert [k.phases for k in ins.plan.kernels] == [3, 1]     # mean, var, normalise
 
 
-def test_layer_norm_is_two_passes_over_each_row():
+def test_layer_norm_is_one_kernel_of_numpy_s_three_passes_over_each_row():
+    """mean, NumPy's two-pass variance (squared deviations from that mean), normalise."""
     x = RNG.random((16, 64), dtype=np.float32)
     (traffic,) = autoroute(layer_norm).inspect(x).traffic
-    assert traffic.passes == 2
-    assert traffic.read_bytes <= 2 * x.nbytes + 16 * 4
-
-
-@pytest.mark.parametrize("offset", [0.0, 1e4, 1e6])
-def test_float32_variance_in_one_pass_is_as_accurate_as_a_float64_two_pass(offset):
-    """float32 var/std use one shifted pass with float64 sums: compare with the exact
-    (float64) answer on the same float32 data, where large offsets cost NumPy's own
-    float32 two-pass digits, not ours."""
-    x = (RNG.standard_normal((8, 30, 65)) + offset).astype(np.float32)
-    f = autoroute(lambda a: (a.std(axis=(0, 2), ddof=1), a.var(axis=-1), a.var()))
-    exact = (x.astype(np.float64).std(axis=(0, 2), ddof=1), x.astype(np.float64).var(axis=-1),
-             x.astype(np.float64).var())
-    for got, want in zip(f(x), exact):
-        assert got.dtype == np.float32
-        np.testing.assert_allclose(got, want, rtol=3e-7)
+    assert traffic.passes == 3
+    assert traffic.read_bytes <= 3 * x.nbytes
 
 
 @pytest.mark.parametrize("empty_first", [False, True])
-def test_one_pass_variance_of_empty_rows_is_numpy_s_nan(empty_first):
+def test_variance_of_empty_rows_is_numpy_s_nan(empty_first):
     shapes = [(3, 0), (0, 4), (2, 5)]
     for shape in shapes[::-1] if not empty_first else shapes:
         x = np.full(shape, 7.25, np.float32)
@@ -207,11 +196,12 @@ def test_one_pass_variance_of_empty_rows_is_numpy_s_nan(empty_first):
 
 
 def test_a_wide_sum_after_a_row_reduction_rides_along_its_pass():
-    """mean over (B,H,W) of a value computed from per-image statistics: per-image partial
-    sums in the statistics kernel, then a B-element kernel (no (B,H,W) temporary)."""
-    x = RNG.random((4, 6, 5))
+    """sum over (B,H,W) of a value computed from per-image statistics: per-image partial
+    sums in the statistics kernel, then a B-element kernel (no (B,H,W) temporary). Integer
+    sums only: a float sum keeps NumPy's one pairwise run over (B,H,W)."""
+    x = RNG.integers(-50, 50, (4, 6, 5))
     fn = lambda a: np.sum((a - a.max(axis=(1, 2), keepdims=True)) ** 2)   # noqa: E731
-    f = assert_matches_numpy(fn, x, rtol=1e-12)
+    f = assert_matches_numpy(fn, x)
     ins = f.inspect(x)
     assert len(ins.kernels) == 2
     assert ins.traffic[0].write_bytes == 4 * 8               # the four per-image partials,
@@ -250,11 +240,12 @@ def test_softmax_computes_exp_once_per_element():
     it; the result is still NumPy's (within the exp ULP bound) on odd shapes and strides."""
     f = autoroute(softmax)
     x = RNG.standard_normal((7, 33, 129)).astype(np.float32)[:, ::2, 1:]
-    kernel = f.inspect(x).plan.kernels[0]
+    kernel = f.inspect(np.ascontiguousarray(x)).plan.kernels[0]
     assert sum(ins.op is Op.EXP for ins in kernel.body) == 1
     assert len(kernel.aliased_buffers) == 2          # the spill and the result: no noalias
-    for args in ((x,), (x[0],), (np.float64(3.0) * x[:, :1],)):
-        assert_matches_numpy(softmax, *args, rtol=2e-6, atol=1e-9)
+    for args in ((x,), (x[0],), (np.float64(3.0) * x[:, :1],), (np.ascontiguousarray(x),)):
+        assert_matches_numpy(softmax, *args, rtol=2e-6, atol=1e-9,
+                             allowed_fallbacks=["in memory order"])   # strided: as Python
     with autojit_config(num_threads=3, thread_min_work=0):
         assert_matches_numpy(softmax, RNG.random((3, 5000)), rtol=1e-12, atol=1e-15)
 

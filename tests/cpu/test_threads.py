@@ -36,6 +36,10 @@ def _grew(before: dict[str, int], way: str) -> bool:
     return SPLITS[way] > before.get(way, 0)
 
 
+#: float sums of strided arguments run as Python: NumPy adds them in memory order
+STRIDED_FLOAT_SUM = "in memory order"
+
+
 def full_reductions(x):
     # no float prod: it keeps NumPy's row order, so a kernel holding one is not split
     return (x.sum(), x.mean(), x.min(), x.max(), np.argmax(x), np.argmin(x),
@@ -87,7 +91,8 @@ def test_row_reductions(threads, dtype):
                                         a.mean(axis=(1, 2)), a.argmax(axis=-1),
                                         a.sum(axis=0), a.max(axis=(0, 2), keepdims=True)),
                              x, **tol)
-        assert_matches_numpy(lambda a: a.sum(axis=-1), x[:, ::-2, ::3], **tol)
+        assert_matches_numpy(lambda a: a.sum(axis=-1), x[:, ::-2, ::3], **tol,
+                             allowed_fallbacks=[STRIDED_FLOAT_SUM])
         assert_matches_numpy(lambda a: a.argmin(axis=1), x[::-1], **tol)
 
 
@@ -99,9 +104,10 @@ def test_full_reductions(threads, size):
         before = _splits()
         assert_matches_numpy(full_reductions, x, rtol=1e-12, atol=1e-12)
         assert _grew(before, "partials")
-        assert_matches_numpy(full_reductions, x[::-3], rtol=1e-12, atol=1e-12)
+        assert_matches_numpy(full_reductions, x[::-3], rtol=1e-12, atol=1e-12,
+                             allowed_fallbacks=[STRIDED_FLOAT_SUM])
         assert_matches_numpy(lambda a, b: np.mean((a - b) ** 2), x, x[::-1],
-                             rtol=1e-12, atol=1e-12)
+                             rtol=1e-12, atol=1e-12, allowed_fallbacks=[STRIDED_FLOAT_SUM])
 
 
 @pytest.mark.parametrize("threads", THREADS)
@@ -111,7 +117,8 @@ def test_full_reductions_of_2d_and_narrow_rows(threads):
     with _forced(threads):
         before = _splits()
         assert_matches_numpy(full_reductions, x, rtol=1e-12, atol=1e-12)
-        assert_matches_numpy(full_reductions, x[::-2, 3::4], rtol=1e-12, atol=1e-12)
+        assert_matches_numpy(full_reductions, x[::-2, 3::4], rtol=1e-12, atol=1e-12,
+                             allowed_fallbacks=[STRIDED_FLOAT_SUM])
         # two outer rows, long rows: the rows themselves are shared through partials
         assert_matches_numpy(lambda a: (a.sum(axis=1), a.argmax(axis=1), a.mean(axis=-1)),
                              rng.random((2, 5003)), rtol=1e-12, atol=1e-12)
@@ -158,7 +165,9 @@ def test_fused_programs(threads):
                              atol=1e-6)
         assert_matches_numpy(lambda a: (a.var(), a - a.mean(), a.std() * a.sum()),
                              rng.random(999), rtol=1e-12, atol=1e-12)
-        assert_matches_numpy(lambda a: softmax(a[::-1]), rng.random(1001), rtol=1e-12)
+        assert_matches_numpy(lambda a: softmax(a[::-1]), rng.random(1001), rtol=1e-12,
+                             allowed_fallbacks=[STRIDED_FLOAT_SUM])   # a reversed view
+        assert_matches_numpy(softmax, rng.random(1001), rtol=1e-12)
         assert _grew(before, "partials")
 
 
