@@ -18,6 +18,7 @@ from autojit import AutojitWarning, autoroute, config
 from autojit.ir.graph import Node
 from autojit.ir.ops import Op
 from autojit.ir.types import TensorType
+from autojit.lower_cpu.jit import forget_kernels
 from autojit.lower_cpu.rules import LLVM_RULES
 from autojit.lower_cpu.ulp_bounds import numpy_extra_ulps
 from autojit.testing import assert_backends_agree
@@ -127,9 +128,12 @@ def test_gpu_backend_runs_forced_and_a_silent_cpu_rerun_fails() -> None:
 # -- planted wrong kernels are caught --------------------------------------------------------
 @pytest.fixture
 def fresh_cache(tmp_path: Path):
-    """An empty compile cache: code compiled before a rule was planted cannot answer."""
+    """An empty compile cache, on disk and in memory (kernels alike reuse compiled code
+    without rendering): code compiled before a rule was planted cannot answer."""
+    forget_kernels()
     with config(cache_dir=str(tmp_path / "cache")):
         yield
+    forget_kernels()
 
 
 def test_planted_wrong_rule_is_caught_with_linf_figures(monkeypatch, no_gpu,
