@@ -37,6 +37,12 @@ RENDER_S = 0.0003
 RENDER_INSTRUCTION_S = 0.00004
 PHASE_S = 0.009
 INSTRUCTION_S = 0.00005
+#: and to the nest's depth: LLVM's time grows with the cube of a kernel's loop count (a body of
+#: 3-6 instructions, 2-core Xeon: 8 loops ~0.06-0.1 s, 16 ~0.6-1.9 s, 20 ~1.6-4.6 s, 24
+#: ~1.3-7 s; a 32-deep float max was ~17 s), charged for each loop past the first. Kernels
+#: are rarely over 4 deep (``fuse.plan`` drops static size-1 axes and merges contiguous
+#: ones): this is a backstop that makes a deep nest run as Python rather than stall.
+NEST_S = 0.0001
 
 
 class CompileBudgetError(CompileError):
@@ -54,10 +60,15 @@ def _shape_key(kernel: Kernel) -> tuple[Any, ...]:
     return loops, kernel.row_dims, kernel.phases, buffers, body
 
 
+def _nest_seconds(depth: int) -> float:
+    """LLVM's time for a nest ``depth`` loops deep beyond that of one loop."""
+    return NEST_S * (max(depth, 1) ** 3 - 1)
+
+
 def estimate_seconds(kernels: Sequence[Kernel]) -> tuple[float, int]:
     """Return (estimated seconds to render and compile ``kernels``, distinct kernels)."""
     distinct = {_shape_key(k): k for k in kernels}
-    llvm_s = sum((PHASE_S * k.phases + INSTRUCTION_S * len(k.body))
+    llvm_s = sum((PHASE_S * k.phases + INSTRUCTION_S * len(k.body) + _nest_seconds(k.rank))
                  * (1 if len(k.body) > LEAN_BODY else 2) for k in distinct.values())
     render_s = sum(RENDER_S + RENDER_INSTRUCTION_S * len(k.body) for k in kernels)
     return render_s + llvm_s, len(distinct)
@@ -68,7 +79,8 @@ def check_outlines(ops: int, outlines: Sequence[Outline]) -> None:
     program of ``ops`` graph ops is over ``COMPILE_BUDGET_S``, from its kernels' outlines
     (``plan_kernels``' check, before they are emitted): each distinct kernel's loops,
     compiled lean (a 10,000-op program of 129 distinct kernels, 899 loops: 8 s of LLVM).
-    The check after emission (``check_budget``) counts the instructions too."""
+    The check after emission (``check_budget``) counts the instructions and each kernel's
+    loop depth too (known once ``fuse.plan`` has merged the loops)."""
     distinct = {o.key: o for o in outlines}
     seconds = (RENDER_S * len(outlines)
                + sum(PHASE_S * o.phases for o in distinct.values()))
