@@ -13,8 +13,12 @@ Two ways to split, both without touching the kernel's own code:
   the outer-level instructions and carries what later phases read (``partials.py``).
   A row is cut into chunks set by its size alone (``_partial_edges``: 16 for short rows;
   for long ones, big chunks first and small ones last), so a result is identical run to
-  run and for every thread count; it differs from one thread's by rounding only (a
-  different summation tree).
+  run and for every thread count. Float sums (NumPy's ``pairwise_sum`` tree, one run per
+  row) are cut at the tree's own nodes instead (``_tree_edges``: 2^L subtrees, every
+  node above them split as NumPy splits it) and ``finish`` adds the subtrees' sums back
+  in tree order, so the result is NumPy's bit for bit for every thread count. Other
+  float sums (one element after another, or in 8192-element cast chunks) and float
+  products are never cut along the row: only outer splits share them.
 
 Each thread takes chunks in a native loop (``team.py``: an atomic counter, no Python
 between chunks; workers wait for the next call spinning, for a while), and how a call
@@ -44,7 +48,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from autojit.ir.kernel import Instr, Kernel
-from autojit.ir.ops import OP_TABLE, Op, sequential_reduction
+from autojit.ir.ops import OP_TABLE, Op, ordered_reduction
 from autojit.lower_cpu.pool import Task, pool
 from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.team import SPIN_SECONDS, native, team
@@ -100,18 +104,21 @@ class SplitPlan:
     guarded: tuple[tuple[int, ...], ...]
     reduces: tuple[int, ...] = ()    # accumulators per phase
     carried: int = 0                 # values carried between phases (``partials.carried``)
+    tree: bool = False               # pairwise sums: chunks are subtrees (``_tree_edges``)
 
 
 def partials_ok(kernel: Kernel) -> bool:
     """Return True when the first row dimension may be split into chunks with partials
     (``partials.py``): no loop index of that dimension; values of 8 bytes at most; and
     each instruction reads only its own phase's row values, accumulators, outer-level
-    results, constants and scalars (so phases can run as separate passes); and no reduction
-    that must run in row order (``ops.sequential_reduction``: float products)."""
+    results, constants and scalars (so phases can run as separate passes); and every float
+    sum or product (``ops.ordered_reduction``) a pairwise sum of one run starting at that
+    dimension (``tree_sums``): the others add one element after another."""
     if kernel.row_dims == 0:
         return False
-    if any(ins.op is Op.REDUCE and sequential_reduction(ins.attr, ins.dtype)
-           for ins in kernel.body):
+    tree = tree_sums(kernel) if kernel.pairwise_dim == kernel.outer_rank else frozenset()
+    if any(ins.op is Op.REDUCE and ordered_reduction(ins.attr, ins.dtype)
+           and ins.id not in tree for ins in kernel.body):
         return False
     by_id = {ins.id: ins for ins in kernel.body}
     free = (Op.REDUCE, Op.CONST, Op.LOAD_SCALAR)
@@ -124,6 +131,12 @@ def partials_ok(kernel: Kernel) -> bool:
                     ins.level == "outer" or source.phase != ins.phase):
                 return False
     return True
+
+
+def tree_sums(kernel: Kernel) -> frozenset[int]:
+    """Return the REDUCEs ``partials`` must cut at ``pairwise_sum``'s nodes and add back in
+    tree order: float sums NumPy adds pairwise (``Kernel.pairwise``), one run per row."""
+    return frozenset(i for i, chunk in kernel.pairwise if chunk == 0)
 
 
 def plan_split(kernel: Kernel) -> SplitPlan:
@@ -155,7 +168,7 @@ def plan_split(kernel: Kernel) -> SplitPlan:
                     for p in range(kernel.phases))
     return SplitPlan(kernel.rank, kernel.outer_rank, max(cost, 1), outer, partials, strides,
                      tuple(np.dtype(b.dtype).itemsize for b in kernel.buffers), guarded,
-                     reduces, len(carried(kernel)))
+                     reduces, len(carried(kernel)), bool(tree_sums(kernel)))
 
 
 def partial_symbols(symbol: str, phases: int) -> tuple[str, ...]:
@@ -217,6 +230,32 @@ def _partial_edges(size: int, later: int, align: int) -> np.ndarray:
         end = (edges[-1] + max(left // _PARTIAL_SHARE, smallest)) // align * align
         edges.append(size if size - end < smallest // 2 else end)
     found = np.array(edges, np.int64)
+    found.flags.writeable = False
+    return found
+
+
+#: NumPy's ``pairwise_sum`` adds runs of at most this many elements without splitting
+_PAIRWISE_BLOCK = 128
+
+
+@functools.lru_cache(maxsize=256)
+def _tree_edges(size: int, later: int, wanted: int) -> np.ndarray | None:
+    """Return the edges (in steps of ``later`` positions) of the 2^L subtrees NumPy's
+    ``pairwise_sum`` over ``size * later`` positions has at depth L: every node above
+    splits at ``n2 = n/2 - (n/2) % 8`` (so each must hold more than 128), L as deep as
+    gives ``wanted`` subtrees or the tree allows. None when the tree does not split or
+    an edge falls inside a step."""
+    nodes = [(0, size * later)]
+    while len(nodes) < wanted and all(n > _PAIRWISE_BLOCK for _, n in nodes):
+        split = []
+        for start, n in nodes:
+            half = n // 2 - (n // 2) % 8
+            split += [(start, half), (start + half, n - half)]
+        nodes = split
+    starts = [start for start, _ in nodes]
+    if len(nodes) == 1 or any(start % later for start in starts):
+        return None
+    found = np.array([start // later for start in starts] + [size], np.int64)
     found.flags.writeable = False
     return found
 
@@ -377,12 +416,21 @@ class _PartialsLayout:
     scratch_bytes: int
 
 
-def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int]) -> _PartialsLayout:
-    """Return the tables of a partials call with these sizes (kept by ``call_kernel``)."""
+def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int],
+                     threads: int) -> _PartialsLayout | None:
+    """Return the tables of a partials call with these sizes (kept by ``call_kernel``);
+    None when pairwise sums cannot be cut at their tree's nodes."""
     dim = plan.outer_rank
     outer_count = math.prod(meta[:dim])
     later = math.prod(meta[dim + 1:plan.rank])   # row positions per step along ``dim``
-    edges = _partial_edges(meta[dim], later, _ALIGN if dim == plan.rank - 1 else 1)
+    if plan.tree:
+        found = _tree_edges(meta[dim], later, 1 << (_CHUNKS_PER_THREAD * threads - 1
+                                                     ).bit_length())
+        if found is None:
+            return None
+        edges = found
+    else:
+        edges = _partial_edges(meta[dim], later, _ALIGN if dim == plan.rank - 1 else 1)
     count = len(edges) - 1
     block_bytes = [16 * max(r, 1) * outer_count for r in plan.reduces]
     blocks_bytes = count * max(block_bytes)
@@ -443,8 +491,8 @@ def _choose_split(kernel: Kernel, program: CpuProgram, meta: Sequence[int], thre
                                     or meta[dim] % threads == 0)
     if plan.partials and not balanced and _dim_ok(plan, meta, plan.outer_rank):
         entries = _partial_entries(kernel, program)
-        if entries:
-            layout = _partials_layout(plan, slots, meta)
+        layout = _partials_layout(plan, slots, meta, threads) if entries else None
+        if layout is not None:
             return functools.partial(_run_partials, kernel, entries, layout, threads)
     if dim is None:
         return None
