@@ -51,7 +51,7 @@ import numpy as np
 
 from autojit.errors import CompileError
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import Op
+from autojit.ir.ops import OP_TABLE, Op
 from autojit.ir.printer import format_kernel
 from autojit.ir.zero_sign import zero_sign_blind
 from autojit.lower_cpu.mathlib import MathCalls
@@ -269,19 +269,26 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
     a run of more than 128 elements at ``n2 = n/2 - (n/2) % 8`` and adds the two halves'
     sums; a block of at most 128 adds element k into accumulator ``k % 8`` (the first
     ``n - n % 8`` elements), then ``((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7))``, then the rest
-    one by one (a block of fewer than 8: ``-0.0`` plus each element). The positions are
-    visited in order (each block's values go through a 128-element scratch array), so
-    the element code is emitted once; the splits run from an explicit stack."""
+    one by one (a block of fewer than 8: ``-0.0`` plus each element). The eight
+    accumulators are one ``<8 x T>`` vector. The positions are visited in order: element
+    code without calls is emitted once per lane (``direct_block``: the SLP vectoriser
+    widens it, no memory round trip); element code with calls (exp, pow) is emitted once,
+    in a loop storing each block's values to a 128-element scratch array (the loop
+    vectoriser gives its calls their vector forms). The splits run from an explicit stack."""
     b = nest.builder
     types = [llvm_type(acc.source) for acc in sums]
+    phase = sums[0].ins.phase
+    direct = not any(ins.level == "row" and ins.phase == phase and ins.op in OP_TABLE
+                     and OP_TABLE[ins.op].math_name for ins in nest.kernel.body)
     entry = b.function.entry_basic_block
     with b.goto_block(entry):
         if entry.terminator is not None:
             b.position_before(entry.terminator)
         else:
             b.position_at_start(entry)
-        lanes = [b.alloca(ir.ArrayType(t, 8), name="pw.lanes") for t in types]
-        values = [b.alloca(ir.ArrayType(t, _PAIRWISE_BLOCK), name="pw.values") for t in types]
+        lanes = [b.alloca(ir.VectorType(t, 8), name="pw.lanes") for t in types]
+        values = [] if direct else [
+            b.alloca(ir.ArrayType(t, _PAIRWISE_BLOCK), name="pw.values") for t in types]
         lefts = [b.alloca(ir.ArrayType(t, _PAIRWISE_DEPTH), name="pw.left") for t in types]
         results = [b.alloca(t, name="pw.res") for t in types]
         rights = b.alloca(ir.ArrayType(I64, _PAIRWISE_DEPTH), name="pw.right")
@@ -302,38 +309,82 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
         nest.values.clear()
         nest.values.update(saved)
 
+    def lanes_sum(vector: ir.Value) -> ir.Value:
+        """``((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7))`` of an ``<8 x T>``, in that order."""
+        def pick(v: ir.Value, picked: Sequence[int]) -> ir.Value:
+            mask = ir.Constant(ir.VectorType(ir.IntType(32), len(picked)), list(picked))
+            return b.shuffle_vector(v, v, mask)
+        pairs = b.fadd(pick(vector, (0, 2, 4, 6)), pick(vector, (1, 3, 5, 7)))
+        quads = b.fadd(pick(pairs, (0, 2)), pick(pairs, (1, 3)))
+        return b.fadd(b.extract_element(quads, _i64(0)), b.extract_element(quads, _i64(1)))
+
+    def octets_then_rest(length: ir.Value, octet: Callable[[ir.Value], list[ir.Value]],
+                         rest: Callable[[ir.Value, Sequence[ir.Value]], None]) -> None:
+        """Eight lanes per sum over the first ``length - length % 8`` positions (``octet(j)``
+        returns each sum's ``<8 x T>`` of positions 8j..8j+7), their sum into ``results``,
+        then ``rest(k, results)`` for each position left."""
+        eights = b.and_(length, _i64(-8))
+        for acc, t in zip(lanes, types, strict=True):
+            b.store(ir.Constant(ir.VectorType(t, 8), [-0.0] * 8), acc)
+
+        def each(j: ir.Value) -> None:
+            for acc, vector in zip(lanes, octet(j), strict=True):
+                b.store(b.fadd(b.load(acc), vector), acc)
+        _emit_counted_loop(b, b.ashr(length, _i64(3)), "pw.octet", each)
+        for acc, res in zip(lanes, results, strict=True):
+            b.store(lanes_sum(b.load(acc)), res)
+        _emit_counted_loop(b, b.sub(length, eights), "pw.rest",
+                           lambda k: rest(b.add(eights, k, flags=("nsw",)), results))
+
     def block(start: ir.Value, length: ir.Value) -> None:
-        """``pairwise_sum`` of one block of at most 128 elements, into ``results``: the
-        element code runs once per position (a plain loop the vectoriser takes), storing
-        the summed values; then the eight-lane sum over them, as NumPy adds them."""
+        """``pairwise_sum`` of one block of at most 128 elements, into ``results``."""
+        if direct:
+            direct_block(start, length)
+            return
+        # the element code runs once per position in a plain loop (the vectoriser takes
+        # it, calls to vector math included), storing the summed values; then the
+        # eight-lane sum over them, as NumPy adds them
         def value(i: ir.Value) -> None:
             def into(n: int) -> Callable[[ir.Value], None]:
                 return lambda v: b.store(v, slot(values[n], i))
             visit(b.add(start, i, flags=("nsw",)), into)
         _emit_counted_loop(b, length, "pw.values", value)
-        eights = b.and_(length, _i64(-8))
-        for lane, t in zip(lanes, types, strict=True):
+
+        def octet(j: ir.Value) -> list[ir.Value]:
+            at = b.shl(j, _i64(3))
+            return [b.load(slot(vals, at), typ=ir.VectorType(t, 8), align=8)
+                    for vals, t in zip(values, types, strict=True)]
+
+        def rest(k: ir.Value, into: Sequence[ir.Value]) -> None:
+            for vals, res in zip(values, into, strict=True):
+                b.store(b.fadd(b.load(res), b.load(slot(vals, k))), res)
+        octets_then_rest(length, octet, rest)
+
+    def direct_block(start: ir.Value, length: ir.Value) -> None:
+        """The same sum with the element code emitted for each of the eight lanes (the
+        SLP vectoriser makes it one vector op each): no scratch array (only for element
+        code without calls, which the SLP vectoriser cannot widen)."""
+        def octet(j: ir.Value) -> list[ir.Value]:
+            base = b.add(start, b.shl(j, _i64(3)), flags=("nsw",))
+            found: list[list[ir.Value]] = [[] for _ in sums]
+
+            def into(n: int) -> Callable[[ir.Value], None]:
+                return lambda v: found[n].append(v)
             for k in range(8):
-                b.store(ir.Constant(t, -0.0), slot(lane, _i64(k)))
+                visit(b.add(base, _i64(k), flags=("nsw",)) if k else base, into)
+            vectors = []
+            for got, t in zip(found, types, strict=True):
+                vector: ir.Value = ir.Constant(ir.VectorType(t, 8), None)
+                for k, v in enumerate(got):
+                    vector = b.insert_element(vector, v, _i64(k))
+                vectors.append(vector)
+            return vectors
 
-        def octet(j: ir.Value) -> None:
-            base = b.shl(j, _i64(3))
-            for lane, vals in zip(lanes, values, strict=True):
-                for k in range(8):
-                    cell = slot(lane, _i64(k))
-                    at = b.add(base, _i64(k), flags=("nsw",)) if k else base
-                    b.store(b.fadd(b.load(cell), b.load(slot(vals, at))), cell)
-        _emit_counted_loop(b, b.ashr(length, _i64(3)), "pw.octet", octet)
-        for lane, res in zip(lanes, results, strict=True):
-            r = [b.load(slot(lane, _i64(k))) for k in range(8)]
-            b.store(b.fadd(b.fadd(b.fadd(r[0], r[1]), b.fadd(r[2], r[3])),
-                           b.fadd(b.fadd(r[4], r[5]), b.fadd(r[6], r[7]))), res)
-
-        def rest(k: ir.Value) -> None:
-            at = b.add(eights, k, flags=("nsw",))
-            for vals, res in zip(values, results, strict=True):
-                b.store(b.fadd(b.load(res), b.load(slot(vals, at))), res)
-        _emit_counted_loop(b, b.sub(length, eights), "pw.rest", rest)
+        def rest(k: ir.Value, into: Sequence[ir.Value]) -> None:
+            def add(n: int) -> Callable[[ir.Value], None]:
+                return lambda v: b.store(b.fadd(b.load(into[n]), v), into[n])
+            visit(b.add(start, k, flags=("nsw",)), add)
+        octets_then_rest(length, octet, rest)
 
     def run(start: ir.Value, length: ir.Value) -> None:
         """``acc += pairwise_sum(run)`` for every accumulator."""
