@@ -236,6 +236,9 @@ def _partial_edges(size: int, later: int, align: int) -> np.ndarray:
 
 #: NumPy's ``pairwise_sum`` adds runs of at most this many elements without splitting
 _PAIRWISE_BLOCK = 128
+#: positions per subtree a long pairwise sum is cut into, about (spare chunks for the
+#: threads the OS delays: 10M positions make 256 subtrees)
+_TREE_CHUNK = 1 << 16
 
 
 @functools.lru_cache(maxsize=256)
@@ -424,8 +427,8 @@ def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int],
     outer_count = math.prod(meta[:dim])
     later = math.prod(meta[dim + 1:plan.rank])   # row positions per step along ``dim``
     if plan.tree:
-        found = _tree_edges(meta[dim], later, 1 << (_CHUNKS_PER_THREAD * threads - 1
-                                                     ).bit_length())
+        wanted = max(_CHUNKS_PER_THREAD * threads, meta[dim] * later // _TREE_CHUNK)
+        found = _tree_edges(meta[dim], later, 1 << (wanted - 1).bit_length())
         if found is None:
             return None
         edges = found
