@@ -16,7 +16,9 @@ Two ways to split, both without touching the kernel's own code:
   run and for every thread count. Float sums (NumPy's ``pairwise_sum`` tree, one run per
   row) are cut at the tree's own nodes instead (``_tree_edges``: 2^L subtrees, every
   node above them split as NumPy splits it) and ``finish`` adds the subtrees' sums back
-  in tree order, so the result is NumPy's bit for bit for every thread count. Other
+  in tree order, so the result is NumPy's bit for bit for every thread count (phases
+  without such a sum keep ``_partial_edges``: element code then meets its vectorised
+  loop's scalar remainder where one thread's does). Other
   float sums (one element after another, or in 8192-element cast chunks) and float
   products are never cut along the row: only outer splits share them.
 
@@ -104,7 +106,8 @@ class SplitPlan:
     guarded: tuple[tuple[int, ...], ...]
     reduces: tuple[int, ...] = ()    # accumulators per phase
     carried: int = 0                 # values carried between phases (``partials.carried``)
-    tree: bool = False               # pairwise sums: chunks are subtrees (``_tree_edges``)
+    #: per phase: whether it holds a pairwise sum (its chunks are subtrees, ``_tree_edges``)
+    tree_phases: tuple[bool, ...] = ()
 
 
 def partials_ok(kernel: Kernel) -> bool:
@@ -166,9 +169,12 @@ def plan_split(kernel: Kernel) -> SplitPlan:
     cost = sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == "row")
     reduces = tuple(sum(ins.op is Op.REDUCE and ins.phase == p for ins in kernel.body)
                     for p in range(kernel.phases))
+    tree = tree_sums(kernel)
     return SplitPlan(kernel.rank, kernel.outer_rank, max(cost, 1), outer, partials, strides,
                      tuple(np.dtype(b.dtype).itemsize for b in kernel.buffers), guarded,
-                     reduces, len(carried(kernel)), bool(tree_sums(kernel)))
+                     reduces, len(carried(kernel)),
+                     tuple(any(ins.id in tree and ins.phase == p for ins in kernel.body)
+                           for p in range(kernel.phases)))
 
 
 def partial_symbols(symbol: str, phases: int) -> tuple[str, ...]:
@@ -410,11 +416,12 @@ def _compile_partials(kernel: Kernel, program: CpuProgram) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class _PartialsLayout:
     """A partials call's tables for one set of sizes (cached: ``_cached``). A scratch
-    buffer holds the partials blocks (reused by each phase), then the carry."""
+    buffer holds the partials blocks (reused by each phase), then the carry. A phase with
+    a float sum is cut at its tree's nodes, the others as ``_partial_edges`` says."""
 
-    offsets: tuple[np.ndarray, ...]   # per phase: [chunks, data slots + block + carry]
-    metas: np.ndarray                 # [chunks, meta slots + chunk start position]
-    finish_meta: np.ndarray           # meta..., number of chunks
+    offsets: tuple[np.ndarray, ...]      # per phase: [chunks, data slots + block + carry]
+    metas: tuple[np.ndarray, ...]        # per phase: [chunks, meta slots + chunk start]
+    finish_metas: tuple[np.ndarray, ...]  # per phase: meta..., number of chunks
     blocks_bytes: int
     scratch_bytes: int
 
@@ -426,26 +433,28 @@ def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int],
     dim = plan.outer_rank
     outer_count = math.prod(meta[:dim])
     later = math.prod(meta[dim + 1:plan.rank])   # row positions per step along ``dim``
-    if plan.tree:
+    plain = _partial_edges(meta[dim], later, _ALIGN if dim == plan.rank - 1 else 1)
+    tree = None
+    if any(plan.tree_phases):
         wanted = max(_CHUNKS_PER_THREAD * threads, meta[dim] * later // _TREE_CHUNK)
-        found = _tree_edges(meta[dim], later, 1 << (wanted - 1).bit_length())
-        if found is None:
+        tree = _tree_edges(meta[dim], later, 1 << (wanted - 1).bit_length())
+        if tree is None:
             return None
-        edges = found
-    else:
-        edges = _partial_edges(meta[dim], later, _ALIGN if dim == plan.rank - 1 else 1)
-    count = len(edges) - 1
     block_bytes = [16 * max(r, 1) * outer_count for r in plan.reduces]
-    blocks_bytes = count * max(block_bytes)
-    offsets, metas = _tables(plan, slots, meta, dim, edges, extra_data=2, extra_meta=1)
-    metas[:, -1] = edges[:-1] * later
-    per_phase = []
-    for size in block_bytes:
-        phase_offsets = offsets.copy()
+    offsets, metas, finishes, blocks_bytes = [], [], [], 0
+    for size, cut in zip(block_bytes, plan.tree_phases, strict=True):
+        edges = tree if cut and tree is not None else plain
+        count = len(edges) - 1
+        blocks_bytes = max(blocks_bytes, count * size)
+        phase_offsets, phase_metas = _tables(plan, slots, meta, dim, edges, extra_data=2,
+                                             extra_meta=1)
+        phase_metas[:, -1] = edges[:-1] * later
         phase_offsets[:, slots] = size * np.arange(count)
-        per_phase.append(phase_offsets)
-    return _PartialsLayout(tuple(per_phase), metas, np.array([*meta, count], np.int64),
-                           blocks_bytes, blocks_bytes + max(8 * plan.carried * outer_count, 8))
+        offsets.append(phase_offsets)
+        metas.append(phase_metas)
+        finishes.append(np.array([*meta, count], np.int64))
+    return _PartialsLayout(tuple(offsets), tuple(metas), tuple(finishes), blocks_bytes,
+                           blocks_bytes + max(8 * plan.carried * outer_count, 8))
 
 
 def _run_partials(kernel: Kernel, entries: tuple[int, ...], layout: _PartialsLayout,
@@ -457,9 +466,10 @@ def _run_partials(kernel: Kernel, entries: tuple[int, ...], layout: _PartialsLay
     # blocks, the carry (the call's own pointers: this row)
     row = _addresses(data, base, base + layout.blocks_bytes)
     for phase in range(kernel.phases):
-        chunks = _Chunks(layout.offsets[phase] + row, layout.metas)
+        chunks = _Chunks(layout.offsets[phase] + row, layout.metas[phase])
         chunks.run(entries[2 * phase], threads, spin_s)
-        _FuncPtr(entries[2 * phase + 1])(row.ctypes.data, layout.finish_meta.ctypes.data)
+        _FuncPtr(entries[2 * phase + 1])(row.ctypes.data,
+                                         layout.finish_metas[phase].ctypes.data)
     SPLITS["partials"] += 1
 
 
