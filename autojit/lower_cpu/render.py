@@ -259,6 +259,8 @@ def _emit_nest(nest: _Nest, depth: int, offsets: list[ir.Value | None],
 #: of eight
 _PAIRWISE_BLOCK = 128
 _PAIRWISE_DEPTH = 64      # the split stack: each level at least halves the run
+#: element code emitted once per lane (``direct_block``) up to this many instructions
+_DIRECT_MAX_INSTRUCTIONS = 64
 
 
 def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulator],
@@ -278,8 +280,9 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
     b = nest.builder
     types = [llvm_type(acc.source) for acc in sums]
     phase = sums[0].ins.phase
-    direct = not any(ins.level == "row" and ins.phase == phase and ins.op in OP_TABLE
-                     and OP_TABLE[ins.op].math_name for ins in nest.kernel.body)
+    element_code = [ins for ins in nest.kernel.body if ins.level == "row" and ins.phase == phase]
+    direct = len(element_code) <= _DIRECT_MAX_INSTRUCTIONS and not any(
+        ins.op in OP_TABLE and OP_TABLE[ins.op].math_name for ins in element_code)
     entry = b.function.entry_basic_block
     with b.goto_block(entry):
         if entry.terminator is not None:
