@@ -94,3 +94,16 @@ def test_tree_edges_are_pairwise_sum_s_nodes():
     assert len(edges) == 17 and all(e % 8 == 0 for e in edges[:-1])
     assert list(_tree_edges(4, 256, 2)) == [0, 2, 4]
     assert _tree_edges(3, 1000, 2) is None                 # n2 = 1496: inside step 1
+
+
+def _long_chain(a):
+    for _ in range(40):       # 80 element instructions: the block's scratch-array form
+        a = a * 0.999 + 0.001
+    return a.sum(), (a * 2.0).sum()
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_long_element_code_sums_are_numpy_s_bits(threads):
+    calls = [(_spread(n, np.float64),) for n in (7, 129, 8193, 100_003)]
+    with _forced(threads):
+        assert_calls_match_numpy(_long_chain, calls)
