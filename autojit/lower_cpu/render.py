@@ -260,7 +260,7 @@ def _emit_nest(nest: _Nest, depth: int, offsets: list[ir.Value | None],
 _PAIRWISE_BLOCK = 128
 _PAIRWISE_DEPTH = 64      # the split stack: each level at least halves the run
 #: element code emitted once per lane (``direct_block``) up to this many instructions
-_DIRECT_MAX_INSTRUCTIONS = 64
+_DIRECT_MAX_INSTRUCTIONS = 32
 
 
 def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulator],
@@ -290,6 +290,7 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
         else:
             b.position_at_start(entry)
         lanes = [b.alloca(ir.VectorType(t, 8), name="pw.lanes") for t in types]
+        lanes2 = [b.alloca(ir.VectorType(t, 8), name="pw.lanes2") for t in types]
         values = [] if direct else [
             b.alloca(ir.ArrayType(t, _PAIRWISE_BLOCK), name="pw.values") for t in types]
         lefts = [b.alloca(ir.ArrayType(t, _PAIRWISE_DEPTH), name="pw.left") for t in types]
@@ -363,31 +364,69 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
                 b.store(b.fadd(b.load(res), b.load(slot(vals, k))), res)
         octets_then_rest(length, octet, rest)
 
+    def direct_octet(start: ir.Value, j: ir.Value) -> list[ir.Value]:
+        """Each sum's ``<8 x T>`` of positions start+8j..start+8j+7, the element code
+        emitted per lane (the SLP vectoriser makes it one vector op each)."""
+        base = b.add(start, b.shl(j, _i64(3)), flags=("nsw",))
+        found: list[list[ir.Value]] = [[] for _ in sums]
+
+        def into(n: int) -> Callable[[ir.Value], None]:
+            return lambda v: found[n].append(v)
+        for k in range(8):
+            visit(b.add(base, _i64(k), flags=("nsw",)) if k else base, into)
+        vectors = []
+        for got, t in zip(found, types, strict=True):
+            vector: ir.Value = ir.Constant(ir.VectorType(t, 8), None)
+            for k, v in enumerate(got):
+                vector = b.insert_element(vector, v, _i64(k))
+            vectors.append(vector)
+        return vectors
+
+    def direct_rest(start: ir.Value, k: ir.Value, into: Sequence[ir.Value]) -> None:
+        def add(n: int) -> Callable[[ir.Value], None]:
+            return lambda v: b.store(b.fadd(b.load(into[n]), v), into[n])
+        visit(b.add(start, k, flags=("nsw",)), add)
+
     def direct_block(start: ir.Value, length: ir.Value) -> None:
-        """The same sum with the element code emitted for each of the eight lanes (the
-        SLP vectoriser makes it one vector op each): no scratch array (only for element
-        code without calls, which the SLP vectoriser cannot widen)."""
-        def octet(j: ir.Value) -> list[ir.Value]:
-            base = b.add(start, b.shl(j, _i64(3)), flags=("nsw",))
-            found: list[list[ir.Value]] = [[] for _ in sums]
+        """The same sum with no scratch array (``direct_octet``; only for element code
+        without calls, which the SLP vectoriser cannot widen)."""
+        octets_then_rest(length, lambda j: direct_octet(start, j),
+                         lambda k, into: direct_rest(start, k, into))
 
-            def into(n: int) -> Callable[[ir.Value], None]:
-                return lambda v: found[n].append(v)
-            for k in range(8):
-                visit(b.add(base, _i64(k), flags=("nsw",)) if k else base, into)
-            vectors = []
-            for got, t in zip(found, types, strict=True):
-                vector: ir.Value = ir.Constant(ir.VectorType(t, 8), None)
-                for k, v in enumerate(got):
-                    vector = b.insert_element(vector, v, _i64(k))
-                vectors.append(vector)
-            return vectors
+    def twin_blocks(start: ir.Value, length: ir.Value) -> None:
+        """A node of two blocks (128 < length, its right part at most 128): both blocks'
+        eight lanes in one loop (two independent chains of vector adds), then the left
+        sum plus the right one, as NumPy adds them. The left part is a multiple of 8."""
+        half = b.sdiv(length, _i64(2))
+        first = b.sub(half, b.and_(half, _i64(7)))
+        second = b.sub(length, first)
+        right = b.add(start, first, flags=("nsw",))
+        for acc, other, t in zip(lanes, lanes2, types, strict=True):
+            b.store(ir.Constant(ir.VectorType(t, 8), [-0.0] * 8), acc)
+            b.store(ir.Constant(ir.VectorType(t, 8), [-0.0] * 8), other)
 
-        def rest(k: ir.Value, into: Sequence[ir.Value]) -> None:
-            def add(n: int) -> Callable[[ir.Value], None]:
-                return lambda v: b.store(b.fadd(b.load(into[n]), v), into[n])
-            visit(b.add(start, k, flags=("nsw",)), add)
-        octets_then_rest(length, octet, rest)
+        def add_into(accs: Sequence[ir.Value], vectors: Sequence[ir.Value]) -> None:
+            for acc, vector in zip(accs, vectors, strict=True):
+                b.store(b.fadd(b.load(acc), vector), acc)
+
+        def both(j: ir.Value) -> None:
+            left_vectors = direct_octet(start, j)
+            right_vectors = direct_octet(right, j)
+            add_into(lanes, left_vectors)
+            add_into(lanes2, right_vectors)
+        octets = b.ashr(first, _i64(3))
+        _emit_counted_loop(b, octets, "pw.twin", both)
+        _emit_counted_loop(b, b.sub(b.ashr(second, _i64(3)), octets), "pw.twin.more",
+                           lambda j: add_into(lanes2, direct_octet(
+                               right, b.add(octets, j, flags=("nsw",)))))
+        for acc, res in zip(lanes2, results, strict=True):
+            b.store(lanes_sum(b.load(acc)), res)
+        eights = b.and_(second, _i64(-8))
+        _emit_counted_loop(b, b.sub(second, eights), "pw.twin.rest",
+                           lambda k: direct_rest(right, b.add(eights, k, flags=("nsw",)),
+                                                 results))
+        for acc, res in zip(lanes, results, strict=True):
+            b.store(b.fadd(lanes_sum(b.load(acc)), b.load(res)), res)
 
     def run(start: ir.Value, length: ir.Value) -> None:
         """``acc += pairwise_sum(run)`` for every accumulator."""
@@ -400,11 +439,12 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
         b.store(start, where)
         b.branch(descend)
         b.position_at_end(descend)            # split while longer than a block
-        cur = b.load(current)
-        split = b.icmp_signed(">", cur, _i64(_PAIRWISE_BLOCK))
+        cur = b.load(current)                 # (direct: than two, ``twin_blocks``)
+        half = b.sdiv(cur, _i64(2))
+        half = b.sub(half, b.and_(half, _i64(7)))
+        split = b.icmp_signed(">", b.sub(cur, half) if direct else cur,
+                              _i64(_PAIRWISE_BLOCK))
         with b.if_then(split):
-            half = b.sdiv(cur, _i64(2))
-            half = b.sub(half, b.and_(half, _i64(7)))
             sp = b.load(depth_at)
             b.store(b.sub(cur, half), slot(rights, sp))
             b.store(_i64(0), slot(states, sp))
@@ -413,7 +453,14 @@ def _emit_pairwise(nest: _Nest, size: ir.Value, chunk: int, sums: list[Accumulat
         b.cbranch(split, descend, leaf)
         b.position_at_end(leaf)               # a block: its sum into results
         pos, cur = b.load(where), b.load(current)
-        block(pos, cur)
+        if direct:
+            with b.if_else(b.icmp_signed(">", cur, _i64(_PAIRWISE_BLOCK))) as (two, one):
+                with two:
+                    twin_blocks(pos, cur)
+                with one:
+                    block(pos, cur)
+        else:
+            block(pos, cur)
         b.store(b.add(pos, cur, flags=("nsw",)), where)
         b.branch(ascend)
         b.position_at_end(ascend)             # a finished right half: add to its left
