@@ -6,10 +6,12 @@ the *first row dimension*, one phase at a time. For phase ``p``, ``part<p>`` red
 chunk and stores the phase's raw accumulators (value, and the global position for
 argmax/argmin) in a partials block instead of running the outer-level instructions; then
 ``finish<p>`` combines the chunks' records **in chunk order** with the same update rule
-the row loop uses, runs the phase's outer-level instructions (casts, mean's division,
-stores), and writes every value a later phase reads (its reductions and outer-level
-results) to a *carry* block, which ``part<q>``/``finish<q>`` (q > p) read back. The
-kernel's calling convention, with two more pointers and one more ``meta`` slot::
+the row loop uses (float sums NumPy adds pairwise, ``threads.tree_sums``: the chunks are
+the 2^L subtrees of ``pairwise_sum``'s tree, added back pairwise in place, ``_tree_add``),
+runs the phase's outer-level instructions (casts, mean's division, stores), and writes
+every value a later phase reads (its reductions and outer-level results) to a *carry*
+block, which ``part<q>``/``finish<q>`` (q > p) read back. The kernel's calling
+convention, with two more pointers and one more ``meta`` slot::
 
     void <symbol>.part<p>(void **data, const int64_t *meta)
         data: ..., partials block of this chunk, carry    meta: ..., chunk start position
@@ -47,7 +49,7 @@ from autojit.lower_cpu.render import (
     _Nest,
 )
 from autojit.lower_cpu.rules import I64, llvm_type
-from autojit.lower_cpu.threads import carried
+from autojit.lower_cpu.threads import carried, tree_sums
 
 RECORD_BYTES = 16
 CARRY_BYTES = 8
@@ -148,6 +150,31 @@ def _part_rows(phase: int, block: ir.Value, carry: ir.Value, position_base: ir.V
     return emit
 
 
+def _tree_add(b: ir.IRBuilder, chunks: ir.Value, record: Callable[[ir.Value], ir.Value],
+              typ: ir.Type) -> ir.Value:
+    """Add the ``chunks`` (a power of two) subtree sums at ``record(chunk)`` as their tree
+    does, in place: at level l, chunk ``i·2^(l+1)`` takes ``+`` chunk ``i·2^(l+1) + 2^l``.
+    Return the root's sum."""
+    bit = ir.IntType(1)
+    try:
+        cttz = b.module.get_global("llvm.cttz.i64")
+    except KeyError:
+        cttz = ir.Function(b.module, ir.FunctionType(I64, [I64, bit]), "llvm.cttz.i64")
+    levels = b.call(cttz, [chunks, ir.Constant(bit, 1)])
+
+    def level(lv: ir.Value) -> None:
+        width = b.shl(_i64(1), lv)
+        pairs = b.ashr(chunks, b.add(lv, _i64(1)))
+
+        def pair(i: ir.Value) -> None:
+            left = record(b.shl(i, b.add(lv, _i64(1))))
+            right = record(b.add(b.shl(i, b.add(lv, _i64(1))), width))
+            b.store(b.fadd(b.load(left, typ=typ), b.load(right, typ=typ)), left)
+        _emit_counted_loop(b, pairs, "tree.pair", pair)
+    _emit_counted_loop(b, levels, "tree.level", level)
+    return b.load(record(_i64(0)), typ=typ)
+
+
 def _finish_rows(phase: int, block: ir.Value, carry: ir.Value, chunks: ir.Value) -> Emit:
     """Return the emitter of ``finish<phase>`` at the outer rank: combine the chunks'
     records in chunk order, run the phase's outer-level instructions, carry its values."""
@@ -158,10 +185,20 @@ def _finish_rows(phase: int, block: ir.Value, carry: ir.Value, chunks: ir.Value)
         for d in range(nest.kernel.outer_rank):
             outer_count = b.mul(outer_count, nest.sizes[d], flags=("nsw",))
         size = RECORD_BYTES * max(len(accumulators), 1)
+        tree = tree_sums(nest.kernel)
+        for k, acc in enumerate(accumulators):
+            if acc.ins.id in tree:
+                def record(chunk: ir.Value, k: int = k) -> ir.Value:
+                    at = b.add(b.mul(chunk, outer_count, flags=("nsw",)), linear,
+                               flags=("nsw",))
+                    return _address(b, block, at, size, RECORD_BYTES * k)
+                acc.merge(b, _tree_add(b, chunks, record, llvm_type(acc.source)), None)
 
         def combine(chunk: ir.Value) -> None:
             record = b.add(b.mul(chunk, outer_count, flags=("nsw",)), linear, flags=("nsw",))
             for k, acc in enumerate(accumulators):
+                if acc.ins.id in tree:
+                    continue
                 value = b.load(_address(b, block, record, size, RECORD_BYTES * k),
                                typ=llvm_type(acc.source))
                 position = None

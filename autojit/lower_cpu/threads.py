@@ -13,8 +13,14 @@ Two ways to split, both without touching the kernel's own code:
   the outer-level instructions and carries what later phases read (``partials.py``).
   A row is cut into chunks set by its size alone (``_partial_edges``: 16 for short rows;
   for long ones, big chunks first and small ones last), so a result is identical run to
-  run and for every thread count; it differs from one thread's by rounding only (a
-  different summation tree).
+  run and for every thread count. Float sums (NumPy's ``pairwise_sum`` tree, one run per
+  row) are cut at the tree's own nodes instead (``_tree_edges``: 2^L subtrees, every
+  node above them split as NumPy splits it) and ``finish`` adds the subtrees' sums back
+  in tree order, so the result is NumPy's bit for bit for every thread count (phases
+  without such a sum keep ``_partial_edges``: element code then meets its vectorised
+  loop's scalar remainder where one thread's does). Other
+  float sums (one element after another, or in 8192-element cast chunks) and float
+  products are never cut along the row: only outer splits share them.
 
 Each thread takes chunks in a native loop (``team.py``: an atomic counter, no Python
 between chunks; workers wait for the next call spinning, for a while), and how a call
@@ -44,7 +50,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from autojit.ir.kernel import Instr, Kernel
-from autojit.ir.ops import OP_TABLE, Op, sequential_reduction
+from autojit.ir.ops import OP_TABLE, Op, ordered_reduction
 from autojit.lower_cpu.pool import Task, pool
 from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.team import SPIN_SECONDS, native, team
@@ -100,18 +106,22 @@ class SplitPlan:
     guarded: tuple[tuple[int, ...], ...]
     reduces: tuple[int, ...] = ()    # accumulators per phase
     carried: int = 0                 # values carried between phases (``partials.carried``)
+    #: per phase: whether it holds a pairwise sum (its chunks are subtrees, ``_tree_edges``)
+    tree_phases: tuple[bool, ...] = ()
 
 
 def partials_ok(kernel: Kernel) -> bool:
     """Return True when the first row dimension may be split into chunks with partials
     (``partials.py``): no loop index of that dimension; values of 8 bytes at most; and
     each instruction reads only its own phase's row values, accumulators, outer-level
-    results, constants and scalars (so phases can run as separate passes); and no reduction
-    that must run in row order (``ops.sequential_reduction``: float products)."""
+    results, constants and scalars (so phases can run as separate passes); and every float
+    sum or product (``ops.ordered_reduction``) a pairwise sum of one run starting at that
+    dimension (``tree_sums``): the others add one element after another."""
     if kernel.row_dims == 0:
         return False
-    if any(ins.op is Op.REDUCE and sequential_reduction(ins.attr, ins.dtype)
-           for ins in kernel.body):
+    tree = tree_sums(kernel) if kernel.pairwise_dim == kernel.outer_rank else frozenset()
+    if any(ins.op is Op.REDUCE and ordered_reduction(ins.attr, ins.dtype)
+           and ins.id not in tree for ins in kernel.body):
         return False
     by_id = {ins.id: ins for ins in kernel.body}
     free = (Op.REDUCE, Op.CONST, Op.LOAD_SCALAR)
@@ -124,6 +134,12 @@ def partials_ok(kernel: Kernel) -> bool:
                     ins.level == "outer" or source.phase != ins.phase):
                 return False
     return True
+
+
+def tree_sums(kernel: Kernel) -> frozenset[int]:
+    """Return the REDUCEs ``partials`` must cut at ``pairwise_sum``'s nodes and add back in
+    tree order: float sums NumPy adds pairwise (``Kernel.pairwise``), one run per row."""
+    return frozenset(i for i, chunk in kernel.pairwise if chunk == 0)
 
 
 def plan_split(kernel: Kernel) -> SplitPlan:
@@ -153,9 +169,12 @@ def plan_split(kernel: Kernel) -> SplitPlan:
     cost = sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == "row")
     reduces = tuple(sum(ins.op is Op.REDUCE and ins.phase == p for ins in kernel.body)
                     for p in range(kernel.phases))
+    tree = tree_sums(kernel)
     return SplitPlan(kernel.rank, kernel.outer_rank, max(cost, 1), outer, partials, strides,
                      tuple(np.dtype(b.dtype).itemsize for b in kernel.buffers), guarded,
-                     reduces, len(carried(kernel)))
+                     reduces, len(carried(kernel)),
+                     tuple(any(ins.id in tree and ins.phase == p for ins in kernel.body)
+                           for p in range(kernel.phases)))
 
 
 def partial_symbols(symbol: str, phases: int) -> tuple[str, ...]:
@@ -217,6 +236,35 @@ def _partial_edges(size: int, later: int, align: int) -> np.ndarray:
         end = (edges[-1] + max(left // _PARTIAL_SHARE, smallest)) // align * align
         edges.append(size if size - end < smallest // 2 else end)
     found = np.array(edges, np.int64)
+    found.flags.writeable = False
+    return found
+
+
+#: NumPy's ``pairwise_sum`` adds runs of at most this many elements without splitting
+_PAIRWISE_BLOCK = 128
+#: positions per subtree a long pairwise sum is cut into, about (spare chunks for the
+#: threads the OS delays: 10M positions make 256 subtrees)
+_TREE_CHUNK = 1 << 16
+
+
+@functools.lru_cache(maxsize=256)
+def _tree_edges(size: int, later: int, wanted: int) -> np.ndarray | None:
+    """Return the edges (in steps of ``later`` positions) of the 2^L subtrees NumPy's
+    ``pairwise_sum`` over ``size * later`` positions has at depth L: every node above
+    splits at ``n2 = n/2 - (n/2) % 8`` (so each must hold more than 128), L as deep as
+    gives ``wanted`` subtrees or the tree allows. None when the tree does not split or
+    an edge falls inside a step."""
+    nodes = [(0, size * later)]
+    while len(nodes) < wanted and all(n > _PAIRWISE_BLOCK for _, n in nodes):
+        split = []
+        for start, n in nodes:
+            half = n // 2 - (n // 2) % 8
+            split += [(start, half), (start + half, n - half)]
+        nodes = split
+    starts = [start for start, _ in nodes]
+    if len(nodes) == 1 or any(start % later for start in starts):
+        return None
+    found = np.array([start // later for start in starts] + [size], np.int64)
     found.flags.writeable = False
     return found
 
@@ -368,33 +416,45 @@ def _compile_partials(kernel: Kernel, program: CpuProgram) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class _PartialsLayout:
     """A partials call's tables for one set of sizes (cached: ``_cached``). A scratch
-    buffer holds the partials blocks (reused by each phase), then the carry."""
+    buffer holds the partials blocks (reused by each phase), then the carry. A phase with
+    a float sum is cut at its tree's nodes, the others as ``_partial_edges`` says."""
 
-    offsets: tuple[np.ndarray, ...]   # per phase: [chunks, data slots + block + carry]
-    metas: np.ndarray                 # [chunks, meta slots + chunk start position]
-    finish_meta: np.ndarray           # meta..., number of chunks
+    offsets: tuple[np.ndarray, ...]      # per phase: [chunks, data slots + block + carry]
+    metas: tuple[np.ndarray, ...]        # per phase: [chunks, meta slots + chunk start]
+    finish_metas: tuple[np.ndarray, ...]  # per phase: meta..., number of chunks
     blocks_bytes: int
     scratch_bytes: int
 
 
-def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int]) -> _PartialsLayout:
-    """Return the tables of a partials call with these sizes (kept by ``call_kernel``)."""
+def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int],
+                     threads: int) -> _PartialsLayout | None:
+    """Return the tables of a partials call with these sizes (kept by ``call_kernel``);
+    None when pairwise sums cannot be cut at their tree's nodes."""
     dim = plan.outer_rank
     outer_count = math.prod(meta[:dim])
     later = math.prod(meta[dim + 1:plan.rank])   # row positions per step along ``dim``
-    edges = _partial_edges(meta[dim], later, _ALIGN if dim == plan.rank - 1 else 1)
-    count = len(edges) - 1
+    plain = _partial_edges(meta[dim], later, _ALIGN if dim == plan.rank - 1 else 1)
+    tree = None
+    if any(plan.tree_phases):
+        wanted = max(_CHUNKS_PER_THREAD * threads, meta[dim] * later // _TREE_CHUNK)
+        tree = _tree_edges(meta[dim], later, 1 << (wanted - 1).bit_length())
+        if tree is None:
+            return None
     block_bytes = [16 * max(r, 1) * outer_count for r in plan.reduces]
-    blocks_bytes = count * max(block_bytes)
-    offsets, metas = _tables(plan, slots, meta, dim, edges, extra_data=2, extra_meta=1)
-    metas[:, -1] = edges[:-1] * later
-    per_phase = []
-    for size in block_bytes:
-        phase_offsets = offsets.copy()
+    offsets, metas, finishes, blocks_bytes = [], [], [], 0
+    for size, cut in zip(block_bytes, plan.tree_phases, strict=True):
+        edges = tree if cut and tree is not None else plain
+        count = len(edges) - 1
+        blocks_bytes = max(blocks_bytes, count * size)
+        phase_offsets, phase_metas = _tables(plan, slots, meta, dim, edges, extra_data=2,
+                                             extra_meta=1)
+        phase_metas[:, -1] = edges[:-1] * later
         phase_offsets[:, slots] = size * np.arange(count)
-        per_phase.append(phase_offsets)
-    return _PartialsLayout(tuple(per_phase), metas, np.array([*meta, count], np.int64),
-                           blocks_bytes, blocks_bytes + max(8 * plan.carried * outer_count, 8))
+        offsets.append(phase_offsets)
+        metas.append(phase_metas)
+        finishes.append(np.array([*meta, count], np.int64))
+    return _PartialsLayout(tuple(offsets), tuple(metas), tuple(finishes), blocks_bytes,
+                           blocks_bytes + max(8 * plan.carried * outer_count, 8))
 
 
 def _run_partials(kernel: Kernel, entries: tuple[int, ...], layout: _PartialsLayout,
@@ -406,9 +466,10 @@ def _run_partials(kernel: Kernel, entries: tuple[int, ...], layout: _PartialsLay
     # blocks, the carry (the call's own pointers: this row)
     row = _addresses(data, base, base + layout.blocks_bytes)
     for phase in range(kernel.phases):
-        chunks = _Chunks(layout.offsets[phase] + row, layout.metas)
+        chunks = _Chunks(layout.offsets[phase] + row, layout.metas[phase])
         chunks.run(entries[2 * phase], threads, spin_s)
-        _FuncPtr(entries[2 * phase + 1])(row.ctypes.data, layout.finish_meta.ctypes.data)
+        _FuncPtr(entries[2 * phase + 1])(row.ctypes.data,
+                                         layout.finish_metas[phase].ctypes.data)
     SPLITS["partials"] += 1
 
 
@@ -443,8 +504,8 @@ def _choose_split(kernel: Kernel, program: CpuProgram, meta: Sequence[int], thre
                                     or meta[dim] % threads == 0)
     if plan.partials and not balanced and _dim_ok(plan, meta, plan.outer_rank):
         entries = _partial_entries(kernel, program)
-        if entries:
-            layout = _partials_layout(plan, slots, meta)
+        layout = _partials_layout(plan, slots, meta, threads) if entries else None
+        if layout is not None:
             return functools.partial(_run_partials, kernel, entries, layout, threads)
     if dim is None:
         return None
