@@ -161,7 +161,7 @@ def test_workers_do_not_spin_when_there_are_more_threads_than_cores():
     f = autoroute(softmax, force="cpu")
     x = np.random.default_rng(8).random((256, 300))
     want = f(x)
-        # the workers get 5 s to fall asleep: half the 10 s spin this tells apart
+    # the workers get 5 s to fall asleep: half the 10 s spin this tells apart
     with autojit.config(num_threads=crew._cores + 2, thread_min_work=0, thread_spin_us=1e7):
         assert_same_value(f(x), want, rtol=1e-12, atol=1e-15)
         assert _wait_until(lambda: set(_mailboxes(crew)) == {team_module.SLEEPING}, 5.0)
