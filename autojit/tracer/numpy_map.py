@@ -234,8 +234,8 @@ def _as_array_operand(value: Any) -> Any:
     array."""
     if isinstance(value, HostScalar):
         return host_proxy(value, strong=True)
-    if isinstance(value, Proxy) and value.weak is not None:
-        return Proxy(value.node, value.type, None, value.is_scalar, value.param)
+    if isinstance(value, Proxy):
+        return value.strong()
     if type(value) in (int, float):
         return np.asarray(value)[()]
     return value

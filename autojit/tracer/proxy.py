@@ -50,6 +50,13 @@ class Proxy(Traced):
         self.node, self.type, self.weak = node, type_, weak
         self.is_scalar, self.param = is_scalar, param
 
+    def strong(self) -> Proxy:
+        """This value as ``np.asarray`` makes it: a Python scalar is no longer NEP 50 weak
+        (functions that convert their input first promote it like an array)."""
+        if self.weak is None:
+            return self
+        return Proxy(self.node, self.type, None, self.is_scalar, self.param)
+
     # -- attributes --------------------------------------------------------------------------
     @property
     def dtype(self) -> np.dtype:

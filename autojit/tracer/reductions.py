@@ -155,10 +155,14 @@ def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
 def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = _NO_VALUE, mean: Any = _NO_VALUE,
         correction: Any = _NO_VALUE) -> Proxy:
-    """NumPy's ``_var``: mean (kept dims), squared deviations, their sum / (n - ddof)."""
+    """NumPy's ``_var``: mean (kept dims), squared deviations, their sum / (n - ddof).
+    ``_var`` converts its input with ``asanyarray`` first, so a Python float is a strong
+    float64 there: ``1e-7 - float32 mean`` is float64, not float32 (NEP 50 weak)."""
     _check_keywords("var", out=out, where=where, mean=mean, correction=correction)
     if isinstance(ddof, Proxy):
         raise UnsupportedError("a traced ddof is not supported", user_location(3))
+    if isinstance(a, Proxy):
+        a = a.strong()
     axes = _axes(a, axis)
     acc = _mean_dtype(a, dtype)
     count = element_count(a, axes)

@@ -154,3 +154,13 @@ def test_full_converts_its_fill_value_as_numpy_does(fill, dtype):
         return x + 1, v, w
 
     assert_calls_match_numpy(made, [(np.zeros(2),), (np.zeros((2, 3)),)])
+
+
+@pytest.mark.parametrize("value", [1e-7, 0.1, 3.0, -2.5e30])
+@pytest.mark.parametrize("ddof", [0, 1])
+def test_var_of_a_python_float_converts_it_as_an_array_first(value, ddof):
+    """``_var`` calls ``asanyarray`` first: a Python float is strong float64 there, so its
+    deviation from a float32 mean is float64 (1e-7 - float32(1e-7) is not 0, and with
+    ddof=1 NumPy divides it by 0: inf, not NaN). Seed pre1:2175."""
+    assert_calls_match_numpy(lambda s: np.std(s, dtype=np.float32, ddof=ddof), [(value,)])
+    assert_calls_match_numpy(lambda s: np.var(s, dtype=np.float32, ddof=ddof), [(value,)])
