@@ -55,7 +55,7 @@ enum { G_DICT = 0, G_CELL, G_DEFAULTS, G_KWDEFAULTS, G_LENGTH, G_ITEMS, G_BYTES,
 typedef void (*kernel_fn)(void **data, const int64_t *meta);
 
 typedef struct {
-    int kind, type_num, ndim, c_contig;
+    int kind, type_num, ndim, c_contig;   /* layout: 1 C-contiguous, 2 C-strided, 0 other */
     uint64_t ones;            /* bit d set: axis d has size 1 */
     int has_range;
     long long lo, hi;         /* Python int range (int guards) */
@@ -479,6 +479,20 @@ static int store_scalar(const Spec *s, const ScalSpec *c, PyObject *args,
     return 0;
 }
 
+/* signature.py's c_ordered_strided: every axis longer than 1 has a nonzero stride and
+   |strides| do not grow along them (NumPy reduces such arrays in C index order). */
+static int c_ordered_strided(PyArrayObject *x) {
+    const npy_intp *shape = PyArray_DIMS(x), *strides = PyArray_STRIDES(x);
+    npy_intp last = -1;
+    for (int k = 0; k < PyArray_NDIM(x); k++) {
+        if (shape[k] == 1) continue;
+        npy_intp step = strides[k] < 0 ? -strides[k] : strides[k];
+        if (step == 0 || (last >= 0 && step > last)) return 0;
+        last = step;
+    }
+    return 1;
+}
+
 /* Return 0 when argument o matches a; -1: MISS. */
 static int match_arg(const ArgSpec *a, PyObject *o) {
     switch (a->kind) {
@@ -499,8 +513,9 @@ static int match_arg(const ArgSpec *a, PyObject *o) {
         PyArray_Descr *d = PyArray_DESCR(x);
         if (d->type_num != a->type_num || !PyArray_ISNBO(d->byteorder) ||
             PyArray_NDIM(x) != a->ndim || !PyArray_ISALIGNED(x) ||
-            (PyArray_IS_C_CONTIGUOUS(x) ? 1 : 0) != a->c_contig)
+            (PyArray_IS_C_CONTIGUOUS(x) ? 1 : 0) != (a->c_contig == 1))
             return -1;
+        if (a->c_contig != 1 && c_ordered_strided(x) != (a->c_contig == 2)) return -1;
         npy_intp *shape = PyArray_DIMS(x), *strides = PyArray_STRIDES(x);
         npy_intp item = PyArray_ITEMSIZE(x);
         for (int k = 0; k < a->ndim; k++) {
