@@ -55,9 +55,10 @@ enum { G_DICT = 0, G_CELL, G_DEFAULTS, G_KWDEFAULTS, G_LENGTH, G_ITEMS, G_BYTES,
 typedef void (*kernel_fn)(void **data, const int64_t *meta);
 
 typedef struct {
-    int kind, type_num, ndim, c_contig;   /* layout: 1 C-contiguous, 2 C-strided, 0 other */
+    int kind, type_num, ndim, c_contig;
     uint64_t ones;            /* bit d set: axis d has size 1 */
     int has_range;
+    int c_strided;            /* not C-contiguous but signature.py's c_ordered_strided */
     long long lo, hi;         /* Python int range (int guards) */
     PyTypeObject *scalar_type;
 } ArgSpec;
@@ -171,7 +172,8 @@ static int parse_args(Reader *r, Spec *s) {
         long long p1 = next_int(r), p2 = next_int(r), p3 = next_int(r), p4 = next_int(r);
         if (a->kind == ARG_ARRAY) {
             a->type_num = (int)p1; a->ndim = (int)p2; a->ones = (uint64_t)p3;
-            a->c_contig = (int)p4;
+            a->c_contig = p4 == 1;   /* layout: 1 C-contiguous, 2 C-strided, 0 other */
+            a->c_strided = p4 == 2;
             if (a->ndim < 0 || a->ndim > MAX_ND) return -1;
         } else if (a->kind == ARG_PYINT) {
             a->has_range = (int)p1; a->lo = p2; a->hi = p3;
@@ -513,9 +515,9 @@ static int match_arg(const ArgSpec *a, PyObject *o) {
         PyArray_Descr *d = PyArray_DESCR(x);
         if (d->type_num != a->type_num || !PyArray_ISNBO(d->byteorder) ||
             PyArray_NDIM(x) != a->ndim || !PyArray_ISALIGNED(x) ||
-            (PyArray_IS_C_CONTIGUOUS(x) ? 1 : 0) != (a->c_contig == 1))
+            (PyArray_IS_C_CONTIGUOUS(x) ? 1 : 0) != a->c_contig)
             return -1;
-        if (a->c_contig != 1 && c_ordered_strided(x) != (a->c_contig == 2)) return -1;
+        if (!a->c_contig && c_ordered_strided(x) != a->c_strided) return -1;
         npy_intp *shape = PyArray_DIMS(x), *strides = PyArray_STRIDES(x);
         npy_intp item = PyArray_ITEMSIZE(x);
         for (int k = 0; k < a->ndim; k++) {
