@@ -195,8 +195,9 @@ def _summation_order_refusal(graph: Graph, exact: set[int], in_order: set[int]) 
                 and node.id not in exact:
             what = "sum" if node.attr("kind") == "add" else "product"
             message = (
-                f"a float {what} over several axes of a strided array: NumPy splits it into "
-                "pairwise runs by the strides, which are not known when compiling"
+                f"a float {what} over several axes of a strided array: NumPy combines it "
+                "in memory order, in pairwise runs that its strides decide, which are not "
+                "known when compiling"
                 if node.inputs[0] in in_order else
                 f"a float {what} of a transposed, broadcast or Fortran-ordered array: NumPy "
                 "combines it in memory order, which is not known when compiling")
