@@ -202,3 +202,24 @@ def test_the_fast_path_tells_the_layout_classes_apart():
                 compare_results(rows(view), (view.sum(axis=-1), view.mean(axis=0)))
     assert rows.stats()["routes"]["python"] == 30          # only x.T
     assert rows.stats()["fast_calls"] > 100
+
+
+def _row_sums(a):
+    return a.sum(axis=-1)
+
+
+def test_the_disk_cache_keeps_one_version_per_layout_class(tmp_path):
+    """A version stored for C-ordered strided arguments is found again for them only: a
+    C array and a transposed one miss (other signatures), and every answer is NumPy's."""
+    import autojit
+
+    x = _spread((30, 41), np.float64)
+    counts = []
+    with autojit.config(cache_dir=str(tmp_path / "cache")), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for view in (x[:, ::2], x, x.T, x[::-1, 1:], x):
+            fresh = autoroute(_row_sums, force="cpu")
+            compare_results(fresh(view), view.sum(axis=-1))
+            stats = fresh.stats()
+            counts.append((stats["disk_hits"], stats["routes"]["python"]))
+    assert counts == [(0, 0), (0, 0), (0, 1), (1, 0), (1, 0)]
