@@ -58,6 +58,7 @@ typedef struct {
     int kind, type_num, ndim, c_contig;
     uint64_t ones;            /* bit d set: axis d has size 1 */
     int has_range;
+    int c_strided;            /* not C-contiguous but signature.py's c_ordered_strided */
     long long lo, hi;         /* Python int range (int guards) */
     PyTypeObject *scalar_type;
 } ArgSpec;
@@ -171,7 +172,8 @@ static int parse_args(Reader *r, Spec *s) {
         long long p1 = next_int(r), p2 = next_int(r), p3 = next_int(r), p4 = next_int(r);
         if (a->kind == ARG_ARRAY) {
             a->type_num = (int)p1; a->ndim = (int)p2; a->ones = (uint64_t)p3;
-            a->c_contig = (int)p4;
+            a->c_contig = p4 == 1;   /* layout: 1 C-contiguous, 2 C-strided, 0 other */
+            a->c_strided = p4 == 2;
             if (a->ndim < 0 || a->ndim > MAX_ND) return -1;
         } else if (a->kind == ARG_PYINT) {
             a->has_range = (int)p1; a->lo = p2; a->hi = p3;
@@ -479,6 +481,20 @@ static int store_scalar(const Spec *s, const ScalSpec *c, PyObject *args,
     return 0;
 }
 
+/* signature.py's c_ordered_strided: every axis longer than 1 has a nonzero stride and
+   |strides| do not grow along them (NumPy reduces such arrays in C index order). */
+static int c_ordered_strided(PyArrayObject *x) {
+    const npy_intp *shape = PyArray_DIMS(x), *strides = PyArray_STRIDES(x);
+    npy_intp last = -1;
+    for (int k = 0; k < PyArray_NDIM(x); k++) {
+        if (shape[k] == 1) continue;
+        npy_intp step = strides[k] < 0 ? -strides[k] : strides[k];
+        if (step == 0 || (last >= 0 && step > last)) return 0;
+        last = step;
+    }
+    return 1;
+}
+
 /* Return 0 when argument o matches a; -1: MISS. */
 static int match_arg(const ArgSpec *a, PyObject *o) {
     switch (a->kind) {
@@ -501,6 +517,7 @@ static int match_arg(const ArgSpec *a, PyObject *o) {
             PyArray_NDIM(x) != a->ndim || !PyArray_ISALIGNED(x) ||
             (PyArray_IS_C_CONTIGUOUS(x) ? 1 : 0) != a->c_contig)
             return -1;
+        if (!a->c_contig && c_ordered_strided(x) != a->c_strided) return -1;
         npy_intp *shape = PyArray_DIMS(x), *strides = PyArray_STRIDES(x);
         npy_intp item = PyArray_ITEMSIZE(x);
         for (int k = 0; k < a->ndim; k++) {

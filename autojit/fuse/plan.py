@@ -119,46 +119,89 @@ def _forward_line(node: Node) -> bool:
                for k in (argument if isinstance(argument, tuple) else (argument,)))
 
 
-def c_ordered_values(graph: Graph, contiguous: Sequence[bool]) -> set[int]:
-    """Return the nodes whose NumPy array is C-contiguous for every size (or a scalar):
-    C-contiguous arguments, views of them that ``_keeps_c_order``, and every value NumPy
-    computes from arrays whose axes run in C order: a ufunc allocates its result in its
-    inputs' axis order ('K', reversed axes made positive), and indexing a C-contiguous
-    array (slices of any step, integers) keeps the axes in C order."""
+def _order_sets(graph: Graph, contiguous: Sequence[bool],
+                strided: Sequence[bool] = ()) -> tuple[set[int], set[int]]:
+    """Return (C-contiguous values, values whose axes run in C order): see
+    :func:`c_ordered_values`; the second set also holds C-ordered strided arguments
+    (``strided[i]``, signature.c_ordered_strided) and index views of either."""
     ordered: set[int] = set()
     axes_in_order: set[int] = set()      # |strides| decrease along the axes longer than 1
+
+    def strided_param(index: int) -> bool:
+        return index < len(strided) and bool(strided[index])
+
     for node in graph.nodes:
+        in_order = False
         if node.op is Op.ARG:
             index = node.attr("index")
             keep = graph.params[index].kind != "array" or contiguous[index]
+            in_order = graph.params[index].kind == "array" and strided_param(index)
         elif node.op is Op.WRITE:      # the argument's own memory
             keep = bool(contiguous[node.attr("param")])
+            in_order = strided_param(node.attr("param"))
         elif node.op is Op.VIEW:
             source, step = node.inputs[0], node.attr("step")
             keep = source in ordered and (_keeps_c_order(step) or _forward_line(node))
-            if not keep and source in axes_in_order and _is_index_key(step):
-                axes_in_order.add(node.id)
+            in_order = source in axes_in_order and _is_index_key(step)
         else:
             keep = all(i in axes_in_order for i in node.inputs)
         if keep:
             ordered.add(node.id)
+        if keep or in_order:
             axes_in_order.add(node.id)
-    return ordered
+    return ordered, axes_in_order
 
 
-def _summation_order_refusal(graph: Graph, ordered: set[int]) -> str:
+def c_ordered_values(graph: Graph, contiguous: Sequence[bool],
+                     strided: Sequence[bool] = ()) -> set[int]:
+    """Return the nodes whose NumPy array is C-contiguous for every size (or a scalar):
+    C-contiguous arguments, views of them that ``_keeps_c_order``, and every value NumPy
+    computes from arrays whose axes run in C order: a ufunc allocates its result in its
+    inputs' axis order ('K', reversed axes made positive), and indexing a C-contiguous
+    or C-ordered strided array (slices of any step, integers) keeps the axes in C order."""
+    return _order_sets(graph, contiguous, strided)[0]
+
+
+def numpy_ordered_reductions(graph: Graph, ordered: set[int], in_order: set[int]) -> set[int]:
+    """Return the REDUCE nodes whose float sum or product autojit computes in NumPy's
+    order (``ordered, in_order = _order_sets(...)``). A reduction of a C-contiguous value
+    is; so is one of a value whose axes merely run in C order (a C-ordered strided
+    argument, a slice): NumPy's reduction iterator walks it in C index order, but how it
+    splits a sum over several reduced axes into pairwise runs depends on the strides
+    (axes adjacent in memory merge), which the signature does not say. So its sums are
+    NumPy's when the run is at most one axis (``pairwise_block``:
+    ``x[:, ::2].sum(axis=-1)``, ``x[1:].sum(axis=0)``, not ``x[:, ::2].sum()``); its
+    products multiply one element after another in index order: always NumPy's. Verified
+    bit for bit against NumPy 2.4 (tests/cpu/test_strided_reduction_order.py)."""
+    exact: set[int] = set()
+    for node in graph.nodes:
+        if node.op is not Op.REDUCE or not ordered_reduction(node.attr("kind"), node.type.dtype):
+            continue
+        source = node.inputs[0]
+        if source in ordered or (source in in_order and (
+                node.attr("kind") != "add"
+                or len(pairwise_block(graph.node(source).type.shape, node.attr("axes"))) <= 1)):
+            exact.add(node.id)
+    return exact
+
+
+def _summation_order_refusal(graph: Graph, exact: set[int], in_order: set[int]) -> str:
     """Return why the CPU cannot give NumPy's bits ('' when it can): a float sum or
-    product of an array whose memory order is not known when compiling. NumPy's reduction
-    iterator walks memory order (axes sorted by stride, reversed axes flipped), and the
-    order decides rounding, overflow and inf * 0."""
+    product not in ``exact`` (:func:`numpy_ordered_reductions`). NumPy's reduction
+    iterator walks memory order (axes sorted by stride size) and merges the axes adjacent
+    in memory; the order decides rounding, overflow and inf * 0."""
     for node in graph.nodes:
         if node.op is Op.REDUCE and ordered_reduction(node.attr("kind"), node.type.dtype) \
-                and node.inputs[0] not in ordered:
+                and node.id not in exact:
             what = "sum" if node.attr("kind") == "add" else "product"
-            return str(UnsupportedError(
-                f"a float {what} of a strided, transposed, reversed or Fortran-ordered array: "
-                "NumPy combines it in memory order, which is not known when compiling",
-                node.loc))
+            message = (
+                f"a float {what} over several axes of a strided array: NumPy combines it "
+                "in memory order, in pairwise runs that its strides decide, which are not "
+                "known when compiling"
+                if node.inputs[0] in in_order else
+                f"a float {what} of a transposed, broadcast or Fortran-ordered array: NumPy "
+                "combines it in memory order, which is not known when compiling")
+            return str(UnsupportedError(message, node.loc))
     return ""
 
 
@@ -582,16 +625,21 @@ def _outline(graph: Graph, group: Group, in_memory: set[int]) -> Outline:
 
 
 def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAULT_MAX_OPS,
-                 check: Callable[[Sequence[Outline]], None] | None = None) -> Plan:
+                 check: Callable[[Sequence[Outline]], None] | None = None,
+                 c_strided: Sequence[bool] = ()) -> Plan:
     """Partition ``graph`` and emit one Kernel per group.
 
-    ``contiguous[i]`` says whether parameter i is a C-contiguous array (from the signature).
+    ``contiguous[i]`` says whether parameter i is a C-contiguous array (from the signature),
+    ``c_strided[i]`` whether it is a C-ordered strided one (signature.c_ordered_strided).
     ``check`` sees the kernels' outlines before they are emitted (emitting is most of the
     planning time) and raises to stop: a program over the compile budget falls back
     within the time its trace and partition took.
     """
     graph = split_reductions(graph)
-    ordered = c_ordered_values(graph, contiguous)
+    ordered, in_order = _order_sets(graph, contiguous, c_strided)
+    exact = numpy_ordered_reductions(graph, ordered, in_order)
+    # the values the kernels sum in NumPy's order (a refused plan runs on the GPU only)
+    ordered |= {graph.node(r).inputs[0] for r in exact}
     groups = partition_graph(graph, max_ops)
     allocations = _materialised(graph, groups)
     in_memory = set(allocations)
@@ -610,8 +658,8 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAUL
         order.append(("kernel", len(kernels)))
         kernels.append(_emit_kernel(graph, group, name, in_memory, contiguous, ordered))
     return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order),
-                cpu_refusal=_summation_order_refusal(graph, ordered))
+                cpu_refusal=_summation_order_refusal(graph, exact, in_order))
 
 
 __all__ = ["DEFAULT_MAX_OPS", "LEAF_OPS", "Outline", "Plan", "c_ordered_values",
-           "pairwise_block", "plan_kernels"]
+           "numpy_ordered_reductions", "pairwise_block", "plan_kernels"]

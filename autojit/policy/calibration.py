@@ -76,7 +76,8 @@ class _ProbeCompiler:
 
 def _probe(fn: Callable, max_ops: int = 128) -> _ProbeEntry:
     graph = trace_function(fn, (np.ones(4),), fn.__name__)
-    return _ProbeEntry(plan_kernels(graph, [True], max_ops), (("a", "d", 1, (False,), True),))
+    signature = (("a", "d", 1, (False,), True, False),)
+    return _ProbeEntry(plan_kernels(graph, [True], max_ops), signature)
 
 
 class _Bench:

@@ -386,11 +386,12 @@ class Dispatcher:
         try:
             graph = trace_function(self.fn, args, self.__qualname__)
             contiguous = [bool(k[0] in "ag" and k[4]) for k in signature]
+            c_strided = [bool(k[0] in "ag" and k[5]) for k in signature]
             # over the CPU's compile budget: Python, decided before the kernels are emitted
             check = (None if settings.force == "gpu"
                      else functools.partial(check_outlines, len(graph.nodes)))
             entry = Entry(signature, plan_kernels(graph, contiguous, settings.fusion_max_ops,
-                                                  check), guards=guards)
+                                                  check, c_strided), guards=guards)
         except (BroadcastError, CallRaisesError):
             return None, {}   # depends on these arguments' values: run Python, cache nothing
         except (TraceError, CompileBudgetError) as exc:

@@ -99,13 +99,18 @@ def _int_ranges(int_guards: tuple[tuple[int, str], ...]) -> dict[int, tuple[int,
     return ranges
 
 
+def _layout_code(key: tuple) -> int:
+    """An array's layout class for fastcall.c: 1 C-contiguous, 2 C-ordered strided, 0 other."""
+    return 1 if key[4] else 2 if key[5] else 0
+
+
 def _arg_codes(signature: tuple, int_guards: tuple[tuple[int, str], ...]) -> list[int]:
     codes: list[int] = []
     ranges = _int_ranges(int_guards)
     for index, key in enumerate(signature):
         if key[0] == "a":
             ones = sum(1 << d for d, one in enumerate(key[3]) if one)
-            codes += [_ARRAY, np.dtype(key[1]).num, key[2], ones, int(key[4])]
+            codes += [_ARRAY, np.dtype(key[1]).num, key[2], ones, _layout_code(key)]
         elif key[0] == "py":
             if index in ranges and key[1] != "int":
                 raise Unsupported("a Python float converted to an integer dtype")

@@ -9,8 +9,9 @@ import numpy as np
 from autojit.ir.types import SUPPORTED_DTYPES, is_supported
 
 Signature = tuple
-"""Per argument: ('a'|'g', dtype, ndim, size-1 mask, C-contiguous) for NumPy/CuPy arrays,
-('py', type name) for Python scalars, ('np', dtype) for NumPy scalars."""
+"""Per argument: ('a'|'g', dtype, ndim, size-1 mask, C-contiguous, C-ordered strided) for
+NumPy/CuPy arrays (:func:`c_ordered_strided`), ('py', type name) for Python scalars,
+('np', dtype) for NumPy scalars."""
 
 _PYTHON_SCALARS = {float: ("py", "float"), int: ("py", "int"), bool: ("py", "bool")}
 # A dict lookup answers the common dtypes in ~50 ns (``is_supported`` compares against each
@@ -48,7 +49,30 @@ def _array_key(kind: str, value: Any) -> tuple | None:
     if not flags.aligned or any(map(dtype.itemsize.__rmod__, value.strides)):
         return None  # unaligned data or strides (views into records): plain Python runs them
     ones = tuple(map(_IS_ONE, value.shape))
-    return (kind, char, value.ndim, ones, bool(flags.c_contiguous))
+    contiguous = bool(flags.c_contiguous)
+    return (kind, char, value.ndim, ones, contiguous,
+            not contiguous and c_ordered_strided(value.shape, value.strides))
+
+
+def c_ordered_strided(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether NumPy's reductions walk an array of this layout in C index order: every
+    axis longer than 1 has a nonzero stride, and the strides' sizes do not grow along
+    those axes (any sign: NumPy's reduction iterator does not flip reversed axes). Every
+    slice of a C-contiguous array is so (``x[:, ::2]``, ``x[1:, :-1]``, ``x[::-1]``,
+    ``x[3, ::-2]``); broadcast (stride 0), transposed and Fortran-ordered arrays are not.
+    Such an array's float sums equal those of its C-contiguous copy except sums over
+    several axes (NumPy's pairwise runs follow the strides): see
+    ``autojit.fuse.plan.numpy_ordered_reductions``. Verified bit for bit against
+    NumPy 2.4 (tests/cpu/test_strided_reduction_order.py); fastcall.c computes the same."""
+    last = -1
+    for size, stride in zip(shape, strides):
+        if size == 1:
+            continue
+        step = -stride if stride < 0 else stride
+        if step == 0 or (last >= 0 and step > last):
+            return False
+        last = step
+    return True
 
 
 def argument_key(value: Any) -> tuple | None:
@@ -79,9 +103,10 @@ def signature_of(args: tuple) -> Signature | None:
 
 
 def describe_argument(key: tuple) -> str:
-    """Return a short human form of a signature entry: ``f64[1d,C]``, ``py float``."""
+    """Return a short human form of a signature entry: ``f64[1d,C]``, ``f64[2d,C-strided]``
+    (a C-ordered slice), ``f64[2d,strided]``, ``py float``."""
     if key[0] in ("a", "g"):
-        layout = "C" if key[4] else "strided"
+        layout = "C" if key[4] else "C-strided" if key[5] else "strided"
         where = "" if key[0] == "a" else " cupy"
         return f"{np.dtype(key[1]).name}[{key[2]}d,{layout}]{where}"
     return f"{key[0]} {key[1] if key[0] == 'py' else np.dtype(key[1]).name}"

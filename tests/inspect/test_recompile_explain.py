@@ -25,7 +25,7 @@ def test_stats_name_the_changed_argument() -> None:
     scale(a.astype(np.float32), np.ones((10, 2))[:, 0])   # a hit: no new explanation
     assert scale.stats()["recompiles"] == [
         "x: float64[1d,C] -> float32[1d,C]",
-        "y: float64[1d,C] -> float64[1d,strided]",
+        "y: float64[1d,C] -> float64[1d,C-strided]",
     ]
 
 
