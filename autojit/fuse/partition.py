@@ -423,7 +423,22 @@ class _Partitioner:
         if inside is not None and inside.level != "row":
             return None
         form = "keep" if node.attr("keepdims") else "drop"
-        return Placement("outer", inside.phase if inside else 0, form)
+        place = Placement("outer", inside.phase if inside else 0, form)
+        return None if self._chunking_clash(node, group, place.phase) else place
+
+    def _chunking_clash(self, node: Node, group: Group, phase: int) -> bool:
+        """Return True when float sum ``node`` and one already in ``group``'s ``phase``
+        are chunked differently: NumPy adds a casting (buffered) sum pairwise in
+        8192-element chunks and any other in one run, and one phase walks its row once."""
+        def chunking(n: Node) -> bool | None:
+            summed = n.op is Op.REDUCE and n.attr("kind") == "add"
+            return bool(n.attr("buffered")) if summed and n.type.dtype.kind == "f" else None
+
+        mine = chunking(node)
+        return mine is not None and any(
+            place.level == "outer" and place.phase == phase
+            and chunking(self.graph.node(i)) not in (None, mine)
+            for i, place in group.placement.items())
 
     def _place_scan(self, node: Node, g: int) -> Placement | None:
         """A scan runs at row level over the group's row axes (which it sets on an

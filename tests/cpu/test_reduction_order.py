@@ -137,3 +137,15 @@ def test_broadcast_and_sliced_values_sum_as_one_pairwise_run():
         assert_calls_match_numpy(lambda a: (a[2:25].sum(), a[:, 7].sum(), a[3, ::2].sum()),
                                  [(m,), (_spread((26, 9), np.float64),)])]
     assert all(not f.stats()["fallbacks"] for f in jitted)   # compiled, not run as Python
+
+
+def test_a_casting_sum_and_a_plain_sum_of_one_row_both_compile_exactly():
+    """NumPy chunks a casting float sum by 8192 and not a plain one; one kernel phase walks
+    its row once, so the two go to separate phases or kernels (they were an internal
+    CompileError and a fallback)."""
+    def both(a):
+        return a.sum(axis=-1), a.sum(axis=1, dtype=np.float32), a.mean(axis=1)
+
+    rng = np.random.default_rng(3)
+    jitted = assert_calls_match_numpy(both, [(rng.random((3, 9000)),), (rng.random((2, 5)),)])
+    assert not jitted.stats()["fallbacks"], jitted.stats()["fallbacks"]
