@@ -13,7 +13,8 @@ Tolerance only for values tainted by an inexact op (see ``program.py``):
   that tolerance of overflow; NaN against a number never; zero signs are not compared.
 
 Values are not compared at all (``values=False``) in a call where NumPy's float -> uint32
-cast answered by position (``runner._position_dependent`` gives the rule).
+cast answered by position, or whose NumPy answer depends on how np.fmax/np.fmin break a tie
+of two zeros (``runner._position_dependent`` and ``runner._tie_dependent`` give the rules).
 """
 
 from __future__ import annotations

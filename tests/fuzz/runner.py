@@ -7,7 +7,9 @@ disk cache, each call on fresh, identical inputs built by the program's ``call_i
 A fallback to plain Python (FallbackWarning) is correct, and counted.
 One class of values is unspecified: those of a call in which NumPy's own float -> uint32
 cast answered by the element's position (``_position_dependent``: NumPy warned 'invalid
-value' and uint32 is involved); their types, dtypes, shapes and exceptions still count.
+value' and uint32 is involved), or in which NumPy's answer depends on how np.fmax/np.fmin
+break a tie of two zeros (``_tie_dependent``); their types, dtypes, shapes and exceptions
+still count.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 import shutil
 import tempfile
 import traceback
+import types
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -131,6 +134,61 @@ def _position_dependent(seen: set[str], text: str, args: list[Any]) -> bool:
         getattr(a, "dtype", None) == np.uint32 for a in args))
 
 
+def _tie_rule(ufunc: np.ufunc, pick: int) -> Any:
+    """``ufunc`` (np.fmax or np.fmin) answering a tie of two zeros with operand ``pick``."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        result = ufunc(*args, **kwargs)
+        kind = np.asarray(result).dtype.kind
+        if len(args) < 2 or kind not in "fc":
+            return result
+        with np.errstate(all="ignore"):
+            first, second = np.asarray(args[0]), np.asarray(args[1])
+            tie = np.broadcast_to((first == 0) & (second == 0), np.shape(result))
+            if not tie.any():
+                return result
+            chosen = np.broadcast_to(args[pick], np.shape(result)).astype(
+                np.asarray(result).dtype)
+            fixed = np.where(tie, chosen, result)
+        if isinstance(result, np.ndarray):
+            result[...] = fixed        # an out= keeps its identity
+            return result
+        return type(result)(fixed[()])
+    return call
+
+
+class _TieNumPy:
+    """The numpy module with np.fmax/np.fmin answering zero ties by one fixed rule."""
+
+    def __init__(self, pick: int) -> None:
+        self.fmax, self.fmin = _tie_rule(np.fmax, pick), _tie_rule(np.fmin, pick)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+
+def _tie_dependent(fn: Any, make: Any, text: str) -> bool:
+    """True when the call's NumPy answer depends on how np.fmax/np.fmin break a tie of 0.0
+    and -0.0: IEEE 754 and C leave it open, and NumPy answers by position (its vector loop
+    the second operand, its scalar remainder loop the first, for some of the last n % 8
+    elements: ``ir/decompose._extremum``). autojit gives the second everywhere. So the call
+    runs twice more in NumPy, once with each rule fixed; when the two differ (in values or
+    zero signs), the values are unspecified, as for the uint32 casts."""
+    if "np.fmax(" not in text and "np.fmin(" not in text:
+        return False
+    answers = []
+    for pick in (0, 1):
+        variant = types.FunctionType(fn.__code__, {**fn.__globals__, "np": _TieNumPy(pick)},
+                                     fn.__name__, fn.__defaults__, fn.__closure__)
+        args = list(make())
+        status, value, _ = _call(variant, args, False, set())
+        answers.append((status, value, args))
+    (s0, v0, a0), (s1, v1, a1) = answers
+    if s0 != s1:
+        return True
+    return s0 == "ok" and (compare(v0, v1, EXACT, 1.0, 1) is not None or any(
+        compare(x, y, EXACT, 1.0, 1) is not None for x, y in zip(a0, a1)))
+
+
 def compile_function(source: str, name: str = "f", tag: str = "fuzz") -> Any:
     """``exec`` the program's source under a file name linecache knows (for tracebacks and
     the tracer's locations)."""
@@ -188,7 +246,8 @@ def _run(fn: Any, calls: list[Any], returns: list[str] | None, taint: dict[str, 
         numpy_args = list(make())
         seen: set[str] = set()
         status, expected, np_warnings = _call(fn, numpy_args, warn, seen)
-        values = not _position_dependent(seen, text, numpy_args)
+        values = not (_position_dependent(seen, text, numpy_args)
+                      or _tie_dependent(fn, make, text))
         outcome.numpy_raised += status == "exc"
         n = max([np.size(a) for a in numpy_args] + [16])
         fresh = warm()

@@ -186,6 +186,36 @@ def test_numpys_position_dependent_uint32_casts_are_not_compared() -> None:
     assert not runner._position_dependent(set(), "np.uint32", [])
 
 
+def test_numpys_fmax_zero_ties_are_not_compared_and_everything_else_is() -> None:
+    """np.fmax(0.0, -0.0) is the first operand in NumPy's scalar remainder loop and the
+    second in its vector loop, in one call: a call whose NumPy answer changes with the tie
+    rule is unspecified; one without such a tie is compared value for value."""
+    zeros = np.zeros(9)
+    with np.errstate(all="ignore"):
+        signs = np.signbit(np.fmax(zeros, -zeros))
+    assert signs.any() and not signs.all()                  # NumPy's own two answers
+
+    def tied(a):
+        return 1.0 / np.fmax(a, -a)
+
+    def untied(a):
+        return np.fmax(a, a[::-1]) + 1
+
+    assert runner._tie_dependent(tied, lambda: (zeros.copy(),), "np.fmax(a, -a)")
+    ramp = np.arange(9.0) - 4
+    assert not runner._tie_dependent(untied, lambda: (ramp.copy(),), "np.fmax(a, a[::-1])")
+    assert not runner._tie_dependent(tied, lambda: (zeros.copy(),), "no ufunc named")
+
+    def wrong(a):                     # what a broken autojit would answer: still caught
+        return np.fmax(a, a[::-1]) + 2
+
+    fn = runner.compile_function("def g(a):\n    return np.fmax(a, a[::-1]) + 1\n", "g")
+    outcome = runner.run_calls(fn, [lambda: (ramp.copy(),)], ["r"], {}, ["a"],
+                               "np.fmax(a, a[::-1]) + 1")
+    assert outcome.failure is None
+    assert runner.compare(wrong(ramp), untied(ramp), runner.EXACT, 1.0, 1) is not None
+
+
 def _scalar_loop_uint32(x: float) -> int:
     """NumPy's scalar loop: the low 32 bits of an int64 truncation (INT64_MIN outside)."""
     return 0 if x != x or not -2.0**63 <= x < 2.0**63 else int(x) % 2**32
