@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from autojit.errors import BroadcastError, UnsupportedError
+from autojit.errors import BroadcastError, TraceError, UnsupportedError
 from autojit.ir.ops import Op
 from autojit.ir.types import Dim, TensorType
 from autojit.ir.views import view_shape
@@ -157,6 +157,17 @@ def _copy_if_viewed(proxy: Proxy) -> Proxy:
     return Proxy(copy, proxy.type, is_scalar=proxy.is_scalar)
 
 
+def _check_axes(numpy_fn: Callable, a: Proxy, *args: Any) -> None:
+    """Raise (the call runs as Python, which raises NumPy's own error) where ``numpy_fn``
+    refuses these axis arguments for an array of ``a``'s rank: out of bounds (AxisError),
+    repeated (ValueError). Asked of NumPy on a size-1 array of that rank, so its rules,
+    0-d special cases included, are written nowhere else."""
+    try:
+        numpy_fn(np.array([0.0]).reshape((1,) * a.ndim), *args)   # np.empty is traced here
+    except Exception as exc:  # noqa: BLE001 — NumPy's AxisError / ValueError
+        raise TraceError(f"{type(exc).__name__}: {exc}", user_location(4)) from None
+
+
 def _squeeze(a: Proxy, axis: Any = None) -> Proxy:
     """np.squeeze: which sizes are 1 decides the result, so a derived size (a view's,
     which may be 1 or not at another call) is read and guarded."""
@@ -164,6 +175,7 @@ def _squeeze(a: Proxy, axis: Any = None) -> Proxy:
     if axis is None:
         axis = tuple(i for i, d in enumerate(a.type.shape)
                      if state.find(d) == 1 or state.may_be_one(d) and state.concrete(d) == 1)
+    _check_axes(np.squeeze, a, axis)
     axes = axis if isinstance(axis, tuple) else (axis,)
     axes = tuple(x % max(a.ndim, 1) for x in axes)
     if not all(state.as_one(a.type.shape[x]) for x in axes):
@@ -174,6 +186,7 @@ def _squeeze(a: Proxy, axis: Any = None) -> Proxy:
 
 
 def _expand_dims(a: Proxy, axis: Any) -> Proxy:
+    _check_axes(np.expand_dims, a, axis)
     axes = axis if isinstance(axis, tuple) else (axis,)
     ndim = a.ndim + len(axes)
     targets = {x % ndim for x in axes}
@@ -182,6 +195,7 @@ def _expand_dims(a: Proxy, axis: Any) -> Proxy:
 
 
 def _moveaxis(a: Proxy, source: Any, destination: Any) -> Proxy:
+    _check_axes(np.moveaxis, a, source, destination)
     return record_view(a, ("transpose", _moved_order(a.ndim, source, destination)))
 
 
@@ -196,6 +210,7 @@ def _moved_order(ndim: int, source: Any, destination: Any) -> tuple[int, ...]:
 
 
 def _swapaxes(a: Proxy, axis1: int, axis2: int) -> Proxy:
+    _check_axes(np.swapaxes, a, axis1, axis2)
     order = list(range(a.ndim))
     order[axis1], order[axis2] = order[axis2], order[axis1]
     return record_view(a, ("transpose", tuple(order)))

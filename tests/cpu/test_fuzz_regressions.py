@@ -164,3 +164,21 @@ def test_var_of_a_python_float_converts_it_as_an_array_first(value, ddof):
     ddof=1 NumPy divides it by 0: inf, not NaN). Seed pre1:2175."""
     assert_calls_match_numpy(lambda s: np.std(s, dtype=np.float32, ddof=ddof), [(value,)])
     assert_calls_match_numpy(lambda s: np.var(s, dtype=np.float32, ddof=ddof), [(value,)])
+
+
+@pytest.mark.parametrize("view", [
+    lambda a: np.expand_dims(np.squeeze(a), 1),          # 0-d: axis 1 is out of bounds
+    lambda a: np.expand_dims(a, (0, 0)),
+    lambda a: np.expand_dims(a, -4),
+    lambda a: np.squeeze(a, axis=2),
+    lambda a: np.squeeze(np.squeeze(a), axis=-1),        # 0-d: NumPy allows 0 and -1
+    lambda a: np.moveaxis(a, 0, 5),
+    lambda a: np.moveaxis(a, (0, 0), (1, 0)),
+    lambda a: np.swapaxes(a, 0, 2),
+    lambda a: np.swapaxes(a, 0, -3),
+    lambda a: a.swapaxes(-1, -2) + 1,
+])
+def test_axis_arguments_of_views_are_checked_as_numpy_checks_them(view):
+    """Out-of-bounds and repeated axes raise NumPy's AxisError / ValueError (they wrapped
+    around: ``expand_dims`` of a 0-d value at axis 1 gave a (1,) view; seed final13:47391)."""
+    assert_matches_numpy(view, np.zeros((1, 1)), compiled=False)
