@@ -22,6 +22,7 @@ import traceback
 import types
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,24 +157,54 @@ def _tie_rule(ufunc: np.ufunc, pick: int) -> Any:
     return call
 
 
+def _tie_reduction(reduction: Callable, pick: int) -> Any:
+    """np.nanmax / np.nanmin (``np.fmax.reduce``) with a result of zero, where both zero
+    signs are among the values reduced, set to one fixed sign (+0 for ``pick`` 0, -0 for
+    1): NumPy's own sign there depends on its loop (``nanmax([-0.0, 0.0])`` is -0.0,
+    the same pair read with a stride 0.0)."""
+    def call(a: Any, axis: Any = None, *args: Any, **kwargs: Any) -> Any:
+        result = reduction(a, axis, *args, **kwargs)
+        values = np.asarray(a)
+        if values.dtype.kind != "f" or np.asarray(result).dtype.kind != "f":
+            return result
+        keep = bool(kwargs.get("keepdims", False))
+        with np.errstate(all="ignore"):
+            signs = [np.any((values == 0) & (np.signbit(values) == negative), axis=axis,
+                            keepdims=keep) for negative in (False, True)]
+            tie = (np.asarray(result) == 0) & signs[0] & signs[1]
+            if not np.any(tie):
+                return result
+            fixed = np.where(tie, -0.0 if pick else 0.0, result).astype(
+                np.asarray(result).dtype)
+        if isinstance(result, np.ndarray):
+            result[...] = fixed
+            return result
+        return type(result)(fixed[()])
+    return call
+
+
 class _TieNumPy:
-    """The numpy module with np.fmax/np.fmin answering zero ties by one fixed rule."""
+    """The numpy module with np.fmax/np.fmin (and the np.nanmax/np.nanmin reductions made
+    of them) answering zero ties by one fixed rule."""
 
     def __init__(self, pick: int) -> None:
         self.fmax, self.fmin = _tie_rule(np.fmax, pick), _tie_rule(np.fmin, pick)
+        self.nanmax = _tie_reduction(np.nanmax, pick)
+        self.nanmin = _tie_reduction(np.nanmin, pick)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(np, name)
 
 
 def _tie_dependent(fn: Any, make: Any, text: str) -> bool:
-    """True when the call's NumPy answer depends on how np.fmax/np.fmin break a tie of 0.0
-    and -0.0: IEEE 754 and C leave it open, and NumPy answers by position (its vector loop
-    the second operand, its scalar remainder loop the first, for some of the last n % 8
-    elements: ``ir/decompose._extremum``). autojit gives the second everywhere. So the call
-    runs twice more in NumPy, once with each rule fixed; when the two differ (in values or
-    zero signs), the values are unspecified, as for the uint32 casts."""
-    if "np.fmax(" not in text and "np.fmin(" not in text:
+    """True when the call's NumPy answer depends on how np.fmax/np.fmin (np.nanmax,
+    np.nanmin) break a tie of 0.0 and -0.0: IEEE 754 and C leave it open, and NumPy
+    answers by position (its vector loop the second operand, its scalar remainder loop the
+    first, for some of the last n % 8 elements: ``ir/decompose._extremum``; its reductions
+    by layout). autojit gives the second everywhere. So the call runs twice more in NumPy,
+    once with each rule fixed; when the two differ (in values or zero signs), the values
+    are unspecified, as for the uint32 casts."""
+    if not any(f"np.{name}(" in text for name in ("fmax", "fmin", "nanmax", "nanmin")):
         return False
     answers = []
     for pick in (0, 1):

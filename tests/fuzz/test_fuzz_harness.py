@@ -215,6 +215,13 @@ def test_numpys_fmax_zero_ties_are_not_compared_and_everything_else_is() -> None
     assert outcome.failure is None
     assert runner.compare(wrong(ramp), untied(ramp), runner.EXACT, 1.0, 1) is not None
 
+    def column_max(a):               # NumPy: -0.0 here, 0.0 for the same pair strided
+        return np.nanmax(a, axis=-2)
+
+    pair = np.array([[1.0, -0.0], [0.0, 0.0]])
+    assert runner._tie_dependent(column_max, lambda: (pair.copy(),), "np.nanmax(a, axis=-2)")
+    assert not runner._tie_dependent(column_max, lambda: (pair + 1,), "np.nanmax(a, axis=-2)")
+
 
 def _scalar_loop_uint32(x: float) -> int:
     """NumPy's scalar loop: the low 32 bits of an int64 truncation (INT64_MIN outside)."""
