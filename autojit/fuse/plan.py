@@ -76,7 +76,7 @@ def _keeps_c_order(step: tuple) -> bool:
     reshapes, identity transposes, and keys of leading integers, then at most one slice
     of step 1, then only full slices, ``...`` and ``None``."""
     name, argument = step
-    if name == "reshape":
+    if name in ("reshape", "ravel"):
         return True
     if name == "transpose":
         return tuple(argument) == tuple(range(len(argument)))

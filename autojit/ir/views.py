@@ -1,5 +1,7 @@
-"""View steps (``("getitem", key)``, ``("transpose", axes)``, ``("reshape", shape)``),
-applied with the array library itself so indexing follows NumPy's rules exactly."""
+"""View steps (``("getitem", key)``, ``("transpose", axes)``, ``("reshape", shape)``,
+``("ravel", None)``), applied with the array library itself so indexing follows NumPy's
+rules exactly. A reshape views its base whenever the strides allow; a ravel only when the
+base is C-contiguous (else it copies, as ``np.ravel`` does)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ def apply_view(array: Any, step: tuple[str, Any]) -> Any:
         return array[key]
     if name == "reshape":
         return array.reshape(argument)
+    if name == "ravel":
+        return array.ravel()
     return array.transpose(argument)
 
 
@@ -47,6 +51,8 @@ def view_shape(shape: tuple[int, ...], step: tuple[str, Any]) -> tuple[int, ...]
     name, argument = step
     if name == "reshape":
         return reshaped(tuple(shape), tuple(argument))
+    if name == "ravel":
+        return (math.prod(shape),)
     one = np.array([0], dtype=np.uint8)       # (np.zeros is traced inside a trace)
     stand_in = np.lib.stride_tricks.as_strided(one, shape, (0,) * len(shape))
     return apply_view(stand_in, step).shape

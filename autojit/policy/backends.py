@@ -556,7 +556,7 @@ def _bind_view_sizes(plan: Plan, sources: _SizeSources, args: Sequence[Any],
             continue
         base, step = _view_base(plan, node, args, sizes, views), node.attr("step")
         try:
-            if base.__class__ is tuple or step[0] == "reshape":   # a reshape may copy
+            if base.__class__ is tuple or step[0] in ("reshape", "ravel"):   # may copy
                 view = view_shape(base if base.__class__ is tuple else base.shape, step)
                 shape = view
             else:

@@ -40,6 +40,8 @@ def _view_dims(state: Any, dims: tuple[Dim, ...], step: tuple[str, Any],
     if name == "reshape":
         return tuple(1 if wanted == 1 else state.new_symbol(size)
                      for wanted, size in zip(argument, sizes))
+    if name == "ravel":   # one axis of all the elements: 1 for every call only if every size is
+        return (1 if all(d == 1 for d in dims) else state.new_symbol(sizes[0]),)
     consumed = sum(1 for p in argument if p is not None and p is not Ellipsis
                    and p.__class__ is not bool)
     parts: list[Any] = []
@@ -138,6 +140,17 @@ def reshape(proxy: Proxy, *shape: Any, order: str = "C", **kwargs: Any) -> Proxy
     return record_view(_copy_if_viewed(proxy), ("reshape", tuple(int(s) for s in shape)))
 
 
+def ravel(proxy: Proxy, order: str = "C") -> Proxy:
+    """np.ravel / ndarray.ravel: unlike ``reshape(-1)``, a view only of a C-contiguous
+    array; any other is copied, even where its strides would allow a view (a (7, 1) column
+    of a (7, 2) array: a later write into the array does not show in the ravel)."""
+    if order != "C":
+        raise UnsupportedError("ravel with order other than 'C'", user_location(3))
+    if proxy.is_scalar:
+        return reshape(proxy, -1)
+    return record_view(_copy_if_viewed(proxy), ("ravel", None))
+
+
 def _copy_if_viewed(proxy: Proxy) -> Proxy:
     """Return what a reshape may view: NumPy copies a reshaped strided view, and the plan
     takes its views before any kernel runs, so a reshape of a view of a computed value (or
@@ -233,7 +246,7 @@ VIEW_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     np.diff: _diff,
     np.transpose: lambda a, axes=None: transpose(a, axes),
     np.reshape: lambda a, shape=None, order="C", **kw: reshape(a, shape, order=order),
-    np.ravel: lambda a, order="C": reshape(a, -1, order=order),
+    np.ravel: lambda a, order="C": ravel(a, order),
     np.squeeze: _squeeze,
     np.expand_dims: _expand_dims,
     np.moveaxis: _moveaxis,
@@ -242,6 +255,6 @@ VIEW_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
 
 #: ndarray methods and properties that are views.
 VIEW_METHODS: dict[str, Callable[..., Proxy]] = {
-    "transpose": transpose, "reshape": reshape, "ravel": lambda a, order="C":
-    reshape(a, -1, order=order), "squeeze": _squeeze, "swapaxes": _swapaxes,
+    "transpose": transpose, "reshape": reshape, "ravel": lambda a, order="C": ravel(a, order),
+    "squeeze": _squeeze, "swapaxes": _swapaxes,
 }

@@ -182,3 +182,28 @@ def test_axis_arguments_of_views_are_checked_as_numpy_checks_them(view):
     """Out-of-bounds and repeated axes raise NumPy's AxisError / ValueError (they wrapped
     around: ``expand_dims`` of a 0-d value at axis 1 gave a (1,) view; seed final13:47391)."""
     assert_matches_numpy(view, np.zeros((1, 1)), compiled=False)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.arange(14).reshape(7, 2)[..., ::2],       # (7, 1): a view would be possible
+    lambda: np.arange(24).reshape(3, 8)[:, ::2],         # (3, 4): reshape views, ravel copies
+    lambda: np.arange(24.0).reshape(4, 6).T,
+    lambda: np.arange(12).reshape(3, 4),                 # C-contiguous: ravel is a view
+])
+def test_ravel_copies_every_array_that_is_not_c_contiguous(make):
+    """np.ravel views only a C-contiguous array, reshape(-1) whenever the strides allow:
+    a write after the ravel shows in it only for a C-contiguous argument (the ravel of a
+    strided column saw the write; seed final13c:15399)."""
+    def ravel_then_write(a):
+        v = a.ravel()
+        w = np.ravel(a)
+        a[-1:] = 7
+        return v, w
+
+    def reshape_then_write(a):
+        v = a.reshape(-1)
+        a[-1:] = 7
+        return v
+
+    assert_calls_match_numpy(ravel_then_write, [(make(),), (make(),)])
+    assert_calls_match_numpy(reshape_then_write, [(make(),)])
