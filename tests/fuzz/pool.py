@@ -8,6 +8,8 @@ import multiprocessing as mp
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -100,6 +102,8 @@ class Results:
     reasons: Counter = field(default_factory=Counter)
     records: list[dict[str, Any]] = field(default_factory=list)
     harness_errors: list[str] = field(default_factory=list)
+    #: seeds whose program does not finish in plain NumPy either (no test case)
+    numpy_hangs: list[str] = field(default_factory=list)
     seconds: float = 0.0
     interrupted: bool = False
 
@@ -247,6 +251,9 @@ class Pool:
         elif w.program is None:             # the generator itself: not autojit's failure
             results.harness_errors.append(f"{w.seed}: generating the program: {kind}")
             results.programs += 1
+        elif kind == "timeout" and numpy_hangs(w.program["repro"], self.timeout):
+            results.numpy_hangs.append(w.seed)   # e.g. 2 ** (a Python int of 10**38)
+            results.programs += 1
         else:
             text = f"{kind}: the worker {'hung' if kind == 'timeout' else 'died'} running it"
             record = {"seed": w.seed, "calls": 0, "numpy_raised": 0, "fallback_calls": 0,
@@ -291,6 +298,23 @@ def write_repros(results: Results, folder: Path) -> list[Path]:
     return [write_repro(record, folder) for record in results.records]
 
 
+def numpy_hangs(repro: str, timeout: float) -> bool:
+    """Whether the program of ``repro`` does not finish in plain NumPy within ``timeout``
+    seconds (a fresh process, no autojit): then a hung worker is no failure of autojit's,
+    the program is not a test case (Python's ``2 ** n`` for an int n of 39 digits runs in
+    one C call that no signal interrupts)."""
+    source = repro.split("\nif __name__ == ")[0]
+    script = (source + "\nimport warnings\nwarnings.simplefilter('ignore')\n"
+              "for make in CALLS:\n    try:\n        with np.errstate(all='ignore'):\n"
+              "            f(*make())\n    except Exception:\n        pass\n")
+    try:
+        subprocess.run([sys.executable, "-c", script], timeout=timeout, capture_output=True,
+                       check=False)
+    except subprocess.TimeoutExpired:
+        return True
+    return False
+
+
 def summary(results: Results, top: int = 12) -> str:
     """The human summary a run prints."""
     rate = results.fallback_calls / results.calls if results.calls else 0.0
@@ -299,6 +323,9 @@ def summary(results: Results, top: int = 12) -> str:
              f"fallback calls {results.fallback_calls} ({rate:.1%}; programs that never fell "
              f"back: {results.compiled_programs}), "
              f"{results.seconds:.0f} s" + (" (interrupted)" if results.interrupted else "")]
+    if results.numpy_hangs:
+        lines.append(f"programs that do not finish in plain NumPy either (no test case): "
+                     f"{', '.join(results.numpy_hangs)}")
     if results.harness_errors:
         lines.append(f"harness errors: {len(results.harness_errors)} (first below)")
         lines.append(results.harness_errors[0])

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.fuzz import runner
+from tests.fuzz import pool, runner
 from tests.fuzz.compare import compare
 from tests.fuzz.gen import generate
 from tests.fuzz.pool import Pool, summary
@@ -270,3 +270,16 @@ def test_clips_bound_operand_taints_its_result_and_bounds_include_numpys_avx512(
     assert not program.taint[clipped].exact
     assert op_ulps("expm1", np.float64(1.0)) == ulp_bound("expm1", "float64") + \
         numpy_extra_ulps("expm1", "float64")
+
+
+def test_a_program_that_hangs_in_plain_numpy_is_no_test_case() -> None:
+    """A worker that hangs is a failure of autojit's only if the program finishes in plain
+    NumPy: ``2 ** (a 39-digit Python int)`` (a 'nansum' of a huge Python int stays one)
+    never does, in one C call no signal interrupts (seed final13c:25670)."""
+    hangs = ('"""seed x"""\nimport numpy as np\n\n\ndef f(a0):\n'
+             '    return a0 ** np.nansum(a0 * a0)\n\n\ndef call_1():\n'
+             '    return (18446744073709551615,)\n\n\nCALLS = [call_1]\n'
+             "\nif __name__ == '__main__':\n    pass\n")
+    assert pool.numpy_hangs(hangs, 3.0)
+    finishes = hangs.replace("18446744073709551615", "3")
+    assert not pool.numpy_hangs(finishes, 3.0)
