@@ -147,9 +147,10 @@ def test_forced_gpu_route_does_not_apply_the_cpu_budget_while_planning(monkeypat
     checks = []
     plan_kernels_ = plan_module.plan_kernels
 
-    def recording(graph, contiguous, max_ops=plan_module.DEFAULT_MAX_OPS, check=None):
+    def recording(graph, contiguous, max_ops=plan_module.DEFAULT_MAX_OPS, check=None,
+                  *rest, **options):
         checks.append(check)
-        return plan_kernels_(graph, contiguous, max_ops, check)
+        return plan_kernels_(graph, contiguous, max_ops, check, *rest, **options)
 
     from autojit.policy import dispatcher
     monkeypatch.setattr(dispatcher, "plan_kernels", recording)

@@ -428,9 +428,14 @@ print(json.dumps({{"ok": ok, "warnings": [f"{{type(w.message).__name__}}: {{w.me
 '''
 
 #: run (after the imports: the interpreter's own files are root's) in a child that must not
-#: have root's way past file permissions; the compiler is imported before, for the same reason
+#: have root's way past file permissions. One compile of another function comes first, in a
+#: folder of its own, for the same reason: what compiling imports lazily (the SVML probe's
+#: numpy.random) may be unreadable to the unprivileged user (CI's venv lies in a 0700 mktemp
+#: folder)
 DROP_ROOT = textwrap.dedent("""\
+    import tempfile
     import llvmlite.binding, autojit.lower_cpu.jit
+    autoroute(lambda v: np.sinh(v) * 2.0 + v.sum(), cache_dir=tempfile.mkdtemp())(np.ones(3))
     if os.geteuid() == 0:
         os.setgid(65534); os.setuid(65534)
     """)
