@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 from oracle import assert_calls_match_numpy, compare_results
+from test_reduction_order import REDUCTIONS as SUM_REDUCTIONS
 
 from autojit import autoroute
 from autojit.fuse.plan import pairwise_block
@@ -41,17 +42,9 @@ def _bits(value) -> tuple:
     return value.dtype, value.shape, value.tobytes()
 
 
-#: NumPy's float reductions as autojit traces them (each sums or multiplies its argument)
-REDUCTIONS = {
-    "sum": lambda a, axis: a.sum(axis=axis),
-    "mean": lambda a, axis: a.mean(axis=axis),
-    "var": lambda a, axis: a.var(axis=axis),
-    "std": lambda a, axis: np.std(a, axis=axis, ddof=1),
-    "prod": lambda a, axis: np.prod(a, axis=axis),
-    "sum_f32": lambda a, axis: a.sum(axis=axis, dtype=np.float32),
-    "mean_f64": lambda a, axis: a.mean(axis=axis, dtype=np.float64),
-    "nansum": lambda a, axis: np.nansum(a, axis=axis),
-}
+#: NumPy's float reductions as autojit traces them (each sums or multiplies its argument):
+#: test_reduction_order's, and the product
+REDUCTIONS = {**SUM_REDUCTIONS, "prod": lambda a, axis: np.prod(a, axis=axis)}
 SLICES = [slice(None), slice(None, None, 2), slice(1, None), slice(None, None, -1),
           slice(None, -1, 3)]
 SHAPES = {2: [(6, 40), (3, 20000), (20000, 3), (129, 257)],
