@@ -1,4 +1,4 @@
-"""Shared test set-up: makes ``oracle`` importable, keeps runs deterministic, and isolates the
+"""Shared test set-up: keeps runs deterministic, and isolates the
 compile cache: the suite never reads or writes the user's real cache, and each test starts
 with an empty one of its own (a test's counters and planted bugs cannot be answered by code
 another test compiled). ``--autojit-cache-dir=DIR`` still chooses one folder for a session.
@@ -8,12 +8,9 @@ import atexit
 import itertools
 import os
 import shutil
-import sys
 import tempfile
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
 
 # Set before autojit reads the environment (collection imports it), and again in case a
 # plugin imported it first; subprocesses started by tests inherit the variable.

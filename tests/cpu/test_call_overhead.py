@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.support.oracle import assert_calls_match_numpy
+
 from autojit import autoroute
 from autojit.lower_cpu import program as program_module
 from autojit.policy import backends, fastpath
-from tests.oracle import assert_calls_match_numpy
 
 needs_native = pytest.mark.skipif(not fastpath.available(), reason="no native extension")
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle import assert_calls_match_numpy, assert_matches_numpy, assert_same_value
+
+from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy, assert_same_value
 
 from autojit import autoroute
 

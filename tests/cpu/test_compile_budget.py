@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle import assert_matches_numpy
+
+from tests.support.oracle import assert_matches_numpy
 
 from autojit import FallbackWarning, autoroute, config
 from autojit.lower_cpu import budget, entries, jit, threads

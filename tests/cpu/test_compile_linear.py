@@ -8,7 +8,8 @@ import contextlib
 
 import numpy as np
 import pytest
-from oracle import assert_matches_numpy
+
+from tests.support.oracle import assert_matches_numpy
 
 from autojit import FallbackWarning, autoroute, config
 from autojit.fuse import plan as plan_module

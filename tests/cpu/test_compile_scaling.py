@@ -14,7 +14,8 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_calls_match_numpy, assert_matches_numpy
+
+from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
 
 from autojit import FallbackWarning, autoroute, config
 from autojit.fuse.partition import SIBLING_CANDIDATES, partition_graph

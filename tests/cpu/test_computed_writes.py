@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from tests.oracle import assert_calls_match_numpy, assert_matches_numpy
+from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
 
 
 # -- in-place updates of computed arrays --------------------------------------------------

@@ -4,7 +4,8 @@ operand of a loop whose dtype is its twin (np.longlong is int64's dtype, np.int6
 from __future__ import annotations
 
 import numpy as np
-from oracle import assert_calls_match_numpy
+
+from tests.support.oracle import assert_calls_match_numpy
 
 
 def _returned_constant_also_compared(a0):

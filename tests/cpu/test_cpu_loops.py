@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from cpu_support import assert_same, run_both
+
+from tests.support.cpu_support import assert_same, run_both
 
 from autojit.errors import CompileError
 from autojit.fuse.builder import KernelBuilder

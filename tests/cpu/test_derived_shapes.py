@@ -10,7 +10,8 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_calls_match_numpy
+
+from tests.support.oracle import assert_calls_match_numpy
 
 from autojit import FallbackWarning
 

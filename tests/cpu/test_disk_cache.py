@@ -354,7 +354,7 @@ def test_cache_command_lists_summarises_and_clears(cache_dir, capsys):
 
 
 def test_corpus_kernels_linked_from_the_cache_compute_the_same_bits(cache_dir, monkeypatch):
-    from corpus import all_cases
+    from tests.support.corpus import all_cases
 
     from autojit.lower_cpu import jit
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from oracle import (
+
+from tests.support.oracle import (
     assert_calls_match_numpy,
     assert_matches_numpy,
     assert_same_types,

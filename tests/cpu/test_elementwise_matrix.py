@@ -1,8 +1,9 @@
 """Every listed op × dtype family × layout, compiled with LLVM, against NumPy."""
 
 import pytest
-from corpus import all_cases
-from oracle import assert_matches_numpy
+
+from tests.support.corpus import all_cases
+from tests.support.oracle import assert_matches_numpy
 
 CASES = all_cases()
 

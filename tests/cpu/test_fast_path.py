@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from oracle import call_numpy, compare_results
+
+from tests.support.oracle import call_numpy, compare_results
 
 import autojit
 from autojit import autoroute

@@ -3,7 +3,8 @@ NumPy's answer, exceptions and argument writes, through the oracle helpers."""
 
 import numpy as np
 import pytest
-from oracle import assert_calls_match_numpy, assert_matches_numpy
+
+from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
 
 
 def _ravel_then_write(a):

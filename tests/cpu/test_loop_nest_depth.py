@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle import assert_matches_numpy
+
+from tests.support.oracle import assert_matches_numpy
 
 from autojit import autoroute
 from autojit.fuse.plan import plan_kernels

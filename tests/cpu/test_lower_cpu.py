@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cpu_support import (
+
+from tests.support.cpu_support import (
     ALL_DTYPES,
     BOOL,
     DTYPES_BY_KIND,

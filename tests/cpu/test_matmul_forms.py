@@ -8,7 +8,8 @@ import itertools
 
 import numpy as np
 import pytest
-from oracle import assert_calls_match_numpy, assert_matches_numpy
+
+from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
 
 DTYPES = (np.bool_, np.int32, np.int64, np.float32, np.float64)
 

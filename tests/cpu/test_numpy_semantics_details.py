@@ -16,7 +16,8 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_calls_match_numpy, assert_matches_numpy, assert_same_value
+
+from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy, assert_same_value
 
 from autojit import autoroute
 from autojit.fuse.builder import KernelBuilder

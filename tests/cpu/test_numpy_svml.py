@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
+
 from autojit.lower_cpu import mathlib, svml, svml_symbols
 from autojit.lower_cpu.ulp_bounds import MATH_NAMES, numpy_extra_ulps
-from tests.oracle import assert_calls_match_numpy, assert_matches_numpy
 
 
 def _why_not() -> str:

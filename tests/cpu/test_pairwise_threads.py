@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle import assert_calls_match_numpy
+
+from tests.support.oracle import assert_calls_match_numpy
 
 import autojit
 from autojit.lower_cpu.threads import SPLITS, _tree_edges

@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle import assert_matches_numpy
+
+from tests.support.oracle import assert_matches_numpy
 
 from autojit import FallbackWarning
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle import TRANSCENDENTAL_ULPS, assert_calls_match_numpy, assert_matches_numpy
+
+from tests.support.oracle import TRANSCENDENTAL_ULPS, assert_calls_match_numpy, assert_matches_numpy
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 ALL_DTYPES = ["bool", *INT_DTYPES, "float32", "float64"]

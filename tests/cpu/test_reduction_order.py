@@ -5,7 +5,8 @@ NumPy's reduction iterator visits."""
 
 import numpy as np
 import pytest
-from oracle import assert_calls_match_numpy
+
+from tests.support.oracle import assert_calls_match_numpy
 
 RNG = np.random.default_rng(20261201)
 

@@ -7,9 +7,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from corpus import DTYPES, edge_values
-from oracle import assert_matches_numpy
-from programs import layer_norm, softmax
+
+from tests.support.corpus import DTYPES, edge_values
+from tests.support.oracle import assert_matches_numpy
+from tests.support.programs import layer_norm, softmax
 
 from autojit import FallbackWarning, autoroute
 from autojit import config as autojit_config

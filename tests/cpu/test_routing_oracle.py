@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from routing_support import WORKLOADS, geometric_sizes, sweep
+
+from tests.support.routing_support import WORKLOADS, geometric_sizes, sweep
 
 import autojit
 from autojit import autoroute

@@ -7,8 +7,9 @@ import warnings
 
 import numpy as np
 import pytest
-from corpus import DTYPES, edge_values
-from oracle import assert_matches_numpy
+
+from tests.support.corpus import DTYPES, edge_values
+from tests.support.oracle import assert_matches_numpy
 
 from autojit import FallbackWarning, autoroute
 

@@ -10,8 +10,9 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_calls_match_numpy, compare_results
-from test_reduction_order import REDUCTIONS as SUM_REDUCTIONS
+
+from tests.cpu.test_reduction_order import REDUCTIONS as SUM_REDUCTIONS
+from tests.support.oracle import assert_calls_match_numpy, compare_results
 
 from autojit import autoroute
 from autojit.fuse.plan import pairwise_block

@@ -11,8 +11,9 @@ import time
 
 import numpy as np
 import pytest
-from oracle import assert_same_value
-from programs import softmax
+
+from tests.support.oracle import assert_same_value
+from tests.support.programs import softmax
 
 import autojit
 from autojit import autoroute

@@ -11,7 +11,8 @@ from pathlib import Path
 import llvmlite.ir as ir
 import numpy as np
 import pytest
-from corpus import all_cases
+
+from tests.support.corpus import all_cases
 
 import autojit.testing as testing
 from autojit import AutojitWarning, autoroute, config

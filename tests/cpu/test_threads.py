@@ -12,8 +12,9 @@ import threading
 
 import numpy as np
 import pytest
-from oracle import assert_matches_numpy, assert_same_value
-from programs import chain, image_norm, layer_norm, softmax
+
+from tests.support.oracle import assert_matches_numpy, assert_same_value
+from tests.support.programs import chain, image_norm, layer_norm, softmax
 
 import autojit
 from autojit import autoroute

@@ -5,7 +5,8 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_matches_numpy
+
+from tests.support.oracle import assert_matches_numpy
 
 from autojit import FallbackWarning, autoroute
 

@@ -5,7 +5,8 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import call_numpy, compare_results
+
+from tests.support.oracle import call_numpy, compare_results
 
 from autojit import FallbackWarning, autoroute
 

@@ -9,9 +9,10 @@ import re
 
 import numpy as np
 import pytest
-from corpus import all_cases
-from oracle import call_numpy, compare_results
-from translation_unit import ARCHS, case_plan, compile_unit
+
+from tests.support.corpus import all_cases
+from tests.support.oracle import call_numpy, compare_results
+from tests.support.translation_unit import ARCHS, case_plan, compile_unit
 
 from autojit.fuse.plan import Plan
 from autojit.lower_gpu import CudaBinary

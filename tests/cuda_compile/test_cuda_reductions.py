@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from reduction_cases import Case, absmax, all_cases, normal
-from translation_unit import ARCHS, compile_unit, shared_plans
+
+from tests.support.reduction_cases import Case, absmax, all_cases, normal
+from tests.support.translation_unit import ARCHS, compile_unit, shared_plans
 
 from autojit.fuse.plan import Plan, plan_kernels
 from autojit.ir.abi import loop_extent

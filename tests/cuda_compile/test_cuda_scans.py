@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scan_cases import Case, all_cases
-from translation_unit import ARCHS, compile_unit, shared_plans
+
+from tests.support.scan_cases import Case, all_cases
+from tests.support.translation_unit import ARCHS, compile_unit, shared_plans
 
 from autojit.fuse.plan import Plan, plan_kernels
 from autojit.lower_gpu import CudaBinary, render_cuda
@@ -129,7 +130,7 @@ def test_launcher_runs_a_split_vector_scan_as_two_launches(monkeypatch) -> None:
     """``device.launch`` on a fake 2-SM device (the g++ emulation behind CuPy's calls)."""
     import sys
 
-    from test_cuda_reductions import _FakeCupy
+    from tests.cuda_compile.test_cuda_reductions import _FakeCupy
 
     from autojit.lower_gpu import device, gpu_available, launch
 

@@ -7,8 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cuda_cases import Case, assert_group_covered, assert_outputs_match, operation_cases
-from cuda_layouts import layout_cases
+
+from tests.support.cuda_cases import (
+    Case,
+    assert_group_covered,
+    assert_outputs_match,
+    operation_cases,
+)
+from tests.support.cuda_layouts import layout_cases
 
 from autojit.lower_gpu import render_cuda, run_emulated
 

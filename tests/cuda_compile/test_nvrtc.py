@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from cuda_cases import Case, operation_cases
-from cuda_layouts import layout_cases
+
+from tests.support.cuda_cases import Case, operation_cases
+from tests.support.cuda_layouts import layout_cases
 
 from autojit.errors import CompileError
 from autojit.lower_gpu import CudaBinary, compile_cuda, nvrtc_version, render_cuda

@@ -10,8 +10,9 @@ import re
 
 import numpy as np
 import pytest
-from oracle import call_numpy, compare_results
-from translation_unit import ARCHS, case_plan, compile_unit
+
+from tests.support.oracle import call_numpy, compare_results
+from tests.support.translation_unit import ARCHS, case_plan, compile_unit
 
 from autojit.policy.backends import (
     CALL_OK,

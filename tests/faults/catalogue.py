@@ -2,7 +2,7 @@
 function, one named row each, and what must hold afterwards.
 
 Each row says what is done and what must hold; its ``check`` does it and asserts it. The
-contracts, all against plain NumPy (``tests/oracle.py``) or stated outright:
+contracts, all against plain NumPy (``tests/support/oracle.py``) or stated outright:
 
 * bad inputs: exactly NumPy's result (type, dtype, shape, bits) or NumPy's exception type,
   the arguments after the call as NumPy leaves them, and a good call afterwards still right;
@@ -41,17 +41,14 @@ from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
-from oracle import assert_calls_match_numpy, assert_same_value, call_numpy
+
+from tests.cpu import test_disk_cache, test_dispatch_guards, test_shutdown
+from tests.support.oracle import assert_calls_match_numpy, assert_same_value, call_numpy
 
 from autojit import autoroute
 from autojit.policy import dispatcher as dispatcher_module
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "cpu"))   # the deeper tests' helpers (not a package)
-
-import test_disk_cache  # noqa: E402
-import test_dispatch_guards  # noqa: E402
-import test_shutdown  # noqa: E402
 
 #: seconds any child process may take (a busy 2-core machine; each needs well under 5)
 CHILD_SECONDS = 60.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from faults.catalogue import FAULTS, Fault
+from tests.faults.catalogue import FAULTS, Fault
 
 KINDS = {"bad input", "cache damage", "signal", "thread", "shutdown", "resource"}
 

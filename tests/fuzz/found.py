@@ -1,7 +1,7 @@
 """The failure classes the fuzzer found (FOUND.md), one minimal repro each, shrunk from its
 output and checked by the fuzzer's own comparison. Prints ``BUG`` or ``fixed`` per class.
 
-    AUTOJIT_CACHE_DIR=$(mktemp -d) PYTHONPATH=. python tests/fuzz/found.py [-k ID]
+    AUTOJIT_CACHE_DIR=$(mktemp -d) python -m tests.fuzz.found [-k ID]     # from the repo root
 """
 
 from __future__ import annotations
@@ -9,12 +9,8 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 FOUND: list[tuple[str, str, Callable, list[Callable[[], tuple]]]] = []
 

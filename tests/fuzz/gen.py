@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from autojit.lower_cpu.ulp_bounds import numpy_extra_ulps, ulp_bound
 from tests.fuzz.program import EXACT, Program, Taint
 from tests.fuzz.values import (
     ARRAY_DTYPES,
@@ -37,6 +36,8 @@ from tests.fuzz.values import (
     random_array_spec,
     random_values,
 )
+
+from autojit.lower_cpu.ulp_bounds import numpy_extra_ulps, ulp_bound
 
 #: transcendental unary ufuncs (inexact: docs/ulp.md)
 UNARY_INEXACT = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",

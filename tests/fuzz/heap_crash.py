@@ -4,7 +4,7 @@ corruption``): the shrinker's candidates of seed ``2:13887`` (31 programs, most 
 ``a1[-1::3, -9:5:3] = True`` on a (3, 11, 11) or empty float64 argument), in one process
 over one disk cache. No single program of it aborts.
 
-    MALLOC_CHECK_=3 AUTOJIT_CACHE_DIR=$(mktemp -d) PYTHONPATH=. python tests/fuzz/heap_crash.py
+    MALLOC_CHECK_=3 AUTOJIT_CACHE_DIR=$(mktemp -d) python -m tests.fuzz.heap_crash   # repo root
 """
 
 from __future__ import annotations
@@ -37,6 +37,4 @@ def main(rounds: int = 1) -> None:
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)

@@ -1,7 +1,7 @@
 """Differential fuzzing of ``@autoroute`` against plain NumPy, for long runs.
 
-    PYTHONPATH=. python tests/fuzz/run_fuzz.py --seed 1 --count 500
-    PYTHONPATH=. python tests/fuzz/run_fuzz.py --seed 7 --minutes 20 --jobs 2 --out /tmp/fz
+    python -m tests.fuzz.run_fuzz --seed 1 --count 500          # from the repo root
+    python -m tests.fuzz.run_fuzz --seed 7 --minutes 20 --jobs 2 --out /tmp/fz
 
 Prints programs, calls, failures, the fallback rate and its top reasons, and the distinct
 failure signatures; writes each (shrunk) repro to ``--out`` (runnable: ``python FILE``).
@@ -18,10 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):          # run as a script: make ``tests.fuzz`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from tests.fuzz.pool import Pool, summary, write_repro  # noqa: E402
+from tests.fuzz.pool import Pool, summary, write_repro
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -263,8 +263,9 @@ def test_numpys_uint32_casts_leave_its_scalar_loop_only_with_the_invalid_flag() 
 def test_clips_bound_operand_taints_its_result_and_bounds_include_numpys_avx512() -> None:
     """``np.clip(x, low, v)`` may return ``v``: an inexact ``v`` (expm1) makes it inexact;
     each op's bound adds what NumPy's own AVX-512 loops add on such a machine."""
-    from autojit.lower_cpu.ulp_bounds import numpy_extra_ulps, ulp_bound
     from tests.fuzz.gen import op_ulps
+
+    from autojit.lower_cpu.ulp_bounds import numpy_extra_ulps, ulp_bound
     program = generate("ci-20261201:2512")
     clipped = next(line.split(" = ")[0] for line in program.body if "np.clip(" in line)
     assert not program.taint[clipped].exact

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cuda_cases import Case, assert_outputs_match, operation_cases
-from cuda_layouts import layout_cases
+
+from tests.support.cuda_cases import Case, assert_outputs_match, operation_cases
+from tests.support.cuda_layouts import layout_cases
 
 from autojit.fuse.builder import KernelBuilder
 from autojit.ir.evaluate import evaluate_kernel

@@ -8,8 +8,9 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from scan_cases import Case, all_cases, sum_bound
-from test_cuda_scans import _check
+
+from tests.cuda_compile.test_cuda_scans import _check
+from tests.support.scan_cases import Case, all_cases, sum_bound
 
 from autojit.fuse.plan import plan_kernels
 from autojit.lower_gpu import gpu_available

@@ -9,7 +9,8 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from inspect_programs import PROGRAMS, scale_into
+
+from tests.inspect.inspect_programs import PROGRAMS, scale_into
 
 from autojit import autoroute
 from autojit.fuse.buffers import plan_buffers, value_bytes

@@ -8,7 +8,8 @@ import re
 
 import numpy as np
 import pytest
-from corpus import all_cases
+
+from tests.support.corpus import all_cases
 
 from autojit.fuse.buffers import plan_buffers
 from autojit.fuse.plan import plan_kernels

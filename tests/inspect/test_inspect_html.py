@@ -6,7 +6,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from inspect_programs import PROGRAMS
+
+from tests.inspect.inspect_programs import PROGRAMS
 
 from autojit import autoroute
 from autojit.inspect import html as html_view

@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
-from inspect_programs import PROGRAMS
+
+from tests.inspect.inspect_programs import PROGRAMS
 
 from autojit import autoroute
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from oracle import TRANSCENDENTAL_ULPS, call_numpy
+
+from tests.support.oracle import TRANSCENDENTAL_ULPS, call_numpy
 
 from autojit.ir.types import is_supported
 

@@ -8,7 +8,8 @@ Every kernel computes ``out = x * f64(y) + 1.5`` and ``out2 = y - 3`` (int32, wr
 from __future__ import annotations
 
 import numpy as np
-from cuda_cases import Case, OutputFactory
+
+from tests.support.cuda_cases import Case, OutputFactory
 
 from autojit.fuse.builder import KernelBuilder
 from autojit.ir.ops import Op

@@ -1,0 +1,1 @@
+"""End-to-end tests through LLVM on the CPU, by concern."""

@@ -1,0 +1,1 @@
+"""``autojit inspect``, its reports and the LLVM/ptxas facts they print."""

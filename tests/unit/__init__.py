@@ -1,0 +1,1 @@
+"""Fast tests of single parts: no compiler runs."""
