@@ -19,9 +19,19 @@ os.environ["AUTOJIT_CACHE_DIR"] = _CACHE_DIR
 atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 _TESTS = itertools.count()
 
+from tests.support.nvrtc import SKIP_REASON, nvrtc_available  # noqa: E402
+
 import autojit  # noqa: E402
 
 autojit.reload_environment()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the tests marked ``nvrtc`` where NVRTC does not load (NVRTC asked only if any)."""
+    marked = [item for item in items if item.get_closest_marker("nvrtc")]
+    if marked and not nvrtc_available():
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.nvrtc import stage_params
+
 from autojit.inspect.cli import STAGES, main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +89,7 @@ def assert_one_line_error(err: str, *words: str) -> None:
         assert word in lines[0], err
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", stage_params(STAGES))
 def test_each_stage_inprocess(capsys, target: Path, stage: str) -> None:
     code, out, err = run_inprocess(capsys, "inspect", f"{target}:chain", "--args", "f64[64]",
                                    "--stage", stage)
@@ -95,6 +97,7 @@ def test_each_stage_inprocess(capsys, target: Path, stage: str) -> None:
     assert STAGE_MARKERS[stage] in out
 
 
+@pytest.mark.nvrtc
 def test_all_stages_is_the_default(capsys, target: Path) -> None:
     code, out, err = run_inprocess(capsys, "inspect", f"{target}:chain", "--args", "f64[64]")
     assert code == 0, err
@@ -176,6 +179,7 @@ def test_version(capsys) -> None:
 
 
 # As a subprocess: every stage in one run, then each kind of failure.
+@pytest.mark.nvrtc
 def test_subprocess_all_stages(target: Path) -> None:
     code, out, err = run_subprocess("inspect", f"{target}:chain", "--args", "f64[64]",
                                     *[arg for stage in STAGES for arg in ("--stage", stage)])

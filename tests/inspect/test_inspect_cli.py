@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.nvrtc import stage_params
+
 from autojit.inspect.cli import EXIT_FAILURE, EXIT_UNTRACEABLE, EXIT_USAGE, STAGES, main
-from autojit.lower_gpu.compile import nvrtc_version
 
 PROGRAMS = Path(__file__).with_name("inspect_programs.py")
 TARGET = f"{PROGRAMS}:normalise_stack"
@@ -31,10 +32,8 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", stage_params(STAGES))
 def test_each_stage(capsys: pytest.CaptureFixture[str], stage: str) -> None:
-    if stage == "ptx" and nvrtc_version() is None:
-        pytest.skip("NVRTC is not installed")
     code, out, err = _run(capsys, TARGET, "--args", SPEC, "--stage", stage)
     assert code == 0, err
     assert out.startswith(f"=== {stage} ===")
@@ -76,9 +75,8 @@ def test_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert returned[0]["type"] == "f32[n0,n1,n2]" and returned[0]["bytes"] == 4 * 4 * 32 * 32
 
 
+@pytest.mark.nvrtc
 def test_gpu_arch(capsys: pytest.CaptureFixture[str]) -> None:
-    if nvrtc_version() is None:
-        pytest.skip("NVRTC is not installed")
     code, out, _ = _run(capsys, TARGET, "--args", SPEC, "--stage", "ptx", "--gpu-arch", "sm_80")
     assert code == 0 and ".target sm_80" in out
     code, out, _ = _run(capsys, TARGET, "--args", SPEC, "-m", "--gpu-arch", "sm_80")

@@ -15,7 +15,6 @@ from autojit.inspect.llvm_facts import (
     describe_remark,
     kernel_llvm_facts,
 )
-from autojit.lower_gpu.compile import nvrtc_version
 
 SAMPLE = """
 define void @k(ptr %a) {
@@ -63,9 +62,8 @@ def test_report_has_vectorisation_and_redundancy() -> None:
     assert "O3 redundancy" not in ins.report(verbosity=1)
 
 
+@pytest.mark.nvrtc
 def test_gpu_registers_when_nvrtc_is_present() -> None:
-    if nvrtc_version() is None:
-        pytest.skip("NVRTC is not installed")
     ins = autoroute(chain).inspect(np.ones(1000))
     resources = ins.gpu_resources
     assert set(resources) == {k.name for k in ins.kernels}
