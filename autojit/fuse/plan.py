@@ -172,7 +172,7 @@ def numpy_ordered_reductions(graph: Graph, ordered: set[int], in_order: set[int]
     NumPy's when the run is at most one axis (``pairwise_block``:
     ``x[:, ::2].sum(axis=-1)``, ``x[1:].sum(axis=0)``, not ``x[:, ::2].sum()``); its
     products multiply one element after another in index order: always NumPy's. Verified
-    bit for bit against NumPy 2.4 (tests/cpu/test_strided_reduction_order.py)."""
+    bit for bit against NumPy 2.4 (tests/cpu/lowering/test_strided_reduction_order.py)."""
     exact: set[int] = set()
     for node in graph.nodes:
         if node.op is not Op.REDUCE or not ordered_reduction(node.attr("kind"), node.type.dtype):

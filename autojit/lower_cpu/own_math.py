@@ -20,7 +20,7 @@ exp(x), for float32 and float64 alike (Cody–Waite reduction, Taylor polynomial
                                         overflow or are subnormal round once, correctly
 
 NaN returns itself; +inf -> inf; -inf -> +0 (from the clamp). The measured error against
-NumPy is in docs/ulp.md and asserted by tests (tests/cpu/test_own_math.py).
+NumPy is in docs/ulp.md and asserted by tests (tests/cpu/lowering/test_own_math.py).
 """
 
 from __future__ import annotations

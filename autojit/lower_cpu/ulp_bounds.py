@@ -2,8 +2,8 @@
 
 One table, measured by ``python benchmarks/ulp.py --python`` (≥1e7 samples per function and
 dtype, edge values included) and documented in ``docs/ulp.md``, which is generated from the
-same run; ``tests/cpu/test_ulp_bounds.py`` checks the two agree and that a CI-sized sample
-stays within the bounds. ``autojit.testing.tolerance`` reads it for default tolerances.
+same run; ``tests/cpu/lowering/test_ulp_bounds.py`` checks the two agree and that a CI-sized
+sample stays within the bounds. ``autojit.testing.tolerance`` reads it for default tolerances.
 
 Data only (NumPy and the op table): importing it must not pull in llvmlite.
 """

@@ -42,7 +42,9 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from tests.cpu import test_disk_cache, test_dispatch_guards, test_shutdown
+from tests.cpu.cache import test_disk_cache
+from tests.cpu.dispatch import test_dispatch_guards
+from tests.cpu.runtime import test_shutdown
 from tests.support.oracle import assert_calls_match_numpy, assert_same_value, call_numpy
 
 from autojit import autoroute
@@ -359,7 +361,7 @@ BAD_INPUTS: list[Fault] = [
           "NumPy's result type and values (run as Python)",
           lambda: [test_dispatch_guards.test_ndarray_subclasses_run_as_plain_python(make)
                    for make in _SUBCLASS_MAKERS],
-          deeper="tests/cpu/test_dispatch_guards.py"),
+          deeper="tests/cpu/dispatch/test_dispatch_guards.py"),
     Fault("array-ufunc-override", "bad input", "an ndarray subclass with __array_ufunc__, "
           "and a non-array answering every ufunc", "the override runs as often as under "
           "NumPy; its answers are returned",
@@ -388,7 +390,7 @@ BAD_INPUTS: list[Fault] = [
     Fault("wrong-arguments", "bad input", "too few, too many, unknown, duplicate and missing "
           "keyword arguments; a None where a float goes", "NumPy's TypeError for each; "
           "later good calls right", check_wrong_argument_counts_and_keywords,
-          deeper="tests/cpu/test_dispatch_guards.py"),
+          deeper="tests/cpu/dispatch/test_dispatch_guards.py"),
 ]
 
 _SUBCLASS_MAKERS = [
@@ -599,11 +601,11 @@ elf_loader.lifelong_pages = refuse
 CACHE_DAMAGE: list[Fault] = [
     *[Fault(f"entry-{how}", "cache damage", f"every entry of a warm cache {how}",
             "right answers, one CacheWarning per entry at most; the next process hits cleanly",
-            damaged_entries(how), deeper="tests/cpu/test_disk_cache.py")
+            damaged_entries(how), deeper="tests/cpu/cache/test_disk_cache.py")
       for how in ("truncated", "zero-length", "garbage", "flipped")],
     Fault("entry-other-version", "cache damage", "every entry's format/ABI version set to 99",
           "recompiled with at most one CacheWarning per entry; then clean hits",
-          damaged_entries("other-format"), deeper="tests/cpu/test_disk_cache.py"),
+          damaged_entries("other-format"), deeper="tests/cpu/cache/test_disk_cache.py"),
     Fault("unreadable-cache", "cache damage", "chmod 000 on a warm cache and all it holds",
           "right answers, compiled, at most one CacheWarning", check_unreadable_cache),
     Fault("read-only-empty-cache", "cache damage", "an empty cache folder with mode 555",
@@ -613,13 +615,14 @@ CACHE_DAMAGE: list[Fault] = [
           "served from the cache (no compile), at most one warning", check_read_only_warm_cache),
     Fault("cache-dir-is-a-file", "cache damage", "AUTOJIT_CACHE_DIR names a regular file",
           "right answers, compiled, at most one CacheWarning, the file untouched",
-          check_cache_dir_is_a_file, deeper="tests/cpu/test_disk_cache.py"),
+          check_cache_dir_is_a_file, deeper="tests/cpu/cache/test_disk_cache.py"),
     Fault("disk-full", "cache damage", "every cache write fails with ENOSPC (/dev/full)",
           "right answers, compiled, at most one CacheWarning, no partial entry left",
           check_disk_full),
     Fault("two-writers-one-key", "cache damage", "two processes compile and store one key "
           "at the same moment", "both right without warnings, the cache consistent, then a "
-          "clean hit", check_two_processes_write_one_key, deeper="tests/cpu/test_disk_cache.py"),
+          "clean hit", check_two_processes_write_one_key,
+          deeper="tests/cpu/cache/test_disk_cache.py"),
     Fault("no-executable-pages", "cache damage", "a warm cache, but mmap of code pages fails "
           "with ENOMEM", "the cached code is linked another way or recompiled: right answers, "
           "no warning", lambda: (lambda seen: assert_survived(seen, most_warnings=0))(
@@ -758,7 +761,8 @@ SIGNALS: list[Fault] = [
     *[Fault(f"sigint-while-{step}", "signal", f"SIGINT arrives while the first call is {step}",
             "KeyboardInterrupt reaches the caller; the function then compiles and gives "
             "NumPy's answer (no fallback recorded)", interrupted_first_call(step),
-            deeper="tests/cpu/test_compile_scaling.py (a real Ctrl-C 0.5 s into a 2 s compile)")
+            deeper="tests/cpu/lowering/test_compile_scaling.py (a real Ctrl-C 0.5 s into a 2 s "
+                   "compile)")
       for step in HOOKS],
     Fault("sigint-during-long-compiled-calls", "signal", "SIGINT from a timer while split "
           "compiled calls run back to back", "KeyboardInterrupt reaches the caller; later "
@@ -850,7 +854,7 @@ def check_call_while_another_thread_compiles() -> None:
 
 
 def shutdown_scenario(name: str, count: int = 2, warm: bool = False) -> Callable[[], None]:
-    """Run ``count`` children of tests/cpu/test_shutdown.py's scenario ``name``."""
+    """Run ``count`` children of tests/cpu/runtime/test_shutdown.py's scenario ``name``."""
     def check() -> None:
         env = test_shutdown.child_env(tempfile.mkdtemp(prefix="autojit-fault-exit-"))
         source = test_shutdown.child_program(name)
@@ -866,7 +870,7 @@ def shutdown_scenario(name: str, count: int = 2, warm: bool = False) -> Callable
 THREADS: list[Fault] = [
     Fault("eight-threads-eight-shapes", "thread", "8 threads call one new function at once, "
           "each with its own shape and layouts", "every result NumPy's; compiled",
-          check_eight_threads_eight_shapes, deeper="tests/cpu/test_routing_faults.py"),
+          check_eight_threads_eight_shapes, deeper="tests/cpu/routing/test_routing_faults.py"),
     Fault("call-while-first-call-compiles", "thread", "a thread calls (same and other "
           "signatures) while another thread's first call is inside the compile",
           "both right, no fallback, no hang", check_call_while_another_thread_compiles),
@@ -874,7 +878,7 @@ THREADS: list[Fault] = [
           "calls again and exits by return, sys.exit and os._exit",
           "the children exit 0 and the parent calls again", shutdown_scenario(
               "a fork child exits right after a split call"),
-          deeper="tests/cpu/test_shutdown.py, tests/cpu/test_team.py"),
+          deeper="tests/cpu/runtime/test_shutdown.py, tests/cpu/runtime/test_team.py"),
 ]
 
 
@@ -932,7 +936,7 @@ SHUTDOWN: list[Fault] = [
     Fault("exit-after-threaded-call-warm", "shutdown", "4 processes exit right after a split "
           "call, code linked from a warm cache, AUTOJIT_THREAD_SPIN_US=1e11",
           "each exits 0 at once, 'done' printed", shutdown_scenario("plain exit", 4, warm=True),
-          deeper="tests/cpu/test_shutdown.py (200 processes)"),
+          deeper="tests/cpu/runtime/test_shutdown.py (200 processes)"),
     Fault("sys-exit-in-callback", "shutdown", "sys.exit(3) in a callback the function calls "
           "(during its first call)", "exit code 3, the callback ran once, nothing after",
           exit_in_callback("sys.exit(3)", 3)),
@@ -944,7 +948,8 @@ SHUTDOWN: list[Fault] = [
               **SPLIT, AUTOJIT_THREAD_SPIN_US="100000000000")), 5)),
     Fault("sys-exit-inside-thread", "shutdown", "sys.exit in a thread after a split call",
           "only that thread ends; the process exits 0",
-          shutdown_scenario("sys.exit inside a thread"), deeper="tests/cpu/test_shutdown.py"),
+          shutdown_scenario("sys.exit inside a thread"),
+          deeper="tests/cpu/runtime/test_shutdown.py"),
 ]
 
 
@@ -1108,7 +1113,7 @@ RESOURCES: list[Fault] = [
     Fault("huge-allocation", "resource", "np.zeros((1e6, 1e6)) + x and a 1e12-element "
           "broadcast written out", "NumPy's MemoryError each time; small calls right",
           check_huge_allocations_raise_memory_error,
-          deeper="tests/cpu/test_dispatch_guards.py"),
+          deeper="tests/cpu/dispatch/test_dispatch_guards.py"),
     Fault("enomem-to-memory-error", "resource", "an output of 7 TiB: the output pool's mmap "
           "fails with a real ENOMEM", "NumPy's MemoryError ('Unable to allocate') each call; "
           "small calls right", check_enomem_becomes_memory_error),

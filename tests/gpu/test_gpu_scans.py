@@ -1,6 +1,7 @@
-"""Scan kernels on a real GPU: every case of the scan catalogue (``tests/cuda_compile``) and a
-long vector split across many blocks (two launches, chunk totals first) match NumPy within
-the same bounds as the emulation. Skipped where no usable device exists."""
+"""Scan kernels on a real GPU: every case of the scan catalogue (``tests/support/scan_cases``,
+as in ``tests/cuda_compile``) and a long vector split across many blocks (two launches, chunk
+totals first) match NumPy within the same bounds as the emulation. Skipped where no usable
+device exists."""
 
 from __future__ import annotations
 

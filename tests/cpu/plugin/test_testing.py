@@ -47,8 +47,9 @@ def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # -- real programs agree --------------------------------------------------------------------
-# every third case: each dtype and layout family appears (tests/cpu/test_elementwise_matrix.py
-# runs them all against NumPy; compiling is what costs here)
+# every third case: each dtype and layout family appears
+# (tests/cpu/semantics/test_elementwise_matrix.py runs them all against NumPy; compiling is what
+# costs here)
 SAMPLE = CASES[::3]
 
 

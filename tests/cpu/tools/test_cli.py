@@ -13,7 +13,7 @@ from tests.support.nvrtc import stage_params
 
 from autojit.inspect.cli import STAGES, main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 TARGET_SOURCE = textwrap.dedent('''
     import numpy as np

@@ -27,7 +27,7 @@ from autojit.lower_cpu.ulp_bounds import (
 from autojit.testing.tolerance import TRANSCENDENTAL_ULPS, transcendental_ulps
 from autojit.testing.ulp import CHUNK, FUNCTIONS, MathFunction, measure
 
-DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "ulp.md"
+DOC = pathlib.Path(__file__).resolve().parents[3] / "docs" / "ulp.md"
 DTYPES = (np.dtype("float32"), np.dtype("float64"))
 #: every 50th random sample of chunk 0 (~21,000 values) plus all edge values (or pairs)
 STRIDE = 50

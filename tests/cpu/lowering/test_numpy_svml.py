@@ -146,7 +146,7 @@ def _child(cache: str, disable: str = "") -> tuple[str, bool, bool]:
     import pathlib
     import subprocess
     import sys
-    root = str(pathlib.Path(__file__).resolve().parents[2])
+    root = str(pathlib.Path(__file__).resolve().parents[3])
     env = dict(os.environ, AUTOJIT_CACHE_DIR=cache, PYTHONPATH=root,
                NPY_DISABLE_CPU_FEATURES=disable)
     done = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,

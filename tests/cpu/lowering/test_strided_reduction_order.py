@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from tests.cpu.test_reduction_order import REDUCTIONS as SUM_REDUCTIONS
+from tests.cpu.lowering.test_reduction_order import REDUCTIONS as SUM_REDUCTIONS
 from tests.support.oracle import assert_calls_match_numpy, compare_results
 
 from autojit import autoroute

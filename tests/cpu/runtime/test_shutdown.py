@@ -9,7 +9,7 @@ with the code linked from a warm disk cache, a spin time of 1e11 µs (a worker w
 a day) and every call split. The 200-process run takes ~25 s on two idle cores (8 children
 at a time), so it runs with the rest of the suite.
 
-``python tests/cpu/test_shutdown.py [count]`` prints the figures (processes, deaths, time).
+``python tests/cpu/runtime/test_shutdown.py [count]`` prints the figures (processes, deaths, time).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 #: the environment of every child: a day of spinning, two threads, every call split
 SPLIT_ENV = {"AUTOJIT_THREAD_SPIN_US": "100000000000", "AUTOJIT_NUM_THREADS": "2",

@@ -11,7 +11,7 @@ import pytest
 
 from autojit.demo import run_demo
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_run_demo_small() -> None:

@@ -1,0 +1,1 @@
+"""The persistent compile cache on disk."""

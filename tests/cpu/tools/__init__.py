@@ -1,0 +1,1 @@
+"""The command line, the demo and examples, the benchmark workloads, the README commands."""

@@ -1,0 +1,1 @@
+"""Views of arguments and writes: strides, in-place updates, aliasing and overlapping memory."""
