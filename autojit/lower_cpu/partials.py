@@ -6,7 +6,7 @@ the *first row dimension*, one phase at a time. For phase ``p``, ``part<p>`` red
 chunk and stores the phase's raw accumulators (value, and the global position for
 argmax/argmin) in a partials block instead of running the outer-level instructions; then
 ``finish<p>`` combines the chunks' records **in chunk order** with the same update rule
-the row loop uses (float sums NumPy adds pairwise, ``threads.tree_sums``: the chunks are
+the row loop uses (float sums NumPy adds pairwise, ``partials_layout.tree_sums``: the chunks are
 the 2^L subtrees of ``pairwise_sum``'s tree, added back pairwise in place, ``_tree_add``),
 runs the phase's outer-level instructions (casts, mean's division, stores), and writes
 every value a later phase reads (its reductions and outer-level results) to a *carry*
