@@ -77,3 +77,26 @@ def test_no_module_imports_a_siblings_private_names(package):
 def test_the_circle_finder_finds_a_circle():
     assert _circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _circle({"a": {"b"}, "b": set()}) is None
+
+
+def test_team_job_block_offsets_come_from_its_table():
+    """Every job-block address in the team's native code is its field's slot in
+    ``JOB_FIELDS``, and drain's and begin's ctypes signatures match their IR parameters."""
+    import ctypes
+    import re
+
+    from autojit.lower_cpu import team
+
+    text = team.native_ir()
+    assert not re.search(r"\b(JOB|BOX)\.", text)
+    aliases = {"caller": "cpu", "fresh": "spins"}      # IR names of two loaded fields
+    seen = re.findall(r"%([\w.]+)\.p = getelementptr i8, ptr %job, i64 (\d+)", text)
+    assert seen
+    for name, offset in seen:
+        assert int(offset) == 8 * team.JOB_SLOT[aliases.get(name, name)], name
+    assert team.JOB_FIELDS[0].name == "next"          # drain's state: the block itself
+    for symbol, fn in (("drain", team._DrainFn), ("begin", team._BeginFn)):
+        params = re.search(rf"define \w+ @autojit\.{symbol}\(([^)]*)\)", text)[1]
+        kinds = [p.split()[0] for p in params.split(",")]
+        assert [{"ptr": ctypes.c_void_p, "i64": ctypes.c_int64}[k] for k in kinds] == list(
+            fn._argtypes_), symbol
