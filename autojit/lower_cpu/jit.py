@@ -7,8 +7,9 @@ threads may still run the code then), as llvmlite disposes of no object once its
 has run, and the engine is only freed with this module.
 
 ``CpuProgram`` itself lives in ``program.py``, which does not import llvmlite (loading cached
-code must not pay for LLVM). Numba runs its own engine on the same in-process LLVM; nothing
-here changes global LLVM options, so the two coexist.
+code must not pay for LLVM); the engine both use lives in ``engine.py``. Numba runs its own
+engine on the same in-process LLVM; nothing here changes global LLVM options, so the two
+coexist.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from autojit.errors import CompileError
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
 from autojit.lower_cpu.budget import LEAN_BODY
-from autojit.lower_cpu.mathlib import bind_private_math, load_math_libraries, math_environment
+from autojit.lower_cpu.engine import Engine, add_object, engine, listing_machine
+from autojit.lower_cpu.mathlib import math_environment
 from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.render import render_llvm
 
@@ -47,42 +49,32 @@ _PROCESS_TOKEN = secrets.token_hex(6)
 
 @dataclass(frozen=True)
 class _Jit:
-    """The process-wide target machine and execution engine."""
+    """The process-wide engine (``engine.py``) and the compiled kernels kept for reuse."""
 
-    target_machine: llvm.TargetMachine
-    engine: llvm.ExecutionEngine
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    core: Engine
     counter: itertools.count = field(default_factory=itertools.count)
-    loaded: dict[str, int] = field(default_factory=dict)   # symbol -> address
     #: compiled kernels by the digest of their module text (``_text_key``), newest last
     by_text: OrderedDict[bytes, CpuProgram] = field(default_factory=OrderedDict)
     #: the text digest of kernels by their structure (``_structure_key``), newest last
     by_structure: OrderedDict[tuple, bytes] = field(default_factory=OrderedDict)
 
+    @property
+    def target_machine(self) -> llvm.TargetMachine:
+        return self.core.target_machine
+
+    @property
+    def engine(self) -> llvm.ExecutionEngine:
+        return self.core.engine
+
+    @property
+    def lock(self) -> threading.Lock:
+        return self.core.lock
+
 
 @functools.cache
 def _jit() -> _Jit:
     """Return the JIT, initialising LLVM's native target and the math libraries once."""
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    load_math_libraries()
-    bind_private_math()
-    target = llvm.Target.from_default_triple()
-    features = llvm.get_host_cpu_features().flatten()
-    # codemodel "jitdefault" (large) lets the JIT place code anywhere relative to libm.
-    tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=features,
-                                      opt=3, jit=True)
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-    return _Jit(tm, engine)
-
-
-@functools.cache
-def _listing_machine() -> llvm.TargetMachine:
-    """Return a second machine for assembly listings (the engine owns the first)."""
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, jit=True)
+    return _Jit(engine())
 
 
 def _parse(text: str, what: str) -> llvm.ModuleRef:
@@ -261,7 +253,7 @@ def _compile_kernel(kernel: Kernel) -> CpuProgram:
         optimized = str(module)
         marks.append(time.perf_counter())
         object_code = jit.target_machine.emit_object(module)
-        address = _add_object(jit, object_code, symbol)
+        address = add_object(jit.core, object_code, symbol)
         marks.append(time.perf_counter())
         if not address:
             raise CompileError(f"JIT produced no code for {symbol}", source=text)
@@ -301,37 +293,6 @@ def _compile_entries(text: str, symbols: tuple[str, ...]) -> tuple[tuple[int, ..
     return addresses, object_code
 
 
-def _add_object(jit: _Jit, object_code: bytes, symbol: str) -> int:
-    """Link ``object_code`` into the engine (once per symbol); return ``symbol``'s address.
-    The caller holds ``jit.lock``."""
-    address = jit.loaded.get(symbol)
-    if address is None:
-        jit.engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
-        jit.engine.finalize_object()
-        address = jit.loaded[symbol] = jit.engine.get_function_address(symbol)
-    return address
-
-
-def load_object(object_code: bytes, symbol: str) -> int:
-    """Link cached ``object_code`` into the JIT; return the address of ``symbol``.
-
-    Raises ``CompileError`` when the object does not define it."""
-    jit = _jit()
-    with jit.lock:
-        address = _add_object(jit, object_code, symbol)
-    if not address:
-        raise CompileError(f"cached object code does not define {symbol}")
-    return address
-
-
-def assembly_of(optimized_ir: str) -> str:
-    """Return the host assembly listing of an optimised module's text."""
-    jit = _jit()
-    with jit.lock:
-        module = llvm.parse_assembly(optimized_ir)
-        return _listing_machine().emit_assembly(module)
-
-
 #: LLVM's remark switches for ``optimisation_remarks``, and the values that turn them off
 #: again (a regex no pass name matches), so Numba's compiles in this process stay quiet.
 _REMARK_OPTIONS = {
@@ -361,7 +322,7 @@ def optimisation_remarks(ir_text: str) -> list[str]:
             for option, value in _REMARK_OPTIONS.items():
                 llvm.set_option("", f"{option}={value}")
             os.dup2(captured.fileno(), 2)
-            optimize_module(module, _listing_machine())
+            optimize_module(module, listing_machine())
         finally:
             os.dup2(saved, 2)
             os.close(saved)

@@ -6,7 +6,7 @@ the *first row dimension*, one phase at a time. For phase ``p``, ``part<p>`` red
 chunk and stores the phase's raw accumulators (value, and the global position for
 argmax/argmin) in a partials block instead of running the outer-level instructions; then
 ``finish<p>`` combines the chunks' records **in chunk order** with the same update rule
-the row loop uses (float sums NumPy adds pairwise, ``threads.tree_sums``: the chunks are
+the row loop uses (float sums NumPy adds pairwise, ``partials_layout.tree_sums``: the chunks are
 the 2^L subtrees of ``pairwise_sum``'s tree, added back pairwise in place, ``_tree_add``),
 runs the phase's outer-level instructions (casts, mean's division, stores), and writes
 every value a later phase reads (its reductions and outer-level results) to a *carry*
@@ -19,11 +19,13 @@ convention, with two more pointers and one more ``meta`` slot::
         data: ..., partials (all chunks), carry           meta: ..., number of chunks
 
 The caller offsets each buffer's pointer to the chunk's start and passes the chunk length
-as the first row size (see ``threads.py``). A partials record is 16 bytes: the
-accumulator at offset 0 (its LLVM type), the int64 position at offset 8, laid out
-``[chunk][outer index][reduce of the phase]``; a carry slot is 8 bytes, laid out
-``[outer index][carried value]`` (``threads.carried``). Which kernels qualify:
-``threads.partials_ok``.
+as the first row size (see ``threads.py``). A partials record is ``RECORD_BYTES`` (16): the
+accumulator at offset 0 (its LLVM type), the int64 position at ``POSITION_OFFSET`` (8),
+laid out ``[chunk][outer index][reduce of the phase]``; a carry slot is ``CARRY_BYTES``
+(8), laid out ``[outer index][carried value]`` (``partials_layout``, shared with
+``threads.py``). Which kernels qualify: ``threads.partials_ok``. The loops are the
+kernel's own (``loop_nest.LoopNest``): the outer loops, then at the outer rank one phase's
+row loops (``LoopNest.emit_loops``) and its outer-level instructions (``emit_level``).
 """
 
 from __future__ import annotations
@@ -34,58 +36,38 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from autojit.ir.kernel import Kernel
+from autojit.lower_cpu.loop_nest import LoopNest, Offsets, read_arguments
+from autojit.lower_cpu.loops import I64, PTR, VOID, counted_loop, i64, load_slot
 from autojit.lower_cpu.mathlib import MathCalls
-from autojit.lower_cpu.reduce import Accumulator
-from autojit.lower_cpu.render import (
-    PTR,
-    VOID,
-    _advance,
-    _emit_body,
-    _emit_counted_loop,
-    _emit_nest,
-    _load_scalar_param,
-    _load_slot,
-    _loops_signature,
-    _Nest,
+from autojit.lower_cpu.partials_layout import (
+    CARRY_BYTES,
+    POSITION_OFFSET,
+    RECORD_BYTES,
+    carried,
+    tree_sums,
 )
-from autojit.lower_cpu.rules import I64, llvm_type
-from autojit.lower_cpu.threads import carried, tree_sums
+from autojit.lower_cpu.reduce import Accumulator
+from autojit.lower_cpu.rules import llvm_type
 
-RECORD_BYTES = 16
-CARRY_BYTES = 8
 I8 = ir.IntType(8)
 
-Emit = Callable[[_Nest, list[ir.Value | None], list[ir.Value]], None]
+#: emits one function's work at one outer index: ``emit(nest, offsets, indices)``
+Emit = Callable[[LoopNest, Offsets, list[ir.Value]], None]
 
 
-def _i64(value: int) -> ir.Constant:
-    return ir.Constant(I64, value)
-
-
-def _outer_linear(nest: _Nest, indices: list[ir.Value]) -> ir.Value:
+def _outer_linear(nest: LoopNest, indices: list[ir.Value]) -> ir.Value:
     """Return the C-order position of the current outer index (0 for a full reduction)."""
-    b = nest.builder
-    linear: ir.Value = _i64(0)
-    for d in range(nest.kernel.outer_rank):
-        linear = b.add(b.mul(linear, nest.sizes[d], flags=("nsw",)), indices[d],
-                       flags=("nsw",))
-    return linear
+    return nest.linear(indices, range(nest.kernel.outer_rank))
 
 
 def _address(b: ir.IRBuilder, block: ir.Value, record: ir.Value, size: int,
              offset: int) -> ir.Value:
     """Return ``block + record * size + offset`` (bytes)."""
-    index = b.add(b.mul(record, _i64(size), flags=("nsw",)), _i64(offset), flags=("nsw",))
+    index = b.add(b.mul(record, i64(size), flags=("nsw",)), i64(offset), flags=("nsw",))
     return b.gep(block, [index], inbounds=True, source_etype=I8)
 
 
-def _phase_accumulators(nest: _Nest, phase: int) -> list[Accumulator]:
-    """Return the phase's REDUCE accumulators, in body order."""
-    return [acc for acc in nest.accumulators.values()
-            if isinstance(acc, Accumulator) and acc.ins.phase == phase]
-
-
-def _load_carried(nest: _Nest, carry: ir.Value, linear: ir.Value, phase: int) -> None:
+def _load_carried(nest: LoopNest, carry: ir.Value, linear: ir.Value, phase: int) -> None:
     """Make every value carried from an earlier phase available to this one."""
     slots = carried(nest.kernel)
     for j, ins in enumerate(slots):
@@ -96,7 +78,7 @@ def _load_carried(nest: _Nest, carry: ir.Value, linear: ir.Value, phase: int) ->
             nest.dtypes[ins.id] = ins.dtype
 
 
-def _store_carried(nest: _Nest, carry: ir.Value, linear: ir.Value, phase: int) -> None:
+def _store_carried(nest: LoopNest, carry: ir.Value, linear: ir.Value, phase: int) -> None:
     """Write this phase's values that a later phase reads to the carry block."""
     slots = carried(nest.kernel)
     for j, ins in enumerate(slots):
@@ -106,29 +88,27 @@ def _store_carried(nest: _Nest, carry: ir.Value, linear: ir.Value, phase: int) -
             nest.builder.store(nest.values[ins.id], where)
 
 
-def _emit_outer_loops(nest: _Nest, depth: int, offsets: list[ir.Value | None],
+def _emit_outer_loops(nest: LoopNest, depth: int, offsets: Offsets,
                       indices: list[ir.Value], at_rows: Emit) -> None:
     """Emit the outer loops (as the kernel does), then ``at_rows`` at the outer rank."""
     if depth == nest.kernel.outer_rank:
         at_rows(nest, offsets, indices)
         return
-    b = nest.builder
 
     def inner(index: ir.Value) -> None:
-        moved = [_advance(b, off, index, nest.stride(buf, depth))
-                 for buf, off in enumerate(offsets)]
-        _emit_outer_loops(nest, depth + 1, moved, indices + [index], at_rows)
+        _emit_outer_loops(nest, depth + 1, nest.move(offsets, depth, index),
+                          indices + [index], at_rows)
 
-    _emit_counted_loop(b, nest.sizes[depth], f"{depth}o", inner)
+    nest.loop(depth, f"{depth}o", inner)
 
 
-def _begin_phase(nest: _Nest, carry: ir.Value, indices: list[ir.Value],
+def _begin_phase(nest: LoopNest, carry: ir.Value, indices: list[ir.Value],
                  phase: int) -> tuple[ir.Value, list[Accumulator]]:
     """At one outer index: load the values earlier phases carried, reset this phase's
     accumulators; return the outer index's linear position and those accumulators."""
     linear = _outer_linear(nest, indices)
     _load_carried(nest, carry, linear, phase)
-    accumulators = _phase_accumulators(nest, phase)
+    accumulators = nest.reductions(phase)
     for acc in accumulators:
         acc.reset(nest.builder)
     return linear, accumulators
@@ -137,16 +117,17 @@ def _begin_phase(nest: _Nest, carry: ir.Value, indices: list[ir.Value],
 def _part_rows(phase: int, block: ir.Value, carry: ir.Value, position_base: ir.Value) -> Emit:
     """Return the emitter of ``part<phase>`` at the outer rank: reduce the chunk's row,
     store the phase's accumulators."""
-    def emit(nest: _Nest, offsets: list[ir.Value | None], indices: list[ir.Value]) -> None:
+    def emit(nest: LoopNest, offsets: Offsets, indices: list[ir.Value]) -> None:
         b = nest.builder
         linear, accumulators = _begin_phase(nest, carry, indices, phase)
-        _emit_nest(nest, nest.kernel.outer_rank, offsets, indices, phase)
+        nest.emit_loops(nest.kernel.outer_rank, offsets, indices, phase)
         size = RECORD_BYTES * max(len(accumulators), 1)
         for k, acc in enumerate(accumulators):
             b.store(b.load(acc.value), _address(b, block, linear, size, RECORD_BYTES * k))
             if acc.index is not None:
                 position = acc.global_index(b, position_base)
-                b.store(position, _address(b, block, linear, size, RECORD_BYTES * k + 8))
+                b.store(position, _address(b, block, linear, size,
+                                           RECORD_BYTES * k + POSITION_OFFSET))
     return emit
 
 
@@ -163,25 +144,25 @@ def _tree_add(b: ir.IRBuilder, chunks: ir.Value, record: Callable[[ir.Value], ir
     levels = b.call(cttz, [chunks, ir.Constant(bit, 1)])
 
     def level(lv: ir.Value) -> None:
-        width = b.shl(_i64(1), lv)
-        pairs = b.ashr(chunks, b.add(lv, _i64(1)))
+        width = b.shl(i64(1), lv)
+        pairs = b.ashr(chunks, b.add(lv, i64(1)))
 
         def pair(i: ir.Value) -> None:
-            left = record(b.shl(i, b.add(lv, _i64(1))))
-            right = record(b.add(b.shl(i, b.add(lv, _i64(1))), width))
+            left = record(b.shl(i, b.add(lv, i64(1))))
+            right = record(b.add(b.shl(i, b.add(lv, i64(1))), width))
             b.store(b.fadd(b.load(left, typ=typ), b.load(right, typ=typ)), left)
-        _emit_counted_loop(b, pairs, "tree.pair", pair)
-    _emit_counted_loop(b, levels, "tree.level", level)
-    return b.load(record(_i64(0)), typ=typ)
+        counted_loop(b, pairs, "tree.pair", pair)
+    counted_loop(b, levels, "tree.level", level)
+    return b.load(record(i64(0)), typ=typ)
 
 
 def _finish_rows(phase: int, block: ir.Value, carry: ir.Value, chunks: ir.Value) -> Emit:
     """Return the emitter of ``finish<phase>`` at the outer rank: combine the chunks'
     records in chunk order, run the phase's outer-level instructions, carry its values."""
-    def emit(nest: _Nest, offsets: list[ir.Value | None], indices: list[ir.Value]) -> None:
+    def emit(nest: LoopNest, offsets: Offsets, indices: list[ir.Value]) -> None:
         b = nest.builder
         linear, accumulators = _begin_phase(nest, carry, indices, phase)
-        outer_count: ir.Value = _i64(1)
+        outer_count: ir.Value = i64(1)
         for d in range(nest.kernel.outer_rank):
             outer_count = b.mul(outer_count, nest.sizes[d], flags=("nsw",))
         size = RECORD_BYTES * max(len(accumulators), 1)
@@ -203,16 +184,16 @@ def _finish_rows(phase: int, block: ir.Value, carry: ir.Value, chunks: ir.Value)
                                typ=llvm_type(acc.source))
                 position = None
                 if acc.index is not None:
-                    position = b.load(_address(b, block, record, size, RECORD_BYTES * k + 8),
-                                      typ=I64)
+                    position = b.load(_address(b, block, record, size,
+                                               RECORD_BYTES * k + POSITION_OFFSET), typ=I64)
                 acc.merge(b, value, position)
 
         if accumulators:
-            _emit_counted_loop(b, chunks, "chunks", combine)
+            counted_loop(b, chunks, "chunks", combine)
         for acc in accumulators:
             nest.values[acc.ins.id] = acc.result(b)
             nest.dtypes[acc.ins.id] = acc.ins.dtype
-        _emit_body(nest, offsets, "outer", phase, indices)
+        nest.emit_level(offsets, "outer", phase, indices)
         _store_carried(nest, carry, linear, phase)
     return emit
 
@@ -221,12 +202,12 @@ def _emit_function(module: ir.Module, kernel: Kernel, math: MathCalls, name: str
                    rows: Callable[[ir.Value, ir.Value, ir.Value], Emit]) -> None:
     """Emit ``name.loops`` (the kernel's arguments, two block pointers, an int64) and the
     entry ``name(data, meta)`` that reads them as the kernel's entry does."""
-    loops, nest = _loops_signature(module, kernel, math, f"{name}.loops", [PTR, PTR, I64])
+    loops, nest = LoopNest.declare(module, kernel, math, f"{name}.loops", [PTR, PTR, I64])
     nb, nm = len(kernel.buffers), kernel.rank + len(kernel.runtime_strides())
     args = list(loops.args)
     args[-3].add_attribute("noalias")
     args[-2].add_attribute("noalias")
-    _emit_outer_loops(nest, 0, [None] * nb, [], rows(*args[-3:]))
+    _emit_outer_loops(nest, 0, nest.start(), [], rows(*args[-3:]))
     nest.builder.ret_void()
 
     entry = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR]), name)
@@ -235,14 +216,11 @@ def _emit_function(module: ir.Module, kernel: Kernel, math: MathCalls, name: str
     data.name, meta.name = "data", "meta"
     b = ir.IRBuilder(entry.append_basic_block("entry"))
     ns = len(kernel.scalars)
-    bases = [_load_slot(b, data, i, PTR, f"{buf.name}.base")
-             for i, buf in enumerate(kernel.buffers)]
-    metas = [_load_slot(b, meta, j, I64, f"m{j}") for j in range(nm)]
-    scalars = [_load_scalar_param(b, data, nb + j, kernel, j) for j in range(ns)]
-    block = _load_slot(b, data, nb + ns, PTR, "partials")
-    carry = _load_slot(b, data, nb + ns + 1, PTR, "carry")
-    extra = _load_slot(b, meta, nm, I64, "extra")
-    b.call(loops, bases + metas + scalars + [block, carry, extra])
+    arguments = read_arguments(b, kernel, data, meta, lambda j: f"m{j}")
+    block = load_slot(b, data, nb + ns, PTR, "partials")
+    carry = load_slot(b, data, nb + ns + 1, PTR, "carry")
+    extra = load_slot(b, meta, nm, I64, "extra")
+    b.call(loops, arguments + [block, carry, extra])
     b.ret_void()
 
 

@@ -54,7 +54,7 @@ class CpuProgram:
     @functools.cached_property
     def asm(self) -> str:
         """Return the host assembly of the optimised module."""
-        from autojit.lower_cpu.jit import assembly_of
+        from autojit.lower_cpu.engine import assembly_of
         return assembly_of(self.llvm_ir_optimized)
 
     def call(self, data: Sequence[int], meta: Sequence[int]) -> None:
@@ -91,7 +91,7 @@ def load_program(name: str, symbol: str, object_code: bytes, llvm_ir: str,
         address = load_function(object_code, symbol)
     except ObjectLoadError as exc:
         log.debug("autojit: %s goes through the LLVM JIT: %s", symbol, exc)
-        from autojit.lower_cpu.jit import load_object
+        from autojit.lower_cpu.engine import load_object
         address = load_object(object_code, symbol)
     program = CpuProgram(name, symbol, address, llvm_ir, llvm_ir_optimized, object_code)
     if asm is not None:

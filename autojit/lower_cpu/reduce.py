@@ -3,7 +3,7 @@
 Each accumulator is an ``alloca`` in the entry block (mem2reg turns it into a phi),
 reset before its phase's row loop and read after it. Float sums and products combine in
 NumPy's order, with no ``reassoc``: one element after another in row order, or (sums
-along NumPy's inner loop, ``Kernel.pairwise``) through ``render._emit_pairwise``, which
+along NumPy's inner loop, ``Kernel.pairwise``) through ``pairwise.emit_pairwise``, which
 adds like NumPy's ``pairwise_sum``; integer sums and products may reassociate. Samples::
 
     add (f):  %s = fadd double %acc, %v

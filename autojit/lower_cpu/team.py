@@ -13,10 +13,11 @@ with one compare-and-swap. Only a worker that stopped spinning is woken through 
 
 Shared memory, all int64:
 
-* the job block: ``next`` chunk, chunks ``done``, ``count``, ``entry``, ``pointers``,
-  ``pointer_stride``, ``metas``, ``meta_stride`` (``drain``'s arguments); then the
-  caller's CPU, the step-aside masks and their count, the ``park`` flag, and the polls
-  a worker spins after its share (set by each call, so a new spin time holds at once);
+* the job block, laid out by ``JOB_FIELDS``: ``next`` chunk, chunks ``done``, ``count``,
+  ``entry``, ``pointers``, ``pointer_stride``, ``metas``, ``meta_stride`` (``drain``'s
+  arguments); then the caller's CPU, the step-aside masks and their count, the ``park``
+  flag, the polls a worker spins after its share (set by each call, so a new spin time
+  holds at once) and the ``closing`` word;
 * one mailbox per worker (its own cache line): SLEEPING, SPINNING, POSTED or RUNNING.
   The caller moves SPINNING or SLEEPING to POSTED (a SLEEPING worker is then woken) and,
   once every chunk is done, takes back a post no worker claimed (POSTED to SPINNING)
@@ -51,9 +52,11 @@ import logging
 import os
 import platform
 import queue
+import re
 import sys
 import threading
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -69,21 +72,53 @@ _MAILBOX_STRIDE = 8
 #: workers a team starts at most (a call on more threads uses this many and the caller);
 #: one bit each in what ``begin`` returns
 MAX_WORKERS = 63
-#: int64 slots of the job block (``closing`` is slot 13, byte 104)
+
+
+class JobField(NamedTuple):
+    """One int64 slot of the job block."""
+
+    name: str
+    type: str            # the LLVM type it holds (``i64`` or ``ptr``)
+    drain: bool = False  # one of ``drain``'s arguments after ``state`` (``begin`` fills it)
+
+
+#: The job block, one int64 slot per field in this order: ``_NATIVE_IR`` names a field's
+#: byte offset ``JOB.<name>``, ``Team`` its slot (``JOB_SLOT``), the ctypes signatures of
+#: ``drain``/``begin`` its drain fields. ``next`` comes first: ``drain`` takes the block
+#: itself as its ``state`` (``next`` at offset 0, ``done`` after it).
+JOB_FIELDS = (
+    JobField("next", "i64"),                  # the next chunk to take (atomic add)
+    JobField("done", "i64"),                  # chunks done
+    JobField("count", "i64", drain=True),     # chunks in this call
+    JobField("entry", "ptr", drain=True),     # the entry each chunk calls
+    JobField("pointers", "ptr", drain=True),  # chunk c's data: pointers + c * pstride
+    JobField("pstride", "i64", drain=True),
+    JobField("metas", "ptr", drain=True),     # chunk c's meta: metas + c * mstride
+    JobField("mstride", "i64", drain=True),
+    JobField("cpu", "i64"),                   # the CPU the caller posted from
+    JobField("masks", "ptr"),                 # the step-aside masks (``_step_aside_masks``)
+    JobField("known", "i64"),                 # how many masks
+    JobField("parked", "i64"),                # ``park``: spinning workers sleep now
+    JobField("spins", "i64"),                 # polls a worker spins after its share
+    JobField("closing", "i64"),               # exit: set once, never cleared (``close``)
+)
+JOB_SLOT = {f.name: slot for slot, f in enumerate(JOB_FIELDS)}
+#: int64 slots the job block takes (two spare)
 _JOB_SLOTS = 16
-_CLOSING = 13
+assert len(JOB_FIELDS) <= _JOB_SLOTS
 #: what a worker's wake queue receives to end its Python loop (exit: ``Team.close``)
 _STOP = object()
 #: how long exit waits for the workers to leave native code (a worker running a chunk of a
 #: daemon thread's call may take longer: the memory it uses stays valid)
 JOIN_SECONDS = 1.0
 
-_DrainFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                            ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
+_CTYPES = {"i64": ctypes.c_int64, "ptr": ctypes.c_void_p}
+#: ``drain``'s arguments after ``state``, and ``begin``'s after ``helpers``: the drain fields
+_DRAIN_ARGS = tuple(_CTYPES[f.type] for f in JOB_FIELDS if f.drain)
+_DrainFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, *_DRAIN_ARGS)
 _ServeFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 _BeginFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                            ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                            ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+                            *_DRAIN_ARGS, ctypes.c_int64)
 _FinishFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 _StepFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
@@ -95,14 +130,14 @@ _StepFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 #: mailboxes; return a bit per worker that sleeps (to be woken). ``finish(job, mailboxes,
 #: helpers)``: drain on this thread, wait for every chunk, take back unclaimed posts and
 #: wait out running workers. ``park(job)``: spinning workers sleep now (``begin``
-#: clears it; so does the ``closing`` word, byte 104, which no call clears).
+#: clears it; so does the ``closing`` word, ``JOB.closing``, which no call clears).
 #: Internal: ``post``, ``retract``, ``await``, ``relax`` (a
 #: ``pause``, and every 256th time a ``sched_yield``).
 _NATIVE_IR = """
 define void @autojit.drain(ptr %state, i64 %count, ptr %entry, ptr %pointers,
                            i64 %pstride, ptr %metas, i64 %mstride) nounwind {
 start:
-  %completed = getelementptr i8, ptr %state, i64 8
+  %completed = getelementptr i8, ptr %state, i64 JOB.done
   br label %next
 next:
   %c = atomicrmw add ptr %state, i64 1 monotonic
@@ -166,25 +201,25 @@ poll:
   %i = phi i64 [0, %start], [0, %run], [%j, %idle], [%j, %sleep]
   %limit = phi i64 [%spins, %start], [%fresh, %run], [%limit, %idle], [%limit, %sleep]
   %state = load atomic i64, ptr %mailbox acquire, align 8
-  %posted = icmp eq i64 %state, 2
+  %posted = icmp eq i64 %state, BOX.POSTED
   br i1 %posted, label %claim, label %idle
 claim:
-  %pair = cmpxchg ptr %mailbox, i64 2, i64 3 acq_rel acquire
+  %pair = cmpxchg ptr %mailbox, i64 BOX.POSTED, i64 BOX.RUNNING acq_rel acquire
   %claimed = extractvalue {i64, i1} %pair, 1
   br i1 %claimed, label %run, label %idle
 run:
   call void @autojit.step_aside(ptr %job)
   call void @autojit.drain_job(ptr %job)
-  %fresh.p = getelementptr i8, ptr %job, i64 96
+  %fresh.p = getelementptr i8, ptr %job, i64 JOB.spins
   %fresh = load atomic i64, ptr %fresh.p monotonic, align 8
-  store atomic i64 1, ptr %mailbox release, align 8
+  store atomic i64 BOX.SPINNING, ptr %mailbox release, align 8
   br label %poll
 idle:
   call void @autojit.relax(i64 %i)
   %j = add i64 %i, 1
-  %parked.p = getelementptr i8, ptr %job, i64 88
+  %parked.p = getelementptr i8, ptr %job, i64 JOB.parked
   %parked = load atomic i64, ptr %parked.p monotonic, align 8
-  %closing.p = getelementptr i8, ptr %job, i64 104
+  %closing.p = getelementptr i8, ptr %job, i64 JOB.closing
   %closing = load atomic i64, ptr %closing.p monotonic, align 8
   %stop = or i64 %parked, %closing
   %spun = icmp sge i64 %j, %limit
@@ -192,7 +227,7 @@ idle:
   %over = or i1 %spun, %leave
   br i1 %over, label %sleep, label %poll
 sleep:
-  %gone = cmpxchg ptr %mailbox, i64 1, i64 0 acq_rel acquire
+  %gone = cmpxchg ptr %mailbox, i64 BOX.SPINNING, i64 BOX.SLEEPING acq_rel acquire
   %slept = extractvalue {i64, i1} %gone, 1
   br i1 %slept, label %exit, label %poll
 exit:
@@ -201,26 +236,26 @@ exit:
 
 define internal i64 @autojit.post(ptr %job, ptr %mailbox) nounwind {
 start:
-  %cpu.p = getelementptr i8, ptr %job, i64 64
+  %cpu.p = getelementptr i8, ptr %job, i64 JOB.cpu
   %cpu = call i64 @autojit.cpu()
   store atomic i64 %cpu, ptr %cpu.p monotonic, align 8
-  %hot = cmpxchg ptr %mailbox, i64 1, i64 2 acq_rel acquire
+  %hot = cmpxchg ptr %mailbox, i64 BOX.SPINNING, i64 BOX.POSTED acq_rel acquire
   %taken = extractvalue {i64, i1} %hot, 1
   br i1 %taken, label %spinning, label %asleep
 spinning:
   ret i64 1
 asleep:
-  %cold = cmpxchg ptr %mailbox, i64 0, i64 2 acq_rel acquire
+  %cold = cmpxchg ptr %mailbox, i64 BOX.SLEEPING, i64 BOX.POSTED acq_rel acquire
   ret i64 0
 }
 
 define internal i64 @autojit.retract(ptr %mailbox) nounwind {
 start:
-  %back = cmpxchg ptr %mailbox, i64 2, i64 1 acq_rel acquire
+  %back = cmpxchg ptr %mailbox, i64 BOX.POSTED, i64 BOX.SPINNING acq_rel acquire
   %unclaimed = extractvalue {i64, i1} %back, 1
   br i1 %unclaimed, label %exit, label %left
 left:
-  call void @autojit.await(ptr %mailbox, i64 0, i64 2)
+  call void @autojit.await(ptr %mailbox, i64 BOX.SLEEPING, i64 BOX.POSTED)
   br label %exit
 exit:
   ret i64 0
@@ -228,7 +263,7 @@ exit:
 
 define void @autojit.park(ptr %job) nounwind {
 start:
-  %parked.p = getelementptr i8, ptr %job, i64 88
+  %parked.p = getelementptr i8, ptr %job, i64 JOB.parked
   store atomic i64 1, ptr %parked.p monotonic, align 8
   ret void
 }
@@ -237,12 +272,12 @@ define i64 @autojit.begin(ptr %job, ptr %boxes, i64 %helpers, i64 %count, ptr %e
                           ptr %pointers, i64 %pstride, ptr %metas, i64 %mstride,
                           i64 %spins) nounwind {
 start:
-  %parked.p = getelementptr i8, ptr %job, i64 88
+  %parked.p = getelementptr i8, ptr %job, i64 JOB.parked
   store atomic i64 0, ptr %parked.p monotonic, align 8
-  %spins.p = getelementptr i8, ptr %job, i64 96
+  %spins.p = getelementptr i8, ptr %job, i64 JOB.spins
   store atomic i64 %spins, ptr %spins.p monotonic, align 8
   store i64 0, ptr %job, align 8
-  %done.p = getelementptr i8, ptr %job, i64 8
+  %done.p = getelementptr i8, ptr %job, i64 JOB.done
   store i64 0, ptr %done.p, align 8
 STORE_JOB
   br label %check
@@ -269,9 +304,9 @@ exit:
 define void @autojit.finish(ptr %job, ptr %boxes, i64 %helpers) nounwind {
 start:
   call void @autojit.drain_job(ptr %job)
-  %count.p = getelementptr i8, ptr %job, i64 16
+  %count.p = getelementptr i8, ptr %job, i64 JOB.count
   %count = load i64, ptr %count.p, align 8
-  %done.p = getelementptr i8, ptr %job, i64 8
+  %done.p = getelementptr i8, ptr %job, i64 JOB.done
   call void @autojit.await(ptr %done.p, i64 %count, i64 9223372036854775807)
   br label %check
 check:
@@ -306,11 +341,11 @@ start:
 
 define void @autojit.step_aside(ptr %job) nounwind {
 start:
-  %caller.p = getelementptr i8, ptr %job, i64 64
+  %caller.p = getelementptr i8, ptr %job, i64 JOB.cpu
   %caller = load atomic i64, ptr %caller.p monotonic, align 8
-  %masks.p = getelementptr i8, ptr %job, i64 72
+  %masks.p = getelementptr i8, ptr %job, i64 JOB.masks
   %masks = load ptr, ptr %masks.p, align 8
-  %known.p = getelementptr i8, ptr %job, i64 80
+  %known.p = getelementptr i8, ptr %job, i64 JOB.known
   %known = load i64, ptr %known.p, align 8
   %mine = call i64 @autojit.cpu()
   %same = icmp eq i64 %mine, %caller
@@ -346,20 +381,44 @@ start:
 MASK_BYTES = 128
 
 
-#: the job block's fields after ``next`` and ``done``: name, byte offset, LLVM type
-_JOB_FIELDS = (("count", 16, "i64"), ("entry", 24, "ptr"), ("pointers", 32, "ptr"),
-               ("pstride", 40, "i64"), ("metas", 48, "ptr"), ("mstride", 56, "i64"))
-
-
 def _job_fields(access: str) -> str:
-    """Return the IR lines that load (``access`` "load") or store every job field as
-    ``%<name>``, from or into ``%job``."""
+    """Return the IR lines that load (``access`` "load") or store every drain field of the
+    job block as ``%<name>``, from or into ``%job``."""
     lines = []
-    for name, offset, ty in _JOB_FIELDS:
-        lines.append(f"  %{name}.p = getelementptr i8, ptr %job, i64 {offset}")
+    for field in (f for f in JOB_FIELDS if f.drain):
+        name, ty = field.name, field.type
+        lines.append(f"  %{name}.p = getelementptr i8, ptr %job, i64 JOB.{name}")
         lines.append(f"  %{name} = load {ty}, ptr %{name}.p, align 8" if access == "load"
                      else f"  store {ty} %{name}, ptr %{name}.p, align 8")
     return "\n".join(lines)
+
+
+#: ``JOB.<field>`` (its byte offset) and ``BOX.<state>`` (a mailbox word) in ``_NATIVE_IR``
+_NAMED = re.compile(r"\b(JOB|BOX)\.(\w+)")
+_BOX_STATES = {"SLEEPING": SLEEPING, "SPINNING": SPINNING, "POSTED": POSTED, "RUNNING": RUNNING}
+
+
+def _resolve(text: str) -> str:
+    """Return ``text`` with every ``JOB.<field>`` and ``BOX.<state>`` replaced by its
+    number (a byte offset from ``JOB_FIELDS``, a mailbox state)."""
+    return _NAMED.sub(lambda m: str(8 * JOB_SLOT[m[2]] if m[1] == "JOB"
+                                    else _BOX_STATES[m[2]]), text)
+
+
+def native_ir() -> str:
+    """Return the text of the team's native code for this machine (``native``)."""
+    text = _NATIVE_IR.replace("PAUSE", "")
+    if platform.machine().lower() in ("x86_64", "amd64"):   # let the other thread run
+        text = (_NATIVE_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
+                + "declare void @llvm.x86.sse2.pause()\n")
+    linux = sys.platform.startswith("linux")
+    text += _STEP_ASIDE_LINUX if linux else _STEP_ASIDE_OTHER
+    for placeholder, value in (("MASK_BYTES", str(MASK_BYTES)),
+                               ("BOX_BYTES", str(8 * _MAILBOX_STRIDE)),
+                               ("LOAD_JOB", _job_fields("load")),
+                               ("STORE_JOB", _job_fields("store"))):
+        text = text.replace(placeholder, value)
+    return _resolve(text)
 
 
 class Native:
@@ -377,17 +436,7 @@ def native() -> Native | None:
     """Return the native entries, compiled once; None when they do not compile (chunks
     then run as Python pool tasks: slower, never wrong)."""
     from autojit.lower_cpu.entries import link_entries
-    text = _NATIVE_IR.replace("PAUSE", "")
-    if platform.machine().lower() in ("x86_64", "amd64"):   # let the other thread run
-        text = (_NATIVE_IR.replace("PAUSE", "call void @llvm.x86.sse2.pause()")
-                + "declare void @llvm.x86.sse2.pause()\n")
-    linux = sys.platform.startswith("linux")
-    text += _STEP_ASIDE_LINUX if linux else _STEP_ASIDE_OTHER
-    for placeholder, value in (("MASK_BYTES", str(MASK_BYTES)),
-                               ("BOX_BYTES", str(8 * _MAILBOX_STRIDE)),
-                               ("LOAD_JOB", _job_fields("load")),
-                               ("STORE_JOB", _job_fields("store"))):
-        text = text.replace(placeholder, value)
+    text = native_ir()
     names = ("autojit.drain", "autojit.serve", "autojit.begin", "autojit.finish",
              "autojit.step_aside", "autojit.park")
     try:
@@ -411,7 +460,8 @@ class Team:
         self._masks = memory[_JOB_SLOTS + boxes:].view(np.uint8)[:masks.size]
         self._masks = self._masks.reshape(masks.shape)
         self._masks[...] = masks
-        self._job[9:11] = self._masks.ctypes.data, len(self._masks)
+        self._job[JOB_SLOT["masks"]] = self._masks.ctypes.data
+        self._job[JOB_SLOT["known"]] = len(self._masks)
         self._wake: list[queue.SimpleQueue] = []
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -443,7 +493,7 @@ class Team:
         """Return how many polls ``serve`` makes per second (timed on an idle mailbox,
         which it leaves after its polls)."""
         box = np.full(_MAILBOX_STRIDE, SPINNING, np.int64)
-        self._job[11] = 0            # not parked (no worker runs yet: a plain store will do)
+        self._job[JOB_SLOT["parked"]] = 0   # not parked (no worker runs yet: a plain store will do)
         polls = 4096
         begin = time.perf_counter()
         self._code.serve(self._job.ctypes.data, box.ctypes.data, polls)
@@ -463,7 +513,7 @@ class Team:
         caller. Return True when every worker thread was joined within ``timeout``."""
         deadline = time.monotonic() + timeout
         self._closed = True                   # no call starts on the team after this
-        self._job[_CLOSING] = 1               # an aligned int64 store: serve reads it
+        self._job[JOB_SLOT["closing"]] = 1    # an aligned int64 store: serve reads it
         # a call in flight (a daemon thread's) ends first, unless it takes too long
         idle = self._lock.acquire(timeout=timeout)
         try:

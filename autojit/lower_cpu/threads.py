@@ -49,8 +49,15 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from autojit.ir.kernel import Instr, Kernel
+from autojit.ir.kernel import Kernel
 from autojit.ir.ops import OP_TABLE, Op, ordered_reduction
+from autojit.lower_cpu.partials_layout import (
+    CARRY_BYTES,
+    RECORD_BYTES,
+    carried,
+    partial_symbols,
+    tree_sums,
+)
 from autojit.lower_cpu.pool import Task, pool
 from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.team import SPIN_SECONDS, native, team
@@ -105,7 +112,7 @@ class SplitPlan:
     itemsizes: tuple[int, ...]
     guarded: tuple[tuple[int, ...], ...]
     reduces: tuple[int, ...] = ()    # accumulators per phase
-    carried: int = 0                 # values carried between phases (``partials.carried``)
+    carried: int = 0                 # values carried between phases (``partials_layout.carried``)
     #: per phase: whether it holds a pairwise sum (its chunks are subtrees, ``_tree_edges``)
     tree_phases: tuple[bool, ...] = ()
 
@@ -134,12 +141,6 @@ def partials_ok(kernel: Kernel) -> bool:
                     ins.level == "outer" or source.phase != ins.phase):
                 return False
     return True
-
-
-def tree_sums(kernel: Kernel) -> frozenset[int]:
-    """Return the REDUCEs ``partials`` must cut at ``pairwise_sum``'s nodes and add back in
-    tree order: float sums NumPy adds pairwise (``Kernel.pairwise``), one run per row."""
-    return frozenset(i for i, chunk in kernel.pairwise if chunk == 0)
 
 
 def plan_split(kernel: Kernel) -> SplitPlan:
@@ -175,22 +176,6 @@ def plan_split(kernel: Kernel) -> SplitPlan:
                      reduces, len(carried(kernel)),
                      tuple(any(ins.id in tree and ins.phase == p for ins in kernel.body)
                            for p in range(kernel.phases)))
-
-
-def partial_symbols(symbol: str, phases: int) -> tuple[str, ...]:
-    """Return the entry names ``partials.render_partials`` defines: part0, finish0, part1,
-    ... (here, so that cached partials are found without importing the renderer)."""
-    return tuple(f"{symbol}.{step}{p}" for p in range(phases) for step in ("part", "finish"))
-
-
-def carried(kernel: Kernel) -> tuple[Instr, ...]:
-    """Return the values a later phase reads from an earlier one (reductions and
-    outer-level results), in body order: the slots of the partials' carry block."""
-    by_id = {ins.id: ins for ins in kernel.body}
-    used = {a for ins in kernel.body for a in ins.args if by_id[a].phase < ins.phase}
-    return tuple(ins for ins in kernel.body if ins.id in used
-                 and ins.op not in (Op.CONST, Op.LOAD_SCALAR, Op.STORE)
-                 and (ins.op is Op.REDUCE or ins.level == "outer"))
 
 
 def _split_plan(kernel: Kernel, program: CpuProgram) -> SplitPlan:
@@ -440,7 +425,7 @@ def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int],
         tree = _tree_edges(meta[dim], later, 1 << (wanted - 1).bit_length())
         if tree is None:
             return None
-    block_bytes = [16 * max(r, 1) * outer_count for r in plan.reduces]
+    block_bytes = [RECORD_BYTES * max(r, 1) * outer_count for r in plan.reduces]
     offsets, metas, finishes, blocks_bytes = [], [], [], 0
     for size, cut in zip(block_bytes, plan.tree_phases, strict=True):
         edges = tree if cut and tree is not None else plain
@@ -454,7 +439,8 @@ def _partials_layout(plan: SplitPlan, slots: int, meta: Sequence[int],
         metas.append(phase_metas)
         finishes.append(np.array([*meta, count], np.int64))
     return _PartialsLayout(tuple(offsets), tuple(metas), tuple(finishes), blocks_bytes,
-                           blocks_bytes + max(8 * plan.carried * outer_count, 8))
+                           blocks_bytes
+                           + max(CARRY_BYTES * plan.carried * outer_count, CARRY_BYTES))
 
 
 def _run_partials(kernel: Kernel, entries: tuple[int, ...], layout: _PartialsLayout,

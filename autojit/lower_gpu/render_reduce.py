@@ -28,131 +28,41 @@ Softmax (``loop [n0, n1] rows 1 phases 3``) becomes::
     }
 
 Single-phase kernels also carry the split-row tail (``aj_splits > 1``): partials to
-``aj_scratch``, and the last block to arrive at the row combines them and goes on.
+``aj_scratch``, and the last block to arrive at the row combines them and goes on. The
+emitter is ``rows.RowEmitter`` (which ``render_scan`` shares) with a reduction's units.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-
-import numpy as np
-
 from autojit.ir.kernel import Instr, Kernel
-from autojit.ir.ops import Op
-from autojit.lower_gpu.kernel_text import (
-    Names,
-    decode,
-    emulate_call,
-    render_instr,
-    signature,
-    size_product,
-)
-from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
-from autojit.lower_gpu.reduce_launch import ARG_KINDS, can_split, partial_words
-from autojit.lower_gpu.rules import accumulator_type, c_type, reduce_combine, reduce_start
+from autojit.lower_gpu.kernel_text import Names, emulate_call
+from autojit.lower_gpu.reduce_launch import ARG_KINDS
+from autojit.lower_gpu.rows import RowEmitter
+from autojit.lower_gpu.rules import reduce_start
 
-EXTRA_PARAMS = ("unsigned long long *__restrict__ aj_scratch", "long long aj_team",
-                "long long aj_splits")
-_ANYWHERE = (Op.CONST, Op.LOAD_SCALAR)
-
-#: blocks stride over units (rows, or row chunks) ``aj_teams`` at a time; a thread past the
-#: last unit shadows it (``aj_u``) but stores nothing (``aj_valid``)
-GRID_STRIDE_HEAD = (
-    "  for (long long aj_base = (long long)blockIdx.x * aj_teams; aj_base < aj_units;",
-    "       aj_base += (long long)gridDim.x * aj_teams) {",
-    "    const long long aj_unit = aj_base + (long long)threadIdx.x / aj_team;",
-    "    const bool aj_valid = aj_unit < aj_units;",
-    "    const long long aj_u = aj_valid ? aj_unit : aj_units - 1;",
-    "    const bool aj_leader = aj_valid && aj_lane == 0;",
-)
+__all__ = ["ReduceEmitter", "render_reduce_emulate", "render_reduce_kernel"]
 
 
-class _Emitter:
-    """Collects the lines of one reduction kernel."""
+class ReduceEmitter(RowEmitter):
+    """A reduction's row kernel: a unit is a row, or with ``aj_splits`` blocks sharing a
+    single-phase kernel's row, one of its ``aj_splits`` chunks (``split_tail``)."""
 
-    def __init__(self, kernel: Kernel, names: Names) -> None:
-        self.kernel, self.names = kernel, names
-        self.dtypes = {ins.id: np.dtype(ins.dtype) for ins in kernel.body}
-        self.outer_dims = range(kernel.outer_rank)
-        self.row_dims = range(kernel.outer_rank, kernel.rank)
-        self.split = can_split(kernel)
-        self.words = partial_words(kernel)
-        self.buckets: dict[tuple[int, str], list[Instr]] = defaultdict(list)
-        for ins in kernel.body:
-            if ins.op not in _ANYWHERE:
-                self.buckets[ins.phase, ins.level].append(ins)
-
-    def source(self, ins: Instr) -> np.dtype:
-        return self.dtypes[ins.args[0]]
-
-    def functor(self, ins: Instr) -> str:
-        """Return the name of the combine functor: ``aj_red_max_float64``."""
-        return f"aj_red_{ins.attr}_{self.source(ins).name}"
-
-    def prologue(self) -> list[str]:
-        """Return the row bookkeeping before the row loop (constants hoisted first)."""
-        k = self.kernel
-        lines = [f"  {render_instr(k, self.names, ins, self.dtypes)}"
-                 for ins in k.body if ins.op in _ANYWHERE]
-        lines += [f"  const long long aj_outer = {size_product(self.outer_dims)};",
-                  f"  const long long aj_row = {size_product(self.row_dims)};",
-                  "  const long long aj_teams = (long long)blockDim.x / aj_team;",
-                  "  const long long aj_lane = (long long)threadIdx.x % aj_team;"]
+    def units(self) -> list[str]:
         if self.split:
-            return lines + ["  const long long aj_units = aj_outer * aj_splits;",
-                            "  const long long aj_chunk = (aj_row + aj_splits - 1) / aj_splits;"]
-        return lines + ["  const long long aj_units = aj_outer;"]
+            return ["  const long long aj_units = aj_outer * aj_splits;",
+                    "  const long long aj_chunk = (aj_row + aj_splits - 1) / aj_splits;"]
+        return ["  const long long aj_units = aj_outer;"]
 
-    def loop_head(self) -> list[str]:
-        """Return the grid-stride loop over rows (or row chunks) and the outer indices."""
-        lines = list(GRID_STRIDE_HEAD)
+    def unit_bounds(self) -> list[str]:
         if self.split:
-            lines += ["    const long long aj_o = aj_u / aj_splits;",
-                      "    const long long aj_begin = aj_u % aj_splits * aj_chunk;",
-                      "    const long long aj_end = aj_begin + aj_chunk < aj_row ?"
-                      " aj_begin + aj_chunk : aj_row;"]
-        else:
-            lines += ["    const long long aj_o = aj_u;"]
-        return lines + decode(self.kernel, "aj_o", self.outer_dims, "    ")
+            return ["    const long long aj_o = aj_u / aj_splits;",
+                    "    const long long aj_begin = aj_u % aj_splits * aj_chunk;",
+                    "    const long long aj_end = aj_begin + aj_chunk < aj_row ?"
+                    " aj_begin + aj_chunk : aj_row;"]
+        return ["    const long long aj_o = aj_u;"]
 
-    def row_line(self, ins: Instr) -> str:
-        """Return one line of the row loop (REDUCE accumulates, STORE only when valid)."""
-        if ins.op is Op.REDUCE:
-            value = f"v{ins.args[0]}"
-            if ins.attr in ARG_KINDS:
-                value = f"{accumulator_type(ins.attr, self.source(ins))}{{{value}, aj_r}}"
-            return f"aj_acc{ins.id} = {self.functor(ins)}()(aj_acc{ins.id}, {value});"
-        line = render_instr(self.kernel, self.names, ins, self.dtypes)
-        return f"if (aj_valid) {line}" if ins.op is Op.STORE else line
-
-    def row_loop(self, phase: int) -> list[str]:
-        """Return the phase's accumulators and its loop over the team's row elements."""
-        body = self.buckets.get((phase, "row"), [])
-        if not body:
-            return []
-        lines = [f"    {accumulator_type(ins.attr, self.source(ins))} aj_acc{ins.id} = "
-                 f"{reduce_start(ins.attr, self.source(ins))};"
-                 for ins in body if ins.op is Op.REDUCE]
-        first, end = ("aj_begin + aj_lane", "aj_end") if self.split else ("aj_lane", "aj_row")
-        lines.append(f"    for (long long aj_r = {first}; aj_r < {end}; aj_r += aj_team) {{")
-        lines += decode(self.kernel, "aj_r", self.row_dims, "      ")
-        lines += [f"      {self.row_line(ins)}" for ins in body]
-        return lines + ["    }"]
-
-    def reductions(self, phase: int) -> list[Instr]:
-        return [ins for ins in self.buckets.get((phase, "row"), []) if ins.op is Op.REDUCE]
-
-    def combine(self, phase: int) -> list[str]:
-        """Return the team reductions of the phase, the split tail, and the results."""
-        reduces = self.reductions(phase)
-        lines = [f"    aj_acc{ins.id} = aj_team_reduce(aj_acc{ins.id}, aj_team, "
-                 f"{self.functor(ins)}());" for ins in reduces]
-        if self.split and reduces:
-            lines += self.split_tail(reduces)
-        for ins in reduces:
-            pick = ".i" if ins.attr in ARG_KINDS else ""
-            lines.append(f"    const {c_type(ins.dtype)} v{ins.id} = aj_acc{ins.id}{pick};")
-        return lines
+    def combine_tail(self, reduces: list[Instr]) -> list[str]:
+        return self.split_tail(reduces) if self.split else []
 
     def split_tail(self, reduces: list[Instr]) -> list[str]:
         """Return the code that lets ``aj_splits`` blocks share a row (see module doc)."""
@@ -175,41 +85,10 @@ class _Emitter:
                          f"{words}, aj_splits, {start}, {functor}()), aj_team, {functor}());")
         return lines + ["    }"]
 
-    def outer_lines(self, phase: int) -> list[str]:
-        """Return the phase's once-per-row instructions; stores by the team's lane 0."""
-        lines = []
-        for ins in self.buckets.get((phase, "outer"), []):
-            line = render_instr(self.kernel, self.names, ins, self.dtypes, self.outer_dims)
-            lines.append(f"    if (aj_leader) {line}" if ins.op is Op.STORE else f"    {line}")
-        return lines
-
-    def functors(self) -> list[str]:
-        """Return one guarded combine functor per (kind, dtype) the kernel reduces with."""
-        lines: list[str] = []
-        seen: set[str] = set()
-        for ins in self.kernel.body:
-            if ins.op is not Op.REDUCE or self.functor(ins) in seen:
-                continue
-            name, dtype = self.functor(ins), self.source(ins)
-            seen.add(name)
-            acc = accumulator_type(ins.attr, dtype)
-            lines += [f"#ifndef {name.upper()}", f"#define {name.upper()}",
-                      f"struct {name} {{",
-                      f"  __device__ __forceinline__ {acc} operator()({acc} a, {acc} b) const {{",
-                      f"    return {reduce_combine(ins.attr, dtype, 'a', 'b')};",
-                      "  }", "};", "#endif"]
-        return lines
-
 
 def render_reduce_kernel(kernel: Kernel, names: Names) -> str:
     """Return the reduction preamble, the kernel's combine functors and the kernel."""
-    emit = _Emitter(kernel, names)
-    lines = [REDUCE_PREAMBLE, *emit.functors(), signature(kernel, names, EXTRA_PARAMS) + " {",
-             *emit.prologue(), *emit.loop_head()]
-    for phase in range(kernel.phases):
-        lines.append(f"    // phase {phase}")
-        lines += emit.row_loop(phase) + emit.combine(phase) + emit.outer_lines(phase)
-    return "\n".join([*lines, "  }", "}"]) + "\n"
+    return ReduceEmitter(kernel, names).render()
 
 
 def render_reduce_emulate(kernel: Kernel) -> str:

@@ -2,10 +2,10 @@
 
 The launch is a reduction's (``reduce_launch``: a team of threads per row, 1-32 lanes of a
 warp or the whole block; blocks stride over (row, chunk) units), and phases without a scan
-are rendered as ``render_reduce`` renders them. A phase with scans walks its chunk of the
-row (the whole row unless blocks share it, below) in *tiles* of ``aj_team * aj_items``
-elements; in a tile, thread ``aj_lane`` owns the ``aj_items`` consecutive elements from
-``aj_lo`` and
+are rendered as ``render_reduce`` renders them (both emitters are ``rows.RowEmitter``). A
+phase with scans walks its chunk of the row (the whole row unless blocks share it, below)
+in *tiles* of ``aj_team * aj_items`` elements; in a tile, thread ``aj_lane`` owns the
+``aj_items`` consecutive elements from ``aj_lo`` and
 
 1. combines each scan's operands over its elements (its total; only what the scans'
    operands need is computed here);
@@ -63,18 +63,10 @@ import numpy as np
 
 from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import SCAN_KINDS, Op
-from autojit.lower_gpu.kernel_text import Names, decode, render_instr, signature, size_product
+from autojit.lower_gpu.kernel_text import Names, decode, render_instr
 from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
-from autojit.lower_gpu.render_reduce import EXTRA_PARAMS, GRID_STRIDE_HEAD, _Emitter
-from autojit.lower_gpu.rules import (
-    REDUCE_RULES,
-    accumulator_type,
-    c_type,
-    float_literal,
-    int_literal,
-    reduce_combine,
-    reduce_start,
-)
+from autojit.lower_gpu.rows import RowEmitter
+from autojit.lower_gpu.rules import REDUCE_RULES, c_type, float_literal, int_literal
 
 #: elements a thread owns per tile: enough to amortise the team scan, few enough that a
 #: warp's chunks stay within the lines one tile brings into L1
@@ -163,20 +155,16 @@ def cuda_scan_gaps() -> list[tuple[str, str]]:
             for dtype_kind in info.kinds if (kind, dtype_kind) not in REDUCE_RULES]
 
 
-class _ScanEmitter(_Emitter):
-    """The reduction emitter, with tiled parallel scans in the phases that have them."""
+class ScanEmitter(RowEmitter):
+    """The row emitter with tiled parallel scans in the phases that have them."""
 
-    def prologue(self) -> list[str]:
-        """Return the row bookkeeping: a row is ``aj_parts`` chunks (one per block sharing
+    preambles = (REDUCE_PREAMBLE, SCAN_PREAMBLE)
+    combined = (Op.REDUCE, Op.SCAN)
+
+    def units(self) -> list[str]:
+        """Return the unit bookkeeping: a row is ``aj_parts`` chunks (one per block sharing
         it; ``aj_splits < 0`` marks the totals launch of a split scan), walked in tiles."""
-        k = self.kernel
-        lines = [f"  {render_instr(k, self.names, ins, self.dtypes)}"
-                 for ins in k.body if ins.op in (Op.CONST, Op.LOAD_SCALAR)]
-        return lines + [
-            f"  const long long aj_outer = {size_product(self.outer_dims)};",
-            f"  const long long aj_row = {size_product(self.row_dims)};",
-            "  const long long aj_teams = (long long)blockDim.x / aj_team;",
-            "  const long long aj_lane = (long long)threadIdx.x % aj_team;",
+        return [
             "  const bool aj_totals = aj_splits < 0;",
             "  const long long aj_parts = aj_totals ? -aj_splits : aj_splits;",
             "  const long long aj_units = aj_outer * aj_parts;",
@@ -184,33 +172,13 @@ class _ScanEmitter(_Emitter):
             f"  const long long aj_items = aj_scan_items(aj_chunk, aj_team, {SCAN_ITEMS}LL);",
             "  const long long aj_tile = aj_team * aj_items;"]
 
-    def loop_head(self) -> list[str]:
-        """Return the grid-stride loop over (row, chunk) units and the outer indices."""
-        lines = [*GRID_STRIDE_HEAD,
-                 "    const long long aj_o = aj_u / aj_parts;",
-                 "    const long long aj_first = aj_u % aj_parts * aj_chunk;",
-                 "    const long long aj_begin = aj_first < aj_row ? aj_first : aj_row;",
-                 "    const long long aj_end = aj_begin + aj_chunk < aj_row ? aj_begin + aj_chunk"
-                 " : aj_row;"]
-        return lines + decode(self.kernel, "aj_o", self.outer_dims, "    ")
-
-    def functors(self) -> list[str]:
-        """Return one guarded combine functor per (kind, dtype) of the kernel's reductions
-        and scans (a scan combines with the reduction rule of its name)."""
-        lines: list[str] = []
-        seen: set[str] = set()
-        for ins in self.kernel.body:
-            name = self.functor(ins) if ins.op in (Op.REDUCE, Op.SCAN) else None
-            if name is None or name in seen:
-                continue
-            seen.add(name)
-            acc = accumulator_type(ins.attr, self.source(ins))
-            lines += [f"#ifndef {name.upper()}", f"#define {name.upper()}",
-                      f"struct {name} {{",
-                      f"  __device__ __forceinline__ {acc} operator()({acc} a, {acc} b) const {{",
-                      f"    return {reduce_combine(ins.attr, self.source(ins), 'a', 'b')};",
-                      "  }", "};", "#endif"]
-        return lines
+    def unit_bounds(self) -> list[str]:
+        """Return the (row, chunk) of unit ``aj_u``: its outer position and row span."""
+        return ["    const long long aj_o = aj_u / aj_parts;",
+                "    const long long aj_first = aj_u % aj_parts * aj_chunk;",
+                "    const long long aj_begin = aj_first < aj_row ? aj_first : aj_row;",
+                "    const long long aj_end = aj_begin + aj_chunk < aj_row ? aj_begin + aj_chunk"
+                " : aj_row;"]
 
     def scans(self, phase: int) -> list[Instr]:
         return [ins for ins in self.buckets.get((phase, "row"), []) if ins.op is Op.SCAN]
@@ -303,10 +271,7 @@ class _ScanEmitter(_Emitter):
         if not scans:
             return super().row_loop(phase)
         body = self.buckets[(phase, "row")]
-        lines = [f"    {accumulator_type(ins.attr, self.source(ins))} aj_acc{ins.id} = "
-                 f"{reduce_start(ins.attr, self.source(ins))};"
-                 for ins in body if ins.op is Op.REDUCE]
-        lines += self.split_totals(phase) + self.carries(phase)
+        lines = self.accumulators(phase) + self.split_totals(phase) + self.carries(phase)
         lines += ["    for (long long aj_t0 = aj_begin; aj_t0 < aj_end; aj_t0 += aj_tile) {",
                   "      const long long aj_lo = aj_t0 + aj_lane * aj_items;",
                   "      const long long aj_hi = aj_lo + aj_items < aj_end ? aj_lo + aj_items"
@@ -326,10 +291,4 @@ class _ScanEmitter(_Emitter):
 
 def render_scan_kernel(kernel: Kernel, names: Names) -> str:
     """Return the reduction and scan preambles, the combine functors and the kernel."""
-    emit = _ScanEmitter(kernel, names)
-    lines = [REDUCE_PREAMBLE, SCAN_PREAMBLE, *emit.functors(),
-             signature(kernel, names, EXTRA_PARAMS) + " {", *emit.prologue(), *emit.loop_head()]
-    for phase in range(kernel.phases):
-        lines.append(f"    // phase {phase}")
-        lines += emit.row_loop(phase) + emit.combine(phase) + emit.outer_lines(phase)
-    return "\n".join([*lines, "  }", "}"]) + "\n"
+    return ScanEmitter(kernel, names).render()

@@ -356,7 +356,7 @@ def test_cache_command_lists_summarises_and_clears(cache_dir, capsys):
 def test_corpus_kernels_linked_from_the_cache_compute_the_same_bits(cache_dir, monkeypatch):
     from tests.support.corpus import all_cases
 
-    from autojit.lower_cpu import jit
+    from autojit.lower_cpu import engine
 
     families = ("-float64-", "-float32-", "-int32-", "-uint8-", "-bool-")
     cases = [c for c in all_cases() if c.id.endswith(("-contiguous", "float64-all_pairs"))
@@ -365,7 +365,7 @@ def test_corpus_kernels_linked_from_the_cache_compute_the_same_bits(cache_dir, m
     if sys.platform == "linux" and os.uname().machine == "x86_64":
         def refuse(*args):
             raise AssertionError("the fast loader declined a kernel")
-        monkeypatch.setattr(jit, "load_object", refuse)
+        monkeypatch.setattr(engine, "load_object", refuse)
     for case, expected in zip(cases, compiled):
         result, stats = _fresh(case.fn, *case.args)
         assert (stats["disk_hits"], stats["compiles"]) == (1, 0), case.id
