@@ -51,7 +51,7 @@ import numpy as np
 
 from autojit.errors import CompileError
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import OP_TABLE, Op
+from autojit.ir.ops import OP_TABLE, Op, rule_kind
 from autojit.ir.printer import format_kernel
 from autojit.ir.zero_sign import zero_sign_blind
 from autojit.lower_cpu.mathlib import MathCalls
@@ -63,7 +63,6 @@ from autojit.lower_cpu.rules import (
     llvm_rule_gaps,
     llvm_type,
     memory_type,
-    rule_kind,
 )
 from autojit.lower_cpu.scan import ScanAccumulator
 
@@ -182,7 +181,8 @@ def _emit_body(nest: _Nest, offsets: list[ir.Value | None], level: str, phase: i
                 position = _row_position(nest, indices)
             nest.accumulators[ins.id].update(b, nest.values[ins.args[0]], position)
             continue
-        rule = LLVM_RULES.get((ins.op, rule_kind(ins, ctx.dtypes)))
+        operand = ctx.dtypes[ins.args[0]] if ins.args else None
+        rule = LLVM_RULES.get((ins.op, rule_kind(ins.op, ins.dtype, operand)))
         if rule is None:
             raise CompileError(f"no LLVM rule for {ins.op.value} on {ins.dtype}",
                                source=format_kernel(kernel))

@@ -38,7 +38,8 @@ from collections import defaultdict
 import numpy as np
 
 from autojit.ir.kernel import Instr, Kernel
-from autojit.ir.ops import Op
+from autojit.ir.ops import ARG_KINDS, Op
+from autojit.ir.zero_sign import indexed_reduces
 from autojit.lower_gpu.kernel_text import (
     Names,
     decode,
@@ -48,8 +49,15 @@ from autojit.lower_gpu.kernel_text import (
     size_product,
 )
 from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
-from autojit.lower_gpu.reduce_launch import ARG_KINDS, can_split, partial_words
-from autojit.lower_gpu.rules import accumulator_type, c_type, reduce_combine, reduce_start
+from autojit.lower_gpu.reduce_launch import can_split, partial_words
+from autojit.lower_gpu.rules import (
+    accumulator_type,
+    c_type,
+    reduce_combine,
+    reduce_start,
+    zero_code,
+    zero_coded_result,
+)
 
 EXTRA_PARAMS = ("unsigned long long *__restrict__ aj_scratch", "long long aj_team",
                 "long long aj_splits")
@@ -77,6 +85,7 @@ class _Emitter:
         self.row_dims = range(kernel.outer_rank, kernel.rank)
         self.split = can_split(kernel)
         self.words = partial_words(kernel)
+        self.indexed = indexed_reduces(kernel)   # argmax/argmin, coded float max/min
         self.buckets: dict[tuple[int, str], list[Instr]] = defaultdict(list)
         for ins in kernel.body:
             if ins.op not in _ANYWHERE:
@@ -85,9 +94,20 @@ class _Emitter:
     def source(self, ins: Instr) -> np.dtype:
         return self.dtypes[ins.args[0]]
 
+    def coded(self, ins: Instr) -> bool:
+        """Whether a REDUCE carries a last-zero code (``ops.zero_coded``)."""
+        return ins.op is Op.REDUCE and ins.id in self.indexed and ins.attr not in ARG_KINDS
+
     def functor(self, ins: Instr) -> str:
-        """Return the name of the combine functor: ``aj_red_max_float64``."""
-        return f"aj_red_{ins.attr}_{self.source(ins).name}"
+        """Return the name of the combine functor: ``aj_red_max_float64`` (with its
+        last-zero code: ``aj_red_max_z_float64``)."""
+        return f"aj_red_{ins.attr}{'_z' if self.coded(ins) else ''}_{self.source(ins).name}"
+
+    def acc_type(self, ins: Instr) -> str:
+        return accumulator_type(ins.attr, self.source(ins), self.coded(ins))
+
+    def start(self, ins: Instr) -> str:
+        return reduce_start(ins.attr, self.source(ins), self.coded(ins))
 
     def prologue(self) -> list[str]:
         """Return the row bookkeeping before the row loop (constants hoisted first)."""
@@ -120,7 +140,9 @@ class _Emitter:
         if ins.op is Op.REDUCE:
             value = f"v{ins.args[0]}"
             if ins.attr in ARG_KINDS:
-                value = f"{accumulator_type(ins.attr, self.source(ins))}{{{value}, aj_r}}"
+                value = f"{self.acc_type(ins)}{{{value}, aj_r}}"
+            elif self.coded(ins):
+                value = f"{self.acc_type(ins)}{{{value}, {zero_code(value, 'aj_r')}}}"
             return f"aj_acc{ins.id} = {self.functor(ins)}()(aj_acc{ins.id}, {value});"
         line = render_instr(self.kernel, self.names, ins, self.dtypes)
         return f"if (aj_valid) {line}" if ins.op is Op.STORE else line
@@ -130,8 +152,7 @@ class _Emitter:
         body = self.buckets.get((phase, "row"), [])
         if not body:
             return []
-        lines = [f"    {accumulator_type(ins.attr, self.source(ins))} aj_acc{ins.id} = "
-                 f"{reduce_start(ins.attr, self.source(ins))};"
+        lines = [f"    {self.acc_type(ins)} aj_acc{ins.id} = {self.start(ins)};"
                  for ins in body if ins.op is Op.REDUCE]
         first, end = ("aj_begin + aj_lane", "aj_end") if self.split else ("aj_lane", "aj_row")
         lines.append(f"    for (long long aj_r = {first}; aj_r < {end}; aj_r += aj_team) {{")
@@ -150,8 +171,10 @@ class _Emitter:
         if self.split and reduces:
             lines += self.split_tail(reduces)
         for ins in reduces:
-            pick = ".i" if ins.attr in ARG_KINDS else ""
-            lines.append(f"    const {c_type(ins.dtype)} v{ins.id} = aj_acc{ins.id}{pick};")
+            value = (f"aj_acc{ins.id}.i" if ins.attr in ARG_KINDS else
+                     zero_coded_result(f"aj_acc{ins.id}", ins.dtype) if self.coded(ins) else
+                     f"aj_acc{ins.id}")
+            lines.append(f"    const {c_type(ins.dtype)} v{ins.id} = {value};")
         return lines
 
     def split_tail(self, reduces: list[Instr]) -> list[str]:
@@ -159,7 +182,7 @@ class _Emitter:
         words, slots, offset = self.words, [], 0
         for ins in reduces:
             slots.append(offset)
-            offset += 2 if ins.attr in ARG_KINDS else 1
+            offset += 2 if ins.id in self.indexed else 1
         lines = ["    if (aj_splits > 1) {",
                  "      if (threadIdx.x == 0) {"]
         lines += [f"        aj_put(aj_scratch + aj_u * {words} + {slot}, aj_acc{ins.id});"
@@ -170,7 +193,7 @@ class _Emitter:
                   f"      const unsigned long long *aj_part = aj_scratch + aj_o * aj_splits"
                   f" * {words};"]
         for ins, slot in zip(reduces, slots):
-            start, functor = reduce_start(ins.attr, self.source(ins)), self.functor(ins)
+            start, functor = self.start(ins), self.functor(ins)
             lines.append(f"      aj_acc{ins.id} = aj_team_reduce(aj_gather(aj_part + {slot}, "
                          f"{words}, aj_splits, {start}, {functor}()), aj_team, {functor}());")
         return lines + ["    }"]
@@ -192,11 +215,11 @@ class _Emitter:
                 continue
             name, dtype = self.functor(ins), self.source(ins)
             seen.add(name)
-            acc = accumulator_type(ins.attr, dtype)
+            acc, coded = self.acc_type(ins), self.coded(ins)
             lines += [f"#ifndef {name.upper()}", f"#define {name.upper()}",
                       f"struct {name} {{",
                       f"  __device__ __forceinline__ {acc} operator()({acc} a, {acc} b) const {{",
-                      f"    return {reduce_combine(ins.attr, dtype, 'a', 'b')};",
+                      f"    return {reduce_combine(ins.attr, dtype, 'a', 'b', coded)};",
                       "  }", "};", "#endif"]
         return lines
 

@@ -68,12 +68,10 @@ from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
 from autojit.lower_gpu.render_reduce import EXTRA_PARAMS, GRID_STRIDE_HEAD, _Emitter
 from autojit.lower_gpu.rules import (
     REDUCE_RULES,
-    accumulator_type,
     c_type,
     float_literal,
     int_literal,
     reduce_combine,
-    reduce_start,
 )
 
 #: elements a thread owns per tile: enough to amortise the team scan, few enough that a
@@ -204,11 +202,11 @@ class _ScanEmitter(_Emitter):
             if name is None or name in seen:
                 continue
             seen.add(name)
-            acc = accumulator_type(ins.attr, self.source(ins))
+            acc, coded = self.acc_type(ins), self.coded(ins)
             lines += [f"#ifndef {name.upper()}", f"#define {name.upper()}",
                       f"struct {name} {{",
                       f"  __device__ __forceinline__ {acc} operator()({acc} a, {acc} b) const {{",
-                      f"    return {reduce_combine(ins.attr, self.source(ins), 'a', 'b')};",
+                      f"    return {reduce_combine(ins.attr, self.source(ins), 'a', 'b', coded)};",
                       "  }", "};", "#endif"]
         return lines
 
@@ -303,8 +301,7 @@ class _ScanEmitter(_Emitter):
         if not scans:
             return super().row_loop(phase)
         body = self.buckets[(phase, "row")]
-        lines = [f"    {accumulator_type(ins.attr, self.source(ins))} aj_acc{ins.id} = "
-                 f"{reduce_start(ins.attr, self.source(ins))};"
+        lines = [f"    {self.acc_type(ins)} aj_acc{ins.id} = {self.start(ins)};"
                  for ins in body if ins.op is Op.REDUCE]
         lines += self.split_totals(phase) + self.carries(phase)
         lines += ["    for (long long aj_t0 = aj_begin; aj_t0 < aj_end; aj_t0 += aj_tile) {",
