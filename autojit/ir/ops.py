@@ -135,6 +135,9 @@ class OpInfo:
     primitive_kinds: str = ""           # dtype kinds a renderer must handle; "" = not a primitive
     bool_result: bool = False           # primitive returns bool whatever its operand dtype
     math_name: str = ""                 # libm / CUDA math function name, for float calls
+    #: weighted cost of one scalar instruction, in adds: what both the CPU's thread
+    #: splitter (``lower_cpu/threads``) and the router's cost model weigh a kernel by
+    cost: float = 1.0
 
     @property
     def is_primitive(self) -> bool:
@@ -148,34 +151,50 @@ _NUMERIC = "iuf"
 _BITS = "biu"
 
 
-def _u(ref: Callable | None, kinds: str = "", math: str = "") -> OpInfo:
-    return OpInfo(OpGroup.UNARY, 1, ref, kinds, math_name=math)
+#: costs in adds: a transcendental costs what a vectorised libm call costs relative to an
+#: add (~16); a divide or square root ~4; leaves and memory cost nothing (the cost model
+#: counts bytes separately, the thread splitter adds its own memory term)
+TRANSCENDENTAL_COST = 16.0
+_SLOW_COST = 4.0
+_FREE = 0.0
 
 
-def _b(ref: Callable | None, kinds: str = "", math: str = "") -> OpInfo:
-    return OpInfo(OpGroup.BINARY, 2, ref, kinds, math_name=math)
+def _u(ref: Callable | None, kinds: str = "", math: str = "", cost: float | None = None
+       ) -> OpInfo:
+    return OpInfo(OpGroup.UNARY, 1, ref, kinds, math_name=math,
+                  cost=_math_cost(math) if cost is None else cost)
+
+
+def _b(ref: Callable | None, kinds: str = "", math: str = "", cost: float | None = None
+       ) -> OpInfo:
+    return OpInfo(OpGroup.BINARY, 2, ref, kinds, math_name=math,
+                  cost=_math_cost(math) if cost is None else cost)
+
+
+def _math_cost(math: str) -> float:
+    return TRANSCENDENTAL_COST if math else 1.0
 
 
 def _cmp(ref: Callable, kinds: str = _ALL) -> OpInfo:
     return OpInfo(OpGroup.COMPARE, 2, ref, kinds, bool_result=True)
 
 
-def _math1(ref: Callable, name: str) -> OpInfo:
-    return _u(ref, _FLOAT, name)
+def _math1(ref: Callable, name: str, cost: float | None = None) -> OpInfo:
+    return _u(ref, _FLOAT, name, cost)
 
 
 OP_TABLE: dict[Op, OpInfo] = {
-    Op.ARG: OpInfo(OpGroup.LEAF, 0),
-    Op.CONST: OpInfo(OpGroup.LEAF, 0, primitive_kinds=_ALL),
-    Op.LOAD: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL),
-    Op.LOAD_SCALAR: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL),
-    Op.STORE: OpInfo(OpGroup.MEMORY, 1, primitive_kinds=_ALL),
-    Op.SIZE: OpInfo(OpGroup.LEAF, 0),
-    Op.FILL: OpInfo(OpGroup.LEAF, 0),
+    Op.ARG: OpInfo(OpGroup.LEAF, 0, cost=_FREE),
+    Op.CONST: OpInfo(OpGroup.LEAF, 0, primitive_kinds=_ALL, cost=_FREE),
+    Op.LOAD: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL, cost=_FREE),
+    Op.LOAD_SCALAR: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL, cost=_FREE),
+    Op.STORE: OpInfo(OpGroup.MEMORY, 1, primitive_kinds=_ALL, cost=_FREE),
+    Op.SIZE: OpInfo(OpGroup.LEAF, 0, cost=_FREE),
+    Op.FILL: OpInfo(OpGroup.LEAF, 0, cost=_FREE),
     Op.VIEW: OpInfo(OpGroup.MOVEMENT, 1),
     Op.MATMUL: OpInfo(OpGroup.LIBRARY, 2, np.matmul),
-    Op.INDEX: OpInfo(OpGroup.LEAF, 0, primitive_kinds="i"),
-    Op.WRITE: OpInfo(OpGroup.MEMORY, 2),
+    Op.INDEX: OpInfo(OpGroup.LEAF, 0, primitive_kinds="i", cost=_FREE),
+    Op.WRITE: OpInfo(OpGroup.MEMORY, 2, cost=_FREE),
     Op.REDUCE: OpInfo(OpGroup.REDUCE, 1),   # renderers handle it structurally, per REDUCE_KINDS
     Op.SCAN: OpInfo(OpGroup.SCAN, 1),       # likewise, per SCAN_KINDS
     # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a
@@ -183,8 +202,8 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.ADD: _b(np.add, _NUMERIC),
     Op.SUB: _b(np.subtract, _NUMERIC),
     Op.MUL: _b(np.multiply, _NUMERIC),
-    Op.DIV: _b(np.true_divide, _NUMERIC),
-    Op.REM: _b(np.fmod, _NUMERIC),
+    Op.DIV: _b(np.true_divide, _NUMERIC, cost=_SLOW_COST),
+    Op.REM: _b(np.fmod, _NUMERIC, cost=_SLOW_COST),
     Op.NEG: _u(np.negative, _NUMERIC),
     Op.FLOOR_DIVIDE: _b(np.floor_divide),
     Op.REMAINDER: _b(np.remainder),
@@ -221,14 +240,14 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.SELECT: OpInfo(OpGroup.TERNARY, 3, np.where, _ALL),
     Op.CAST: OpInfo(OpGroup.CAST, 1, None, _ALL),
     # float primitives: rounding and sign
-    Op.FABS: _u(np.fabs, _FLOAT, "fabs"),
-    Op.COPYSIGN: _b(np.copysign, _FLOAT, "copysign"),
-    Op.FLOOR: _math1(np.floor, "floor"),
-    Op.CEIL: _math1(np.ceil, "ceil"),
-    Op.TRUNC: _math1(np.trunc, "trunc"),
-    Op.RINT: _math1(np.rint, "rint"),
-    Op.SQRT: _math1(np.sqrt, "sqrt"),
-    Op.CBRT: _math1(np.cbrt, "cbrt"),
+    Op.FABS: _u(np.fabs, _FLOAT, "fabs", cost=1.0),
+    Op.COPYSIGN: _b(np.copysign, _FLOAT, "copysign", cost=1.0),
+    Op.FLOOR: _math1(np.floor, "floor", 1.0),
+    Op.CEIL: _math1(np.ceil, "ceil", 1.0),
+    Op.TRUNC: _math1(np.trunc, "trunc", 1.0),
+    Op.RINT: _math1(np.rint, "rint", 1.0),
+    Op.SQRT: _math1(np.sqrt, "sqrt", _SLOW_COST),
+    Op.CBRT: _math1(np.cbrt, "cbrt", _SLOW_COST),
     # transcendental functions (libm on the CPU, CUDA's math library on the GPU)
     Op.SIN: _math1(np.sin, "sin"),
     Op.COS: _math1(np.cos, "cos"),

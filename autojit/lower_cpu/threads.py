@@ -59,10 +59,9 @@ log = logging.getLogger("autojit")
 
 _FuncPtr = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
-#: per-iteration cost of one instruction, in units of a simple arithmetic op (an add)
-_COSTS = {Op.CONST: 0, Op.LOAD_SCALAR: 0, Op.INDEX: 0, Op.DIV: 4, Op.SQRT: 4, Op.REM: 8,
-          Op.FLOOR_DIVIDE: 8, Op.REMAINDER: 8, Op.FMOD: 8}
-_TRANSCENDENTAL_COST = 12
+#: per-iteration cost of one instruction, in adds: the op table's cost column, plus one
+#: for each element a load or store moves (the splitter has no separate bytes term)
+_MEMORY_COST = {Op.LOAD: 1.0, Op.STORE: 1.0}
 #: how many calls were split each way ("outer", "partials"), for tests and reports
 SPLITS: collections.Counter[str] = collections.Counter()
 #: chunks per thread of an outer split from 8 × ``min_work``: spare chunks for the threads
@@ -79,11 +78,8 @@ _ALIGN = 64
 _ROWS_PER_THREAD = 4
 
 
-def _instr_cost(op: Op) -> int:
-    if op in _COSTS:
-        return _COSTS[op]
-    info = OP_TABLE.get(op)
-    return _TRANSCENDENTAL_COST if info is not None and info.math_name else 1
+def _instr_cost(op: Op) -> float:
+    return OP_TABLE[op].cost + _MEMORY_COST.get(op, 0)
 
 
 @dataclass(frozen=True)
@@ -166,7 +162,7 @@ def plan_split(kernel: Kernel) -> SplitPlan:
     scans = any(ins.op.value == "scan" for ins in kernel.body)
     partials = (not scans and kernel.row_dims > 0 and safe(kernel.outer_rank)
                 and partials_ok(kernel))
-    cost = sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == "row")
+    cost = int(sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == "row"))
     reduces = tuple(sum(ins.op is Op.REDUCE and ins.phase == p for ins in kernel.body)
                     for p in range(kernel.phases))
     tree = tree_sums(kernel)
