@@ -10,7 +10,7 @@ import numpy as np
 from autojit.ir.decompose import decompose
 from autojit.ir.evaluate import PRIMITIVE_REFS
 from autojit.ir.kernel import Buffer, Instr, Kernel, ScalarParam
-from autojit.ir.ops import OP_TABLE, Op
+from autojit.ir.ops import OP_TABLE, Op, reduce_result_dtype
 
 _NOT_FOLDABLE = (Op.LOAD, Op.LOAD_SCALAR, Op.STORE, Op.CONST, Op.REDUCE, Op.SCAN)
 _ANYWHERE = (Op.CONST, Op.LOAD_SCALAR)   # position-free: shared by every level and phase
@@ -119,8 +119,7 @@ class KernelBuilder:
         """Accumulate ``value`` over the row with reduction ``kind``; return the result id.
         ``pairwise``: NumPy's pairwise sum along the innermost row loop, in chunks of that
         many elements (0: one chunk); see ``Kernel.pairwise``."""
-        result = np.dtype(np.int64) if kind in ("argmax", "argmin") else np.dtype(dtype)
-        reduced = self.emit(Op.REDUCE, (value,), result, kind)
+        reduced = self.emit(Op.REDUCE, (value,), reduce_result_dtype(kind, dtype), kind)
         if pairwise is not None:
             self.pairwise[reduced] = pairwise
         return reduced

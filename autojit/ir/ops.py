@@ -295,6 +295,8 @@ ARG_KINDS: frozenset[Reduction] = frozenset({Reduction.ARGMAX, Reduction.ARGMIN}
 #: reductions whose result is one of the values reduced (NaN and tie rules matter)
 EXTREMA: frozenset[Reduction] = frozenset({Reduction.MAX, Reduction.MIN, Reduction.FMAX,
                                            Reduction.FMIN})
+#: reductions without an identity: NumPy raises for them over an empty axis
+WITHOUT_IDENTITY: frozenset[Reduction] = EXTREMA | ARG_KINDS
 
 
 class NanRule(enum.StrEnum):

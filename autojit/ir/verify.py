@@ -7,7 +7,7 @@ import numpy as np
 from autojit.errors import AutojitError
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Instr, Kernel
-from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op, OpGroup
+from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op, OpGroup, reduce_result_dtype
 
 _SAME_DTYPE_GROUPS = (OpGroup.UNARY, OpGroup.BINARY, OpGroup.COMPARE)
 
@@ -58,7 +58,7 @@ def _check_reduce(kernel: Kernel, ins, dtypes: dict[int, np.dtype]) -> None:
     if kind is None or ins.level != "row":
         raise VerifyError(f"{kernel.name} %{ins.id}: bad reduction {ins.attr} at {ins.level}")
     source = dtypes[ins.args[0]]
-    expected = np.dtype(np.int64) if ins.attr in ("argmax", "argmin") else source
+    expected = reduce_result_dtype(ins.attr, source)
     if source.kind not in kind.kinds or ins.dtype != expected:
         raise VerifyError(f"{kernel.name} %{ins.id}: reduce.{ins.attr} of {source}")
 

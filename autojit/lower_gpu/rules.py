@@ -293,8 +293,6 @@ REDUCE_RULES: dict[tuple[str, str], Rule] = {
     for name, info in REDUCE_KINDS.items() for kind in info.kinds
 }
 
-#: reductions whose accumulator is an ``aj_vi`` (value, index) pair
-ARG_REDUCTIONS = ARG_KINDS
 INT64_MAX_LITERAL = "9223372036854775807LL"
 
 
