@@ -9,7 +9,7 @@ import numpy as np
 
 from autojit.ir.decompose import decompose
 from autojit.ir.evaluate import PRIMITIVE_REFS
-from autojit.ir.kernel import Buffer, Instr, Kernel, ScalarParam
+from autojit.ir.kernel import Buffer, Instr, Kernel, Level, ScalarParam
 from autojit.ir.ops import OP_TABLE, Op, reduce_result_dtype
 
 _NOT_FOLDABLE = (Op.LOAD, Op.LOAD_SCALAR, Op.STORE, Op.CONST, Op.REDUCE, Op.SCAN)
@@ -38,11 +38,11 @@ class KernelBuilder:
         self._consts: dict[int, Any] = {}
         self._memo: dict[tuple, int] = {}
         self.current_node = -1
-        self.level, self.phase = "row", 0
+        self.level, self.phase = Level.ROW, 0
         self.pairwise: dict[int, int] = {}
 
-    def position(self, level: str, phase: int) -> None:
-        """Emit the following instructions at ``level`` ("row" or "outer") of ``phase``."""
+    def position(self, level: Level, phase: int) -> None:
+        """Emit the following instructions at ``level`` (row or outer) of ``phase``."""
         self.level, self.phase = level, phase
 
     # -- parameters -------------------------------------------------------------------

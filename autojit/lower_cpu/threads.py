@@ -49,7 +49,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from autojit.ir.kernel import Instr, Kernel
+from autojit.ir.kernel import Instr, Kernel, Level
 from autojit.ir.ops import OP_TABLE, Op, ordered_reduction
 from autojit.lower_cpu.pool import Task, pool
 from autojit.lower_cpu.program import CpuProgram
@@ -126,8 +126,8 @@ def partials_ok(kernel: Kernel) -> bool:
             return False
         for a in ins.args:
             source = by_id[a]
-            if source.level == "row" and source.op not in free and (
-                    ins.level == "outer" or source.phase != ins.phase):
+            if source.level == Level.ROW and source.op not in free and (
+                    ins.level == Level.OUTER or source.phase != ins.phase):
                 return False
     return True
 
@@ -148,7 +148,7 @@ def plan_split(kernel: Kernel) -> SplitPlan:
     outputs = [b for b, buf in enumerate(kernel.buffers) if buf.is_output]
     # the chunks of a row dimension write only what the row level stores
     row_stored = sorted({ins.attr for ins in kernel.body
-                         if ins.op is Op.STORE and ins.level == "row"})
+                         if ins.op is Op.STORE and ins.level == Level.ROW})
     writers = [outputs if d < kernel.outer_rank else row_stored for d in range(kernel.rank)]
     guarded = tuple(tuple(-1 - strides[b][d] for b in writers[d] if strides[b][d] < 0)
                     for d in range(kernel.rank))
@@ -162,7 +162,7 @@ def plan_split(kernel: Kernel) -> SplitPlan:
     scans = any(ins.op.value == "scan" for ins in kernel.body)
     partials = (not scans and kernel.row_dims > 0 and safe(kernel.outer_rank)
                 and partials_ok(kernel))
-    cost = int(sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == "row"))
+    cost = int(sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == Level.ROW))
     reduces = tuple(sum(ins.op is Op.REDUCE and ins.phase == p for ins in kernel.body)
                     for p in range(kernel.phases))
     tree = tree_sums(kernel)
@@ -186,7 +186,7 @@ def carried(kernel: Kernel) -> tuple[Instr, ...]:
     used = {a for ins in kernel.body for a in ins.args if by_id[a].phase < ins.phase}
     return tuple(ins for ins in kernel.body if ins.id in used
                  and ins.op not in (Op.CONST, Op.LOAD_SCALAR, Op.STORE)
-                 and (ins.op is Op.REDUCE or ins.level == "outer"))
+                 and (ins.op is Op.REDUCE or ins.level == Level.OUTER))
 
 
 def _split_plan(kernel: Kernel, program: CpuProgram) -> SplitPlan:

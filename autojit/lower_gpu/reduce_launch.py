@@ -24,7 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from autojit.ir.kernel import Kernel
+from autojit.ir.kernel import Kernel, Level
 from autojit.ir.ops import Op
 from autojit.ir.zero_sign import indexed_reduces
 
@@ -49,7 +49,7 @@ class ReduceLaunch:
 def is_reduction(kernel: Kernel) -> bool:
     """Return True when ``kernel`` needs the row/phase structure (not a plain loop)."""
     return kernel.row_dims > 0 or kernel.phases > 1 or any(
-        ins.op is Op.REDUCE or ins.level == "outer" for ins in kernel.body)
+        ins.op is Op.REDUCE or ins.level == Level.OUTER for ins in kernel.body)
 
 
 def can_split(kernel: Kernel) -> bool:
