@@ -551,6 +551,22 @@ CONVERSIONS: dict[tuple[str, str], Conversion] = {
 }
 
 
+def exact_constant(value: Any, dtype: np.dtype) -> Any:
+    """Return the value a kernel constant of ``dtype`` holds, which both renderers spell
+    exactly (LLVM constants, CUDA hex-float and bit-pattern literals): a bool is ``value !=
+    0``; an integer wraps modulo 2**bits into the dtype's range (two's complement); a float
+    is NumPy's ``astype``, rounded to nearest (a float32 or float64 scalar, NaN payloads
+    and zero signs kept)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return bool(value)
+    if dtype.kind == "f":
+        return np.asarray(value).astype(dtype)[()]
+    bits = 8 * dtype.itemsize
+    wrapped = int(value) & ((1 << bits) - 1)
+    return wrapped - (1 << bits) if dtype.kind == "i" and wrapped >> (bits - 1) else wrapped
+
+
 def op_info(op: Op) -> OpInfo:
     """Return the table row of ``op``."""
     return OP_TABLE[op]

@@ -22,7 +22,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from autojit.ir.kernel import Instr, Kernel
-from autojit.ir.ops import CONVERSIONS, OP_TABLE, PRIMITIVES, Conversion, Op
+from autojit.ir.ops import CONVERSIONS, OP_TABLE, PRIMITIVES, Conversion, Op, exact_constant
 from autojit.lower_cpu.mathlib import MathCalls
 
 KINDS = "biuf"
@@ -115,12 +115,11 @@ def constant(dtype: np.dtype, value: Any) -> ir.Constant:
     """Return an exact LLVM constant: ``double 0x7FF0000000000000`` for inf, ``i64 -1`` for
     uint64's maximum (LLVM integer constants are written in two's complement)."""
     dtype = np.dtype(dtype)
-    ty = llvm_type(dtype)
-    if dtype.kind == "f":
-        return ir.Constant(ty, float(value))
-    bits = 1 if dtype.kind == "b" else 8 * dtype.itemsize
-    raw = int(value) & ((1 << bits) - 1)
-    return ir.Constant(ty, raw - (1 << bits) if raw >> (bits - 1) and bits > 1 else raw)
+    ty, exact = llvm_type(dtype), exact_constant(value, dtype)
+    if dtype.kind in "fb":
+        return ir.Constant(ty, float(exact) if dtype.kind == "f" else int(exact))
+    bits = 8 * dtype.itemsize   # an unsigned value past the signed range, as LLVM spells it
+    return ir.Constant(ty, exact - (1 << bits) if exact >> (bits - 1) == 1 else exact)
 
 
 def _const(c: BodyContext, ins: Instr, a: list[ir.Value]) -> ir.Value:

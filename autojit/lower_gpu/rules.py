@@ -36,6 +36,7 @@ from autojit.ir.ops import (
     Conversion,
     NanRule,
     Op,
+    exact_constant,
     zero_coded,
 )
 
@@ -78,7 +79,7 @@ def float_literal(value: float, dtype: np.dtype) -> str:
     """Return an exact C literal: ``0x1.8000000000000p+0``, ``-0x0.0p+0f``, and for inf
     and NaN a bit pattern, ``aj_f64_bits(0x7ff0000000000000ULL)``."""
     dtype = np.dtype(dtype)
-    scalar = np.asarray(value).astype(dtype)
+    scalar = exact_constant(value, dtype)
     if np.isfinite(scalar):
         # Every float32 is a double, so the double's hex form is exact for both.
         return float(scalar).hex() + ("f" if dtype.itemsize == 4 else "")
@@ -90,7 +91,7 @@ def int_literal(value: int, dtype: np.dtype) -> str:
     """Return a literal of exactly ``dtype``: ``(int32_t)-7LL``, ``(uint64_t)255ULL``;
     the int64 minimum is spelled ``(int64_t)(-9223372036854775807LL - 1)`` because its
     magnitude is not a valid ``long long`` literal."""
-    number = int(np.asarray(value).astype(dtype))
+    number = exact_constant(value, dtype)
     if number == -(2**63):
         return "(int64_t)(-9223372036854775807LL - 1)"
     suffix = "LL" if number < 0 else "ULL"
@@ -99,7 +100,7 @@ def int_literal(value: int, dtype: np.dtype) -> str:
 
 def _const(o: Operands) -> str:
     literal = {
-        "b": lambda: "true" if bool(o.attr) else "false",
+        "b": lambda: "true" if exact_constant(o.attr, o.dtype) else "false",
         "f": lambda: float_literal(o.attr, o.dtype),
     }.get(o.dtype.kind, lambda: int_literal(o.attr, o.dtype))
     return literal()

@@ -101,3 +101,19 @@ def test_one_cost_column_weighs_kernels_for_the_router_and_the_thread_splitter()
         assert threads._instr_cost(op) == info.cost + memory
     assert OP_TABLE[Op.EXP].cost > OP_TABLE[Op.DIV].cost > OP_TABLE[Op.ADD].cost > 0
     assert OP_TABLE[Op.FABS].cost == OP_TABLE[Op.ADD].cost
+
+
+def test_both_renderers_spell_constants_from_one_exact_value() -> None:
+    """``ops.exact_constant``: bools are ``!= 0``, integers wrap into their dtype's range,
+    floats round as NumPy's astype; LLVM and CUDA literals spell that one value."""
+    from autojit.ir.ops import exact_constant
+    u8, i8, f4, b = np.dtype("u8"), np.dtype("i1"), np.dtype("f4"), np.dtype(bool)
+    assert exact_constant(2**64 - 1, u8) == 2**64 - 1 and exact_constant(200, i8) == -56
+    assert exact_constant(2, b) is True and np.signbit(exact_constant(-0.0, f4))
+    assert exact_constant(0.1, f4) == np.float32(0.1)
+    assert str(cpu_rules.constant(u8, 2**64 - 1)) == "i64 -1"
+    assert str(cpu_rules.constant(i8, 200)) == "i8 -56"
+    assert str(cpu_rules.constant(b, 2)) == "i1 1"
+    assert gpu_rules.int_literal(200, i8) == "(int8_t)-56LL"
+    assert gpu_rules.float_literal(-0.0, f4) == "-0x0.0p+0f"
+    assert gpu_rules.CUDA_RULES[Op.CONST, "b"](gpu_rules.Operands(b, b, (), 2)) == "true"
