@@ -9,8 +9,8 @@ import numpy as np
 
 from autojit.ir.decompose import decompose
 from autojit.ir.evaluate import PRIMITIVE_REFS
-from autojit.ir.kernel import Buffer, Instr, Kernel, ScalarParam
-from autojit.ir.ops import OP_TABLE, Op
+from autojit.ir.kernel import Buffer, Instr, Kernel, Level, ScalarParam
+from autojit.ir.ops import OP_TABLE, Op, reduce_result_dtype
 
 _NOT_FOLDABLE = (Op.LOAD, Op.LOAD_SCALAR, Op.STORE, Op.CONST, Op.REDUCE, Op.SCAN)
 _ANYWHERE = (Op.CONST, Op.LOAD_SCALAR)   # position-free: shared by every level and phase
@@ -38,11 +38,11 @@ class KernelBuilder:
         self._consts: dict[int, Any] = {}
         self._memo: dict[tuple, int] = {}
         self.current_node = -1
-        self.level, self.phase = "row", 0
+        self.level, self.phase = Level.ROW, 0
         self.pairwise: dict[int, int] = {}
 
-    def position(self, level: str, phase: int) -> None:
-        """Emit the following instructions at ``level`` ("row" or "outer") of ``phase``."""
+    def position(self, level: Level, phase: int) -> None:
+        """Emit the following instructions at ``level`` (row or outer) of ``phase``."""
         self.level, self.phase = level, phase
 
     # -- parameters -------------------------------------------------------------------
@@ -119,8 +119,7 @@ class KernelBuilder:
         """Accumulate ``value`` over the row with reduction ``kind``; return the result id.
         ``pairwise``: NumPy's pairwise sum along the innermost row loop, in chunks of that
         many elements (0: one chunk); see ``Kernel.pairwise``."""
-        result = np.dtype(np.int64) if kind in ("argmax", "argmin") else np.dtype(dtype)
-        reduced = self.emit(Op.REDUCE, (value,), result, kind)
+        reduced = self.emit(Op.REDUCE, (value,), reduce_result_dtype(kind, dtype), kind)
         if pairwise is not None:
             self.pairwise[reduced] = pairwise
         return reduced

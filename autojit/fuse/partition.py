@@ -29,11 +29,13 @@ candidates, iterative walks), so partitioning is linear in the graph's size.
 
 from __future__ import annotations
 
+import enum
 import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from autojit.ir.graph import Graph, Node
+from autojit.ir.kernel import Level
 from autojit.ir.ops import Op
 
 LEAF_OPS = (Op.ARG, Op.CONST, Op.SIZE, Op.VIEW)   # VIEW: stored memory seen with other strides
@@ -57,14 +59,22 @@ CHEAP_OPS = frozenset({
 })
 
 
+class Form(enum.StrEnum):
+    """The shape of a value in a reduction group (the values are today's strings)."""
+
+    FULL = "full"      # the group's full shape F
+    KEEP = "keep"      # an outer value: F with the reduced axes R as 1 (keepdims)
+    DROP = "drop"      # an outer value: F without R
+
+
 @dataclass(frozen=True)
 class Placement:
-    """Where a node runs in its kernel: level "row" or "outer", phase, and for outer
-    values the form of their shape ("keep": F with R as 1; "drop": F without R)."""
+    """Where a node runs in its kernel: level row or outer, phase, and for outer values the
+    form of their shape (KEEP: F with R as 1; DROP: F without R)."""
 
-    level: str
+    level: Level
     phase: int
-    form: str = "full"
+    form: Form = Form.FULL
 
 
 @dataclass
@@ -81,8 +91,8 @@ class Group:
     @property
     def outer_shapes(self) -> dict[str, tuple]:
         axes = self.row_axes or ()
-        return {"keep": tuple(1 if i in axes else d for i, d in enumerate(self.shape)),
-                "drop": tuple(d for i, d in enumerate(self.shape) if i not in axes)}
+        return {Form.KEEP: tuple(1 if i in axes else d for i, d in enumerate(self.shape)),
+                Form.DROP: tuple(d for i, d in enumerate(self.shape) if i not in axes)}
 
     @property
     def phases(self) -> int:
@@ -372,10 +382,10 @@ class _Partitioner:
             if (group.row_axes is None and not group.sealed and not group.library
                     and group.shape == region.type.shape and self._acyclic(node, g)
                     and not self._reads_param(g, param, region.id)):
-                self._place(node, g, Placement("row", 0))
+                self._place(node, g, Placement(Level.ROW, 0))
                 group.sealed = True
                 return
-        self._new_group(Group([], region.type.shape, sealed=True), node, Placement("row", 0))
+        self._new_group(Group([], region.type.shape, sealed=True), node, Placement(Level.ROW, 0))
 
     def _depends_on(self, group: int, target: int) -> bool:
         """Return True when ``group`` reads, directly or not, a value of ``target``."""
@@ -401,17 +411,17 @@ class _Partitioner:
         group = self.groups[g]
         members = self._member_inputs(node, g)
         if group.row_axes is None:
-            return Placement("row", 0) if node.type.shape == group.shape else None
+            return Placement(Level.ROW, 0) if node.type.shape == group.shape else None
         if node.type.shape == group.shape:
-            phases = [p.phase + (p.level == "outer") for p in members]
+            phases = [p.phase + (p.level == Level.OUTER) for p in members]
             prefix = tuple(range(len(group.row_axes))) == group.row_axes
-            if any(p.level == "outer" and p.form == "drop" and not prefix for p in members):
+            if any(p.level == Level.OUTER and p.form == Form.DROP and not prefix for p in members):
                 return None
-            return Placement("row", max(phases, default=0))
+            return Placement(Level.ROW, max(phases, default=0))
         for form, shape in group.outer_shapes.items():
-            if node.type.shape == shape and all(p.level == "outer" and p.form == form
+            if node.type.shape == shape and all(p.level == Level.OUTER and p.form == form
                                                 for p in members):
-                return Placement("outer", max((p.phase for p in members), default=0), form)
+                return Placement(Level.OUTER, max((p.phase for p in members), default=0), form)
         return None
 
     def _place_reduce(self, node: Node, g: int) -> Placement | None:
@@ -420,10 +430,10 @@ class _Partitioner:
         if group.shape != source.type.shape or group.row_axes not in (None, axes):
             return None
         inside = group.placement.get(source.id)
-        if inside is not None and inside.level != "row":
+        if inside is not None and inside.level != Level.ROW:
             return None
-        form = "keep" if node.attr("keepdims") else "drop"
-        place = Placement("outer", inside.phase if inside else 0, form)
+        form = Form.KEEP if node.attr("keepdims") else Form.DROP
+        place = Placement(Level.OUTER, inside.phase if inside else 0, form)
         return None if self._chunking_clash(node, group, place.phase) else place
 
     def _chunking_clash(self, node: Node, group: Group, phase: int) -> bool:
@@ -436,7 +446,7 @@ class _Partitioner:
 
         mine = chunking(node)
         return mine is not None and any(
-            place.level == "outer" and place.phase == phase
+            place.level == Level.OUTER and place.phase == phase
             and chunking(self.graph.node(i)) not in (None, mine)
             for i, place in group.placement.items())
 
@@ -470,7 +480,7 @@ class _Partitioner:
         recomputed in it), the result of one of the group's scans."""
         def through(i: int) -> bool:
             place = self.groups[g].placement.get(i) if self.owner.get(i) == g else None
-            return place.level == "row" if place is not None else i in self.inlined
+            return place.level == Level.ROW if place is not None else i in self.inlined
 
         return any(through(i) and self.graph.node(i).op is Op.SCAN
                    for i in self._reachable(node, through))
@@ -518,7 +528,7 @@ class _Partitioner:
         """Return the ops the kernel newly emits for ``node`` at ``place``: the node, and
         for a row value in a later pass the row values (and inlined nodes) of earlier
         passes it reads, which that pass recomputes (``plan._KernelEmitter.value``)."""
-        if place.level != "row":
+        if place.level != Level.ROW:
             return {node.id}
         group, have = self.groups[g], self.emitted[g].get(place.phase, set())
         new = {node.id}
@@ -528,7 +538,7 @@ class _Partitioner:
             if i in new or i in have:
                 continue
             member = group.placement.get(i) if self.owner.get(i) == g else None
-            if member is not None and (member.level != "row" or member.phase >= place.phase):
+            if member is not None and (member.level != Level.ROW or member.phase >= place.phase):
                 continue   # computed once per row, or already in this pass
             if member is not None or i in self.inlined:
                 new.add(i)
@@ -537,7 +547,7 @@ class _Partitioner:
 
     def _count(self, g: int, place: Placement, emitted: set[int]) -> None:
         self.size[g] += len(emitted)
-        if place.level == "row":
+        if place.level == Level.ROW:
             self.emitted[g].setdefault(place.phase, set()).update(emitted)
 
     def _candidates(self, node: Node) -> list[int]:
@@ -559,13 +569,13 @@ class _Partitioner:
         for g in self._candidates(node):
             if self._try_join(node, g):
                 return
-        place = Placement("row", 0)
+        place = Placement(Level.ROW, 0)
         if node.op is Op.MATMUL:
             group = Group([], node.type.shape, library=True)
         elif node.op is Op.REDUCE:
             source = self.graph.node(node.inputs[0])
             group = Group([], source.type.shape, node.attr("axes"))
-            place = Placement("outer", 0, "keep" if node.attr("keepdims") else "drop")
+            place = Placement(Level.OUTER, 0, Form.KEEP if node.attr("keepdims") else Form.DROP)
         elif node.op is Op.SCAN:
             group = Group([], node.type.shape, node.attr("axes"))
         else:

@@ -9,10 +9,10 @@ import numpy as np
 
 from autojit.errors import UnsupportedError
 from autojit.fuse.builder import KernelBuilder
-from autojit.fuse.partition import LEAF_OPS, Group, Placement, partition_graph
+from autojit.fuse.partition import LEAF_OPS, Form, Group, Placement, partition_graph
 from autojit.fuse.split_reduce import split_reductions
 from autojit.ir.graph import Graph, Node
-from autojit.ir.kernel import Kernel
+from autojit.ir.kernel import Kernel, Level
 from autojit.ir.ops import NUMPY_BUFSIZE, OP_TABLE, Op, ordered_reduction
 from autojit.ir.types import Dim
 
@@ -281,10 +281,10 @@ class _KernelEmitter:
             return True
         return node.op is Op.ARG and self.graph.params[node.attr("index")].kind == "array"
 
-    def _axis_in(self, shape: tuple[Dim, ...], full_axis: int, form: str) -> int | None:
+    def _axis_in(self, shape: tuple[Dim, ...], full_axis: int, form: Form) -> int | None:
         """Return the axis of an array of ``shape`` (broadcast into a value of ``form``)
         that runs along the group's ``full_axis``; None when it does not."""
-        if form == "drop":
+        if form == Form.DROP:
             if full_axis not in self.outer_axes:
                 return None
             axis = self.outer_axes.index(full_axis) - (len(self.outer_axes) - len(shape))
@@ -292,7 +292,7 @@ class _KernelEmitter:
             axis = full_axis - (len(self.group.shape) - len(shape))
         return axis if axis >= 0 else None
 
-    def strides(self, shape: tuple[Dim, ...], contiguous: bool, form: str = "full"
+    def strides(self, shape: tuple[Dim, ...], contiguous: bool, form: Form = Form.FULL
                 ) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
         """Return per-loop-dim element strides (0 broadcast, 1 contiguous inner, None: at
         run time) and the array axis each loop dim walks (None when NumPy's alignment)."""
@@ -317,7 +317,7 @@ class _KernelEmitter:
             axes.append(axis)
         return tuple(strides), tuple(axes)
 
-    def _row_run(self, shape: tuple[Dim, ...], contiguous: bool, form: str
+    def _row_run(self, shape: tuple[Dim, ...], contiguous: bool, form: Form
                  ) -> tuple[int, int | None]:
         """Return (stride, array axis) along the collapsed row loop: 0 when the array has
         one element over the row axes, 1 when it is C-contiguous and spans them fully
@@ -336,10 +336,10 @@ class _KernelEmitter:
     def _key(self, node_id: int, where: Placement) -> tuple[int, Placement]:
         """Return the context ``node_id`` is emitted in when read at ``where``."""
         placement = self.group.placement.get(node_id)
-        if placement is not None and placement.level == "outer":
+        if placement is not None and placement.level == Level.OUTER:
             where = placement                      # computed once per row, reused after
         elif placement is not None:
-            where = Placement("row", max(where.phase, placement.phase))
+            where = Placement(Level.ROW, max(where.phase, placement.phase))
         return node_id, where
 
     def _operand_keys(self, node_id: int, where: Placement) -> list[tuple[int, Placement]]:
@@ -352,7 +352,7 @@ class _KernelEmitter:
             return []
         if node.op is Op.WRITE:
             return [self._key(node.inputs[1], where)]
-        inner = Placement("row", where.phase) if node.op is Op.REDUCE else where
+        inner = Placement(Level.ROW, where.phase) if node.op is Op.REDUCE else where
         return [self._key(i, inner) for i in node.inputs]
 
     def value(self, node_id: int, where: Placement) -> int:
@@ -397,7 +397,7 @@ class _KernelEmitter:
         for result_id in self.group.nodes if last > 0 else ():
             result = self.graph.node(result_id)
             if (result_id not in self.in_memory or result.op is Op.WRITE
-                    or self.group.placement[result_id] != Placement("row", last)
+                    or self.group.placement[result_id] != Placement(Level.ROW, last)
                     or result.type.shape != self.group.shape):
                 continue
             cone = self._row_cone(result_id)
@@ -411,7 +411,7 @@ class _KernelEmitter:
 
     def _is_row(self, node_id: int) -> bool:
         placement = self.group.placement.get(node_id)
-        return placement is not None and placement.level == "row"
+        return placement is not None and placement.level == Level.ROW
 
     def _calls_math(self, node_id: int, memo: dict[int, bool]) -> bool:
         """Return whether a row value's cone (``_row_cone``) has a libm call. ``memo`` holds
@@ -440,7 +440,7 @@ class _KernelEmitter:
         while pending:
             current = pending.pop()
             placement = self.group.placement.get(current)
-            if current in cone or placement is None or placement.level != "row":
+            if current in cone or placement is None or placement.level != Level.ROW:
                 continue
             cone.add(current)
             pending.extend(self.graph.node(current).inputs)
@@ -455,11 +455,11 @@ class _KernelEmitter:
         strides, axes = self.strides(result.type.shape, True)
         if load:
             buffer = self._result_buffer(result_id)
-            self.kb.position("row", where.phase)
+            self.kb.position(Level.ROW, where.phase)
             return self.kb.load(buffer)
         buffer = self.kb.add_buffer(f"spill{len(self.kb.buffers)}", result.type.dtype, strides,
                                     True, result_id, axes)
-        self.kb.position("row", where.phase)
+        self.kb.position(Level.ROW, where.phase)
         self.kb.store(buffer, store)
         return store
 
@@ -483,7 +483,7 @@ class _KernelEmitter:
             return self.kb.load_scalar(self.kb.add_scalar(name, node.type.dtype, node.id))
         if node.op is Op.WRITE:   # the region is written, never read
             return self._write(node, self.value(node.inputs[1], where))
-        inner = Placement("row", where.phase) if node.op is Op.REDUCE else where
+        inner = Placement(Level.ROW, where.phase) if node.op is Op.REDUCE else where
         operands = tuple(self.value(i, inner) for i in node.inputs)
         self.kb.position(where.level, where.phase)
         self.kb.current_node = node.id
@@ -501,7 +501,7 @@ class _KernelEmitter:
         strides, axes = self.strides(region.type.shape, self._is_contiguous(region))
         buffer = self.kb.add_buffer(f"out{len(self.kb.buffers)}", region.type.dtype, strides,
                                     True, region.id, axes)
-        self.kb.position("row", 0)
+        self.kb.position(Level.ROW, 0)
         self.kb.store(buffer, value)
         return value
 
@@ -511,12 +511,12 @@ class _KernelEmitter:
         is a reduced axis (``pairwise_block``), else one element after another."""
         kind, dtype = node.attr("kind"), node.type.dtype
         placement = self.group.placement[node.id]
-        self.kb.position("row", placement.phase)
+        self.kb.position(Level.ROW, placement.phase)
         pairwise = None
         if kind == "add" and dtype == np.float32 and node.inputs[0] not in self.ordered:
             # the CPU refuses this plan (Plan.cpu_refusal); the GPU keeps a float64 sum
             wide = self.kb.reduce(kind, self.kb.cast(operand, np.float64), np.float64)
-            self.kb.position("outer", placement.phase)
+            self.kb.position(Level.OUTER, placement.phase)
             return self.kb.cast(wide, dtype)
         if kind == "add" and np.dtype(dtype).kind == "f" and node.inputs[0] in self.ordered:
             shape = self.graph.node(node.inputs[0]).type.shape

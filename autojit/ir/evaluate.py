@@ -14,7 +14,7 @@ import numpy as np
 
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op
+from autojit.ir.ops import ARG_KINDS, OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op
 from autojit.ir.views import apply_view, view_shape
 
 
@@ -64,7 +64,7 @@ def reduce_array(kind: str, value: np.ndarray, axes: tuple[int, ...],
     """Return NumPy's reduction ``kind`` of ``value`` over ``axes`` (argmax/argmin: the
     position in C order over those axes, as NumPy gives for one axis or a flattened array)."""
     reducer = REDUCE_KINDS[kind].numpy_ref
-    if kind not in ("argmax", "argmin"):
+    if kind not in ARG_KINDS:
         return np.asarray(reducer(value, axis=axes, keepdims=keepdims))
     kept = [a for a in range(value.ndim) if a not in axes]
     moved = np.moveaxis(value, list(axes), list(range(len(kept), value.ndim)))

@@ -41,12 +41,21 @@ row's scans in parallel, as chunk totals and an exclusive scan of them (``render
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from autojit.ir.ops import Op
+
+
+class Level(enum.StrEnum):
+    """Where an instruction of a reduction kernel runs; the values are the strings printed
+    IR has always shown (``@row.0``)."""
+
+    ROW = "row"        # once per loop iteration (per element of the row)
+    OUTER = "outer"    # once per outer index (per row: a reduction's result and its uses)
 
 
 @dataclass(frozen=True)
@@ -84,7 +93,7 @@ class Instr:
     dtype: np.dtype
     attr: Any = None
     node: int = -1           # graph node this instruction comes from (for reports)
-    level: str = "row"       # "row": once per loop iteration; "outer": once per outer index
+    level: Level = Level.ROW   # once per loop iteration, or once per outer index
     phase: int = 0
 
 

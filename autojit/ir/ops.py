@@ -135,6 +135,9 @@ class OpInfo:
     primitive_kinds: str = ""           # dtype kinds a renderer must handle; "" = not a primitive
     bool_result: bool = False           # primitive returns bool whatever its operand dtype
     math_name: str = ""                 # libm / CUDA math function name, for float calls
+    #: weighted cost of one scalar instruction, in adds: what both the CPU's thread
+    #: splitter (``lower_cpu/threads``) and the router's cost model weigh a kernel by
+    cost: float = 1.0
 
     @property
     def is_primitive(self) -> bool:
@@ -148,34 +151,50 @@ _NUMERIC = "iuf"
 _BITS = "biu"
 
 
-def _u(ref: Callable | None, kinds: str = "", math: str = "") -> OpInfo:
-    return OpInfo(OpGroup.UNARY, 1, ref, kinds, math_name=math)
+#: costs in adds: a transcendental costs what a vectorised libm call costs relative to an
+#: add (~16); a divide or square root ~4; leaves and memory cost nothing (the cost model
+#: counts bytes separately, the thread splitter adds its own memory term)
+TRANSCENDENTAL_COST = 16.0
+_SLOW_COST = 4.0
+_FREE = 0.0
 
 
-def _b(ref: Callable | None, kinds: str = "", math: str = "") -> OpInfo:
-    return OpInfo(OpGroup.BINARY, 2, ref, kinds, math_name=math)
+def _u(ref: Callable | None, kinds: str = "", math: str = "", cost: float | None = None
+       ) -> OpInfo:
+    return OpInfo(OpGroup.UNARY, 1, ref, kinds, math_name=math,
+                  cost=_math_cost(math) if cost is None else cost)
+
+
+def _b(ref: Callable | None, kinds: str = "", math: str = "", cost: float | None = None
+       ) -> OpInfo:
+    return OpInfo(OpGroup.BINARY, 2, ref, kinds, math_name=math,
+                  cost=_math_cost(math) if cost is None else cost)
+
+
+def _math_cost(math: str) -> float:
+    return TRANSCENDENTAL_COST if math else 1.0
 
 
 def _cmp(ref: Callable, kinds: str = _ALL) -> OpInfo:
     return OpInfo(OpGroup.COMPARE, 2, ref, kinds, bool_result=True)
 
 
-def _math1(ref: Callable, name: str) -> OpInfo:
-    return _u(ref, _FLOAT, name)
+def _math1(ref: Callable, name: str, cost: float | None = None) -> OpInfo:
+    return _u(ref, _FLOAT, name, cost)
 
 
 OP_TABLE: dict[Op, OpInfo] = {
-    Op.ARG: OpInfo(OpGroup.LEAF, 0),
-    Op.CONST: OpInfo(OpGroup.LEAF, 0, primitive_kinds=_ALL),
-    Op.LOAD: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL),
-    Op.LOAD_SCALAR: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL),
-    Op.STORE: OpInfo(OpGroup.MEMORY, 1, primitive_kinds=_ALL),
-    Op.SIZE: OpInfo(OpGroup.LEAF, 0),
-    Op.FILL: OpInfo(OpGroup.LEAF, 0),
+    Op.ARG: OpInfo(OpGroup.LEAF, 0, cost=_FREE),
+    Op.CONST: OpInfo(OpGroup.LEAF, 0, primitive_kinds=_ALL, cost=_FREE),
+    Op.LOAD: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL, cost=_FREE),
+    Op.LOAD_SCALAR: OpInfo(OpGroup.MEMORY, 0, primitive_kinds=_ALL, cost=_FREE),
+    Op.STORE: OpInfo(OpGroup.MEMORY, 1, primitive_kinds=_ALL, cost=_FREE),
+    Op.SIZE: OpInfo(OpGroup.LEAF, 0, cost=_FREE),
+    Op.FILL: OpInfo(OpGroup.LEAF, 0, cost=_FREE),
     Op.VIEW: OpInfo(OpGroup.MOVEMENT, 1),
     Op.MATMUL: OpInfo(OpGroup.LIBRARY, 2, np.matmul),
-    Op.INDEX: OpInfo(OpGroup.LEAF, 0, primitive_kinds="i"),
-    Op.WRITE: OpInfo(OpGroup.MEMORY, 2),
+    Op.INDEX: OpInfo(OpGroup.LEAF, 0, primitive_kinds="i", cost=_FREE),
+    Op.WRITE: OpInfo(OpGroup.MEMORY, 2, cost=_FREE),
     Op.REDUCE: OpInfo(OpGroup.REDUCE, 1),   # renderers handle it structurally, per REDUCE_KINDS
     Op.SCAN: OpInfo(OpGroup.SCAN, 1),       # likewise, per SCAN_KINDS
     # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a
@@ -183,8 +202,8 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.ADD: _b(np.add, _NUMERIC),
     Op.SUB: _b(np.subtract, _NUMERIC),
     Op.MUL: _b(np.multiply, _NUMERIC),
-    Op.DIV: _b(np.true_divide, _NUMERIC),
-    Op.REM: _b(np.fmod, _NUMERIC),
+    Op.DIV: _b(np.true_divide, _NUMERIC, cost=_SLOW_COST),
+    Op.REM: _b(np.fmod, _NUMERIC, cost=_SLOW_COST),
     Op.NEG: _u(np.negative, _NUMERIC),
     Op.FLOOR_DIVIDE: _b(np.floor_divide),
     Op.REMAINDER: _b(np.remainder),
@@ -221,14 +240,14 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.SELECT: OpInfo(OpGroup.TERNARY, 3, np.where, _ALL),
     Op.CAST: OpInfo(OpGroup.CAST, 1, None, _ALL),
     # float primitives: rounding and sign
-    Op.FABS: _u(np.fabs, _FLOAT, "fabs"),
-    Op.COPYSIGN: _b(np.copysign, _FLOAT, "copysign"),
-    Op.FLOOR: _math1(np.floor, "floor"),
-    Op.CEIL: _math1(np.ceil, "ceil"),
-    Op.TRUNC: _math1(np.trunc, "trunc"),
-    Op.RINT: _math1(np.rint, "rint"),
-    Op.SQRT: _math1(np.sqrt, "sqrt"),
-    Op.CBRT: _math1(np.cbrt, "cbrt"),
+    Op.FABS: _u(np.fabs, _FLOAT, "fabs", cost=1.0),
+    Op.COPYSIGN: _b(np.copysign, _FLOAT, "copysign", cost=1.0),
+    Op.FLOOR: _math1(np.floor, "floor", 1.0),
+    Op.CEIL: _math1(np.ceil, "ceil", 1.0),
+    Op.TRUNC: _math1(np.trunc, "trunc", 1.0),
+    Op.RINT: _math1(np.rint, "rint", 1.0),
+    Op.SQRT: _math1(np.sqrt, "sqrt", _SLOW_COST),
+    Op.CBRT: _math1(np.cbrt, "cbrt", _SLOW_COST),
     # transcendental functions (libm on the CPU, CUDA's math library on the GPU)
     Op.SIN: _math1(np.sin, "sin"),
     Op.COS: _math1(np.cos, "cos"),
@@ -254,17 +273,115 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.POW: _b(np.power, _FLOAT, "pow"),
 }
 
+
+class Reduction(enum.StrEnum):
+    """A reduction a kernel performs (``Instr.attr`` of a REDUCE); the values are the
+    strings kernels, printed IR and cache keys have always carried."""
+
+    ADD = "add"
+    MUL = "mul"
+    MAX = "max"
+    MIN = "min"
+    FMAX = "fmax"
+    FMIN = "fmin"
+    OR = "or"
+    AND = "and"
+    ARGMAX = "argmax"
+    ARGMIN = "argmin"
+
+
+#: reductions whose result is the int64 position of the extreme, not a value
+ARG_KINDS: frozenset[Reduction] = frozenset({Reduction.ARGMAX, Reduction.ARGMIN})
+#: reductions whose result is one of the values reduced (NaN and tie rules matter)
+EXTREMA: frozenset[Reduction] = frozenset({Reduction.MAX, Reduction.MIN, Reduction.FMAX,
+                                           Reduction.FMIN})
+#: reductions without an identity: NumPy raises for them over an empty axis
+WITHOUT_IDENTITY: frozenset[Reduction] = EXTREMA | ARG_KINDS
+
+
+class NanRule(enum.StrEnum):
+    """What a float combine does with a NaN operand."""
+
+    ARITHMETIC = "arithmetic"  # the IEEE operation's own: NaN in, NaN out (sums, products)
+    WINS = "wins"              # np.maximum: a NaN wins, the accumulator's when both are
+    SKIPPED = "skipped"        # np.fmax: the other operand wins, the accumulator if both NaN
+    FIRST = "first"            # argmax: the first NaN's position wins over any number
+
+
+class ZeroSign(enum.StrEnum):
+    """Which zero a float combine gives when the result is a zero."""
+
+    ARITHMETIC = "arithmetic"  # the IEEE operation's own: -0 + -0 is -0, 0 * -1 is -0
+    LAST_ZERO = "last_zero"    # the sign of the row's last zero (np.maximum.reduce's loop)
+    SECOND = "second"          # a tie of zeros gives the element combined in (np.fmax: the
+    #                            tie is left open by IEEE 754; NumPy answers by layout)
+    NONE = "none"              # the result is a position or a bool
+
+
+@dataclass(frozen=True)
+class Combine:
+    """How a reduction or scan combines its accumulator ``a`` with an element ``b``: the
+    one statement of NumPy's NaN, tie and zero-sign rules both renderers render through
+    their own scalar tables (``lower_cpu/reduce.py``, ``lower_gpu/rules.py``).
+
+    ``op``: arithmetic and logical combines, ``a op b`` (ADD/MUL wrap on integers);
+    ``beats``: extrema, the comparison (GT: max, LT: min) under which ``a`` is kept over
+    ``b`` (arg kinds: under which ``b``'s position replaces ``a``'s); ``bool_op``: the
+    combine of bools for an extremum (OR: max, AND: min). ``indexed``: the accumulator
+    carries a row position (argmax/argmin: the answer; float max/min: the last-zero code).
+    """
+
+    nan: NanRule
+    zero_sign: ZeroSign
+    op: Op | None = None
+    beats: Op | None = None
+    bool_op: Op | None = None
+    position: bool = False     # the result is the int64 position of the extreme
+
+    def indexed(self, dtype_kind: str) -> bool:
+        """Whether the accumulator of this dtype kind carries a row position besides its
+        value: the answer of argmax/argmin, the last-zero code of a float max/min."""
+        return self.position or (self.zero_sign is ZeroSign.LAST_ZERO and dtype_kind == "f")
+
+
+_SUM = Combine(NanRule.ARITHMETIC, ZeroSign.ARITHMETIC, op=Op.ADD)
+_PRODUCT = Combine(NanRule.ARITHMETIC, ZeroSign.ARITHMETIC, op=Op.MUL)
+_LOGICAL_OR = Combine(NanRule.ARITHMETIC, ZeroSign.NONE, op=Op.OR)
+_LOGICAL_AND = Combine(NanRule.ARITHMETIC, ZeroSign.NONE, op=Op.AND)
+
+#: Per reduction: NumPy's rule. MAX/MIN: ``(a > b || isnan(a)) ? a : b`` per element
+#: (``decompose._extremum``), and a zero result takes the sign of the row's last zero,
+#: which any grouping of the row reproduces with a position code (``lower_cpu/reduce.py``).
+#: FMAX/FMIN: ``(a > b || isnan(b)) ? a : b``, ties to the element combined in (the
+#: documented tie rule of ``decompose._extremum``). ARGMAX/ARGMIN: the first extreme, the
+#: first NaN for floats.
+COMBINES: dict[Reduction, Combine] = {
+    Reduction.ADD: _SUM,
+    Reduction.MUL: _PRODUCT,
+    Reduction.MAX: Combine(NanRule.WINS, ZeroSign.LAST_ZERO, beats=Op.GT, bool_op=Op.OR),
+    Reduction.MIN: Combine(NanRule.WINS, ZeroSign.LAST_ZERO, beats=Op.LT, bool_op=Op.AND),
+    Reduction.FMAX: Combine(NanRule.SKIPPED, ZeroSign.SECOND, beats=Op.GT, bool_op=Op.OR),
+    Reduction.FMIN: Combine(NanRule.SKIPPED, ZeroSign.SECOND, beats=Op.LT, bool_op=Op.AND),
+    Reduction.OR: _LOGICAL_OR,
+    Reduction.AND: _LOGICAL_AND,
+    Reduction.ARGMAX: Combine(NanRule.FIRST, ZeroSign.NONE, beats=Op.GT, position=True),
+    Reduction.ARGMIN: Combine(NanRule.FIRST, ZeroSign.NONE, beats=Op.LT, position=True),
+}
+
+
 @dataclass(frozen=True)
 class ReduceKind:
-    """One way to combine a row: NumPy's reducer, the dtype kinds it takes, its start value.
+    """One way to combine a row: NumPy's reducer, the dtype kinds it takes, its start value
+    and its combine (``COMBINES``: NaN, tie and zero-sign rules).
 
-    ``start`` maps a dtype to the accumulator's initial value (None: the reducer keeps an
-    index too, see ``argmax``). MAX/MIN propagate NaN like np.maximum; FMAX/FMIN skip it.
+    ``start`` maps a dtype to the accumulator's initial value (for argmax/argmin the value
+    half; the index starts where the renderer's tie rule needs it).
     """
 
     numpy_ref: Callable
     kinds: str
     start: Callable[[np.dtype], Any]
+    combine: Combine
 
 
 def _lowest(dtype: np.dtype) -> Any:
@@ -275,20 +392,42 @@ def _highest(dtype: np.dtype) -> Any:
     return np.inf if dtype.kind == "f" else (True if dtype.kind == "b" else np.iinfo(dtype).max)
 
 
-REDUCE_KINDS: dict[str, ReduceKind] = {
-    "add": ReduceKind(np.add.reduce, _NUMERIC, lambda d: 0),
-    "mul": ReduceKind(np.multiply.reduce, _NUMERIC, lambda d: 1),
-    "max": ReduceKind(np.maximum.reduce, _NUMERIC, _lowest),
-    "min": ReduceKind(np.minimum.reduce, _NUMERIC, _highest),
-    "fmax": ReduceKind(np.fmax.reduce, _FLOAT, lambda d: np.nan),
-    "fmin": ReduceKind(np.fmin.reduce, _FLOAT, lambda d: np.nan),
-    "or": ReduceKind(np.logical_or.reduce, "b", lambda d: False),
-    "and": ReduceKind(np.logical_and.reduce, "b", lambda d: True),
-    "argmax": ReduceKind(np.argmax, _NUMERIC, _lowest),
-    "argmin": ReduceKind(np.argmin, _NUMERIC, _highest),
+def _reduce(name: Reduction, ref: Callable, kinds: str,
+            start: Callable[[np.dtype], Any]) -> ReduceKind:
+    return ReduceKind(ref, kinds, start, COMBINES[name])
+
+
+REDUCE_KINDS: dict[Reduction, ReduceKind] = {
+    Reduction.ADD: _reduce(Reduction.ADD, np.add.reduce, _NUMERIC, lambda d: 0),
+    Reduction.MUL: _reduce(Reduction.MUL, np.multiply.reduce, _NUMERIC, lambda d: 1),
+    Reduction.MAX: _reduce(Reduction.MAX, np.maximum.reduce, _NUMERIC, _lowest),
+    Reduction.MIN: _reduce(Reduction.MIN, np.minimum.reduce, _NUMERIC, _highest),
+    Reduction.FMAX: _reduce(Reduction.FMAX, np.fmax.reduce, _FLOAT, lambda d: np.nan),
+    Reduction.FMIN: _reduce(Reduction.FMIN, np.fmin.reduce, _FLOAT, lambda d: np.nan),
+    Reduction.OR: _reduce(Reduction.OR, np.logical_or.reduce, "b", lambda d: False),
+    Reduction.AND: _reduce(Reduction.AND, np.logical_and.reduce, "b", lambda d: True),
+    Reduction.ARGMAX: _reduce(Reduction.ARGMAX, np.argmax, _NUMERIC, _lowest),
+    Reduction.ARGMIN: _reduce(Reduction.ARGMIN, np.argmin, _NUMERIC, _highest),
 }
 """Reductions a kernel performs (``Instr.attr`` of a REDUCE). argmax/argmin return the
 int64 position of the first extreme (first NaN for floats) in C order over the row."""
+
+
+def reduce_result_dtype(kind: str, source: np.dtype) -> np.dtype:
+    """Return the dtype a reduction of ``source`` values gives: int64 positions for the
+    arg kinds, the source's own otherwise."""
+    return np.dtype(np.int64) if kind in ARG_KINDS else np.dtype(source)
+
+
+def zero_coded(kind: str, source: np.dtype, sign_matters: bool = True) -> bool:
+    """Whether a reduction keeps a last-zero code besides its value: a float max/min
+    (``ZeroSign.LAST_ZERO``) whose result's zero sign some store can see. The code of an
+    element at row position ``p`` is ``2p + 1`` for -0, ``2p + 2`` for +0 and 0 for any
+    other value; codes merge by max in any grouping, so the largest is the row's last zero,
+    and a zero result takes the sign of its low bit (odd: -0)."""
+    spec = REDUCE_KINDS.get(kind)
+    return (spec is not None and spec.combine.zero_sign is ZeroSign.LAST_ZERO
+            and np.dtype(source).kind == "f" and sign_matters)
 
 
 def sequential_reduction(kind: str, dtype: np.dtype) -> bool:
@@ -297,7 +436,7 @@ def sequential_reduction(kind: str, dtype: np.dtype) -> bool:
     the order decides the rounding and whether an overflow to inf meets a zero: inf * 0 is
     NaN where the zero coming first keeps 0). No partial products per vector lane or
     thread chunk, no two-stage split."""
-    return kind == "mul" and np.dtype(dtype).kind == "f"
+    return kind == Reduction.MUL and np.dtype(dtype).kind == "f"
 
 
 def ordered_reduction(kind: str, dtype: np.dtype) -> bool:
@@ -305,7 +444,7 @@ def ordered_reduction(kind: str, dtype: np.dtype) -> bool:
     float sums and products. The CPU backend adds them exactly as NumPy does (``fuse.plan``:
     pairwise along NumPy's inner loop, one after another across outer loops), so no
     two-stage split (``fuse.split_reduce``) may regroup them."""
-    return kind in ("add", "mul") and np.dtype(dtype).kind == "f"
+    return kind in (Reduction.ADD, Reduction.MUL) and np.dtype(dtype).kind == "f"
 
 
 #: elements NumPy's reduction iterator casts at a time (``np.getbufsize()``): a reduction
@@ -313,22 +452,33 @@ def ordered_reduction(kind: str, dtype: np.dtype) -> bool:
 NUMPY_BUFSIZE = 8192
 
 
+class ScanName(enum.StrEnum):
+    """A scan a kernel performs (``Instr.attr`` of a SCAN); the values are today's strings."""
+
+    ADD = "add"
+    MUL = "mul"
+    OR = "or"
+    AND = "and"
+
+
 @dataclass(frozen=True)
 class ScanKind:
     """One running combination along a row: NumPy's ufunc (its ``accumulate`` is the
-    reference), the dtype kinds it takes, and its start value (an exact identity: float
-    sums start at -0.0, so ``cumsum([-0.0])`` keeps its sign as NumPy's does)."""
+    reference), the dtype kinds it takes, its start value (an exact identity: float
+    sums start at -0.0, so ``cumsum([-0.0])`` keeps its sign as NumPy's does) and its
+    combine, the reduction's of the same name."""
 
     ufunc: np.ufunc
     kinds: str
     start: Callable[[np.dtype], Any]
+    combine: Combine
 
 
-SCAN_KINDS: dict[str, ScanKind] = {
-    "add": ScanKind(np.add, _NUMERIC, lambda d: -0.0 if d.kind == "f" else 0),
-    "mul": ScanKind(np.multiply, _NUMERIC, lambda d: 1),
-    "or": ScanKind(np.logical_or, "b", lambda d: False),    # cumsum(..., dtype=bool)
-    "and": ScanKind(np.logical_and, "b", lambda d: True),   # cumprod(..., dtype=bool)
+SCAN_KINDS: dict[ScanName, ScanKind] = {
+    ScanName.ADD: ScanKind(np.add, _NUMERIC, lambda d: -0.0 if d.kind == "f" else 0, _SUM),
+    ScanName.MUL: ScanKind(np.multiply, _NUMERIC, lambda d: 1, _PRODUCT),
+    ScanName.OR: ScanKind(np.logical_or, "b", lambda d: False, _LOGICAL_OR),    # cumsum, bool
+    ScanName.AND: ScanKind(np.logical_and, "b", lambda d: True, _LOGICAL_AND),  # cumprod, bool
 }
 """Scans a kernel performs (``Instr.attr`` of a SCAN): element r of a row is the start
 value combined, in row order, with elements 0..r — NumPy's sequential ``ufunc.accumulate``."""
@@ -358,6 +508,63 @@ UFUNC_OPS: dict[np.ufunc, Op] = {
     np.log10: Op.LOG10, np.log1p: Op.LOG1P, np.arctan2: Op.ATAN2, np.hypot: Op.HYPOT,
     np._core.umath.clip: Op.CLIP,   # what np.clip(a, lo, hi) calls
 }
+
+
+#: ops whose rule (in each renderer's table) is chosen by the operand's dtype kind: the
+#: comparisons (their result is always bool) and casts (the source kind; the target kind
+#: then picks the conversion from ``CONVERSIONS``)
+_RULE_BY_OPERAND = frozenset({Op.CAST, *(op for op, info in OP_TABLE.items() if info.bool_result)})
+
+
+def rule_kind(op: Op, dtype: np.dtype, operand: np.dtype | None) -> str:
+    """Return the dtype kind that selects ``op``'s rule in a renderer's table (LLVM and CUDA
+    alike): the first operand's for comparisons and casts, the result's otherwise (an
+    arithmetic op's operands and result share one dtype; SELECT's and STORE's value is the
+    result's)."""
+    use_operand = op in _RULE_BY_OPERAND and operand is not None
+    return np.dtype(operand if use_operand else dtype).kind
+
+
+class Conversion(enum.StrEnum):
+    """NumPy's ``astype`` from one dtype kind to another, as both renderers implement it."""
+
+    SAME = "same"            # bool -> bool: nothing to do
+    WRAP = "wrap"            # to an integer from an integer or bool: the value modulo
+    #                          2**bits (extended by the source's signedness)
+    ROUND = "round"          # to a float: the nearest value, ties to even
+    NONZERO = "nonzero"      # to bool: ``x != 0``, so NaN is True
+    SATURATE = "saturate"    # float to integer: NaN -> 0, out of range clamped to the
+    #                          range (LLVM's ``fptosi.sat``; in-range values truncate)
+
+
+def _conversion(source: str, target: str) -> Conversion:
+    if target == "b":
+        return Conversion.SAME if source == "b" else Conversion.NONZERO
+    if target == "f":
+        return Conversion.ROUND
+    return Conversion.SATURATE if source == "f" else Conversion.WRAP
+
+
+#: (source kind, target kind) -> the conversion a CAST performs
+CONVERSIONS: dict[tuple[str, str], Conversion] = {
+    (source, target): _conversion(source, target) for source in _ALL for target in _ALL
+}
+
+
+def exact_constant(value: Any, dtype: np.dtype) -> Any:
+    """Return the value a kernel constant of ``dtype`` holds, which both renderers spell
+    exactly (LLVM constants, CUDA hex-float and bit-pattern literals): a bool is ``value !=
+    0``; an integer wraps modulo 2**bits into the dtype's range (two's complement); a float
+    is NumPy's ``astype``, rounded to nearest (a float32 or float64 scalar, NaN payloads
+    and zero signs kept)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return bool(value)
+    if dtype.kind == "f":
+        return np.asarray(value).astype(dtype)[()]
+    bits = 8 * dtype.itemsize
+    wrapped = int(value) & ((1 << bits) - 1)
+    return wrapped - (1 << bits) if dtype.kind == "i" and wrapped >> (bits - 1) else wrapped
 
 
 def op_info(op: Op) -> OpInfo:

@@ -6,8 +6,8 @@ import numpy as np
 
 from autojit.errors import AutojitError
 from autojit.ir.graph import Graph
-from autojit.ir.kernel import Instr, Kernel
-from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op, OpGroup
+from autojit.ir.kernel import Instr, Kernel, Level
+from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op, OpGroup, reduce_result_dtype
 
 _SAME_DTYPE_GROUPS = (OpGroup.UNARY, OpGroup.BINARY, OpGroup.COMPARE)
 
@@ -55,10 +55,10 @@ def _check_instruction_types(kernel: Kernel, ins, dtypes: dict[int, np.dtype]) -
 
 def _check_reduce(kernel: Kernel, ins, dtypes: dict[int, np.dtype]) -> None:
     kind = REDUCE_KINDS.get(ins.attr)
-    if kind is None or ins.level != "row":
+    if kind is None or ins.level != Level.ROW:
         raise VerifyError(f"{kernel.name} %{ins.id}: bad reduction {ins.attr} at {ins.level}")
     source = dtypes[ins.args[0]]
-    expected = np.dtype(np.int64) if ins.attr in ("argmax", "argmin") else source
+    expected = reduce_result_dtype(ins.attr, source)
     if source.kind not in kind.kinds or ins.dtype != expected:
         raise VerifyError(f"{kernel.name} %{ins.id}: reduce.{ins.attr} of {source}")
 
@@ -66,7 +66,7 @@ def _check_reduce(kernel: Kernel, ins, dtypes: dict[int, np.dtype]) -> None:
 def _check_scan(kernel: Kernel, ins, dtypes: dict[int, np.dtype], scanned: set[int]) -> None:
     """A scan runs along the row of a row kernel, on a value no scan of its phase feeds."""
     kind = SCAN_KINDS.get(ins.attr)
-    if kind is None or ins.level != "row" or kernel.row_dims == 0:
+    if kind is None or ins.level != Level.ROW or kernel.row_dims == 0:
         raise VerifyError(f"{kernel.name} %{ins.id}: bad scan {ins.attr} at {ins.level}")
     if ins.args[0] in scanned:
         raise VerifyError(f"{kernel.name} %{ins.id}: scan of a scan of the same phase")

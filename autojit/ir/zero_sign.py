@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 
 from autojit.ir.kernel import Instr, Kernel
-from autojit.ir.ops import Op
+from autojit.ir.ops import REDUCE_KINDS, Op, zero_coded
 
 
 class Use(enum.Enum):
@@ -69,3 +69,16 @@ def zero_sign_blind(kernel: Kernel) -> frozenset[int]:
                     matters.add(arg)
                     changed = True
     return frozenset(ins.id for ins in kernel.body) - matters
+
+
+def indexed_reduces(kernel: Kernel) -> frozenset[int]:
+    """Return the ids of the REDUCEs whose accumulator carries a row position besides its
+    value: argmax/argmin (the answer) and float max/min whose zero sign a store can see
+    (the last-zero code of ``ops.ZeroSign.LAST_ZERO``; left out where the sign is blind)."""
+    dtypes = {ins.id: ins.dtype for ins in kernel.body}
+    reduces = [ins for ins in kernel.body if ins.op is Op.REDUCE]
+    blind = zero_sign_blind(kernel) if reduces else frozenset()
+    return frozenset(
+        ins.id for ins in reduces
+        if REDUCE_KINDS[ins.attr].combine.position
+        or zero_coded(ins.attr, dtypes[ins.args[0]], ins.id not in blind))

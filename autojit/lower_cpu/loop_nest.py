@@ -35,14 +35,14 @@ import numpy as np
 
 from autojit.errors import CompileError
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import Op
+from autojit.ir.ops import Op, rule_kind
 from autojit.ir.printer import format_kernel
 from autojit.ir.zero_sign import zero_sign_blind
 from autojit.lower_cpu.loops import I64, PTR, VOID, LoopBody, advance, counted_loop, i64, load_slot
 from autojit.lower_cpu.mathlib import MathCalls
 from autojit.lower_cpu.pairwise import emit_pairwise
 from autojit.lower_cpu.reduce import Accumulator
-from autojit.lower_cpu.rules import LLVM_RULES, BodyContext, llvm_type, memory_type, rule_kind
+from autojit.lower_cpu.rules import LLVM_RULES, BodyContext, llvm_type, memory_type
 from autojit.lower_cpu.scan import ScanAccumulator
 
 __all__ = ["LoopBody", "LoopNest", "Offsets", "load_scalar", "read_arguments"]
@@ -191,7 +191,8 @@ class LoopNest:
                     position = self.linear(indices, range(kernel.outer_rank, kernel.rank))
                 self.accumulators[ins.id].update(b, self.values[ins.args[0]], position)
                 continue
-            rule = LLVM_RULES.get((ins.op, rule_kind(ins, ctx.dtypes)))
+            operand = ctx.dtypes[ins.args[0]] if ins.args else None
+            rule = LLVM_RULES.get((ins.op, rule_kind(ins.op, ins.dtype, operand)))
             if rule is None:
                 raise CompileError(f"no LLVM rule for {ins.op.value} on {ins.dtype}",
                                    source=format_kernel(kernel))

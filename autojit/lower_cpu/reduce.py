@@ -33,8 +33,16 @@ import llvmlite.ir as ir
 import numpy as np
 
 from autojit.ir.kernel import Instr
-from autojit.ir.ops import REDUCE_KINDS
-from autojit.lower_cpu.rules import I64, constant, llvm_type
+from autojit.ir.ops import REDUCE_KINDS, NanRule, Op, zero_coded
+from autojit.ir.ops import Combine as CombineSpec
+from autojit.lower_cpu.rules import (
+    ARITH_METHODS,
+    BITWISE_METHODS,
+    COMPARE_SYMBOLS,
+    I64,
+    constant,
+    llvm_type,
+)
 
 Combine = Callable[[ir.IRBuilder, ir.Value, ir.Value, str], ir.Value]
 
@@ -89,21 +97,33 @@ def _declare(module: ir.Module, name: str, ty: ir.Type, arity: int) -> ir.Functi
     return ir.Function(module, ir.FunctionType(ty, [ty] * arity), name)
 
 
-#: float reductions whose value combines through a vectorisable intrinsic; their index
-#: accumulator holds the last-zero code (module docstring)
-ZERO_CODED = {"max": _float_extreme("maximum"), "min": _float_extreme("minimum")}
+def render_combine(spec: CombineSpec) -> Combine:
+    """Return the LLVM combine of one spec (``ops.COMBINES``: NaN, tie and zero-sign
+    rules), through the scalar table's builder methods; the arg kinds keep only their
+    comparison (``ARG_COMPARE``: they also carry the position)."""
+    if spec.op in BITWISE_METHODS:
+        method = BITWISE_METHODS[spec.op]
+        return lambda b, acc, v, kind: getattr(b, method)(acc, v)
+    if spec.op is not None:
+        signed, _, floating = ARITH_METHODS[spec.op]
+        return _arith(floating, signed)
+    return _extreme(COMPARE_SYMBOLS[spec.beats], spec.nan is NanRule.SKIPPED,
+                    BITWISE_METHODS[spec.bool_op])
 
-COMBINE: dict[str, Combine] = {
-    "add": _arith("fadd", "add"),
-    "mul": _arith("fmul", "mul"),
-    "max": _extreme(">", False, "or_"),
-    "min": _extreme("<", False, "and_"),
-    "fmax": _extreme(">", True, "or_"),
-    "fmin": _extreme("<", True, "and_"),
-    "or": lambda b, acc, v, kind: b.or_(acc, v),
-    "and": lambda b, acc, v, kind: b.and_(acc, v),
-}
-ARG_COMPARE = {"argmax": ">", "argmin": "<"}
+
+#: NaN-propagating LLVM intrinsics of the float extrema that vectorise
+_NAN_WINS_INTRINSICS = {Op.GT: "maximum", Op.LT: "minimum"}
+
+#: float reductions whose value combines through a vectorisable intrinsic; their index
+#: accumulator holds the last-zero code (module docstring, ``ops.zero_coded``)
+ZERO_CODED = {name: _float_extreme(_NAN_WINS_INTRINSICS[info.combine.beats])
+              for name, info in REDUCE_KINDS.items() if zero_coded(name, np.dtype("f8"))}
+
+COMBINE: dict[str, Combine] = {name: render_combine(info.combine)
+                               for name, info in REDUCE_KINDS.items()
+                               if not info.combine.position}
+ARG_COMPARE = {name: COMPARE_SYMBOLS[info.combine.beats]
+               for name, info in REDUCE_KINDS.items() if info.combine.position}
 
 
 def llvm_reduce_gaps() -> list[tuple[str, str]]:
@@ -133,7 +153,7 @@ class Accumulator:
 
     @staticmethod
     def zero_coded_for(ins: Instr, source: np.dtype, sign_matters: bool = True) -> bool:
-        return ins.attr in ZERO_CODED and np.dtype(source).kind == "f" and sign_matters
+        return zero_coded(ins.attr, source, sign_matters)
 
     @property
     def zero_coded(self) -> bool:

@@ -1,9 +1,9 @@
 """The LLVM rule table: one rule per (primitive, dtype kind), nothing else decides codegen.
 
 A rule receives the body context, the instruction and its operand values and returns the
-result value (``None`` for a store). The kind that selects a rule is the kind of the last
-operand (the value for SELECT and STORE, the source for CAST, the operands of a
-comparison) or, for leaves, of the result. Samples of what rules emit::
+result value (``None`` for a store). The kind that selects a rule is ``ops.rule_kind``'s,
+as on the GPU: the operand's for comparisons and casts (the source; the target kind then
+picks the conversion from ``ops.CONVERSIONS``), the result's otherwise. Samples of what rules emit::
 
     add (i):      %v = add i32 %a, %b                     ; wraps, as NumPy does
     lt (f):       %v = fcmp olt double %a, %b             ; ordered: NaN -> false
@@ -22,7 +22,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from autojit.ir.kernel import Instr, Kernel
-from autojit.ir.ops import OP_TABLE, PRIMITIVES, Op
+from autojit.ir.ops import CONVERSIONS, OP_TABLE, PRIMITIVES, Conversion, Op, exact_constant
 from autojit.lower_cpu.mathlib import MathCalls
 
 KINDS = "biuf"
@@ -115,12 +115,11 @@ def constant(dtype: np.dtype, value: Any) -> ir.Constant:
     """Return an exact LLVM constant: ``double 0x7FF0000000000000`` for inf, ``i64 -1`` for
     uint64's maximum (LLVM integer constants are written in two's complement)."""
     dtype = np.dtype(dtype)
-    ty = llvm_type(dtype)
-    if dtype.kind == "f":
-        return ir.Constant(ty, float(value))
-    bits = 1 if dtype.kind == "b" else 8 * dtype.itemsize
-    raw = int(value) & ((1 << bits) - 1)
-    return ir.Constant(ty, raw - (1 << bits) if raw >> (bits - 1) and bits > 1 else raw)
+    ty, exact = llvm_type(dtype), exact_constant(value, dtype)
+    if dtype.kind in "fb":
+        return ir.Constant(ty, float(exact) if dtype.kind == "f" else int(exact))
+    bits = 8 * dtype.itemsize   # an unsigned value past the signed range, as LLVM spells it
+    return ir.Constant(ty, exact - (1 << bits) if exact >> (bits - 1) == 1 else exact)
 
 
 def _const(c: BodyContext, ins: Instr, a: list[ir.Value]) -> ir.Value:
@@ -173,16 +172,19 @@ def _builder_cast(name: str) -> CastRule:
 
 _identity: CastRule = lambda b, v, to, c: v
 
-#: (source kind, target kind) -> cast rule.
+#: how each conversion of ``ops.CONVERSIONS`` is emitted, given (source kind, target kind)
+_CONVERSION_RULES: dict[Conversion, Callable[[str, str], CastRule]] = {
+    Conversion.SAME: lambda s, t: _identity,
+    Conversion.WRAP: lambda s, t: _resize("sext" if s == "i" else "zext"),
+    Conversion.ROUND: lambda s, t: (_float_resize if s == "f" else
+                                    _builder_cast("sitofp" if s == "i" else "uitofp")),
+    Conversion.NONZERO: lambda s, t: _float_is_nonzero if s == "f" else _int_is_nonzero,
+    Conversion.SATURATE: lambda s, t: _saturating("fptosi" if t == "i" else "fptoui"),
+}
+
+#: (source kind, target kind) -> cast rule, from the conversions both renderers share.
 CAST_RULES: dict[tuple[str, str], CastRule] = {
-    ("b", "b"): _identity, ("b", "i"): _resize("zext"), ("b", "u"): _resize("zext"),
-    ("b", "f"): _builder_cast("uitofp"),
-    ("i", "b"): _int_is_nonzero, ("i", "i"): _resize("sext"), ("i", "u"): _resize("sext"),
-    ("i", "f"): _builder_cast("sitofp"),
-    ("u", "b"): _int_is_nonzero, ("u", "i"): _resize("zext"), ("u", "u"): _resize("zext"),
-    ("u", "f"): _builder_cast("uitofp"),
-    ("f", "b"): _float_is_nonzero, ("f", "i"): _saturating("fptosi"),
-    ("f", "u"): _saturating("fptoui"), ("f", "f"): _float_resize,
+    pair: _CONVERSION_RULES[conversion](*pair) for pair, conversion in CONVERSIONS.items()
 }
 
 
@@ -230,11 +232,8 @@ def _build_table() -> dict[tuple[Op, str], Rule]:
 
 
 LLVM_RULES: dict[tuple[Op, str], Rule] = _build_table()
-
-
-def rule_kind(ins: Instr, dtypes: dict[int, np.dtype]) -> str:
-    """Return the dtype kind that selects the rule of ``ins`` (see the module docstring)."""
-    return dtypes[ins.args[-1]].kind if ins.args else ins.dtype.kind
+#: the scalar table's parts the reduce and scan combines are rendered through
+ARITH_METHODS, COMPARE_SYMBOLS, BITWISE_METHODS = _ARITH, _COMPARE_SYMBOLS, _BITWISE
 
 
 def _handled_by_the_loop_nest(c: BodyContext, ins: Instr, a: list[ir.Value]) -> ir.Value:

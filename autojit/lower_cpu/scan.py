@@ -20,24 +20,22 @@ import numpy as np
 
 from autojit.ir.kernel import Instr
 from autojit.ir.ops import SCAN_KINDS
+from autojit.ir.ops import Combine as CombineSpec
+from autojit.lower_cpu.reduce import render_combine
 from autojit.lower_cpu.rules import constant, llvm_type
 
 Combine = Callable[[ir.IRBuilder, ir.Value, ir.Value], ir.Value]
 
 
-def _ordered(float_op: str, int_op: str) -> Callable[[str], Combine]:
-    """Return the combine of one dtype kind: ``fadd`` for floats, wrapping ``add`` else."""
-    def for_kind(kind: str) -> Combine:
-        name = float_op if kind == "f" else int_op
-        return lambda b, run, v: getattr(b, name)(run, v)
-    return for_kind
+def _scan_combine(spec: CombineSpec) -> Callable[[str], Combine]:
+    """Return the combine of one dtype kind for a scan's spec (``ops.SCAN_KINDS``: the
+    reduction's of the same name): ``fadd`` for floats, wrapping ``add`` else."""
+    combine = render_combine(spec)
+    return lambda kind: lambda b, run, v: combine(b, run, v, kind)
 
 
 SCAN_COMBINE: dict[str, Callable[[str], Combine]] = {
-    "add": _ordered("fadd", "add"),
-    "mul": _ordered("fmul", "mul"),
-    "or": lambda kind: lambda b, run, v: b.or_(run, v),
-    "and": lambda kind: lambda b, run, v: b.and_(run, v),
+    name: _scan_combine(info.combine) for name, info in SCAN_KINDS.items()
 }
 
 

@@ -49,7 +49,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from autojit.ir.kernel import Kernel
+from autojit.ir.kernel import Kernel, Level
 from autojit.ir.ops import OP_TABLE, Op, ordered_reduction
 from autojit.lower_cpu.partials_layout import (
     CARRY_BYTES,
@@ -66,10 +66,9 @@ log = logging.getLogger("autojit")
 
 _FuncPtr = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
-#: per-iteration cost of one instruction, in units of a simple arithmetic op (an add)
-_COSTS = {Op.CONST: 0, Op.LOAD_SCALAR: 0, Op.INDEX: 0, Op.DIV: 4, Op.SQRT: 4, Op.REM: 8,
-          Op.FLOOR_DIVIDE: 8, Op.REMAINDER: 8, Op.FMOD: 8}
-_TRANSCENDENTAL_COST = 12
+#: per-iteration cost of one instruction, in adds: the op table's cost column, plus one
+#: for each element a load or store moves (the splitter has no separate bytes term)
+_MEMORY_COST = {Op.LOAD: 1.0, Op.STORE: 1.0}
 #: how many calls were split each way ("outer", "partials"), for tests and reports
 SPLITS: collections.Counter[str] = collections.Counter()
 #: chunks per thread of an outer split from 8 × ``min_work``: spare chunks for the threads
@@ -86,11 +85,8 @@ _ALIGN = 64
 _ROWS_PER_THREAD = 4
 
 
-def _instr_cost(op: Op) -> int:
-    if op in _COSTS:
-        return _COSTS[op]
-    info = OP_TABLE.get(op)
-    return _TRANSCENDENTAL_COST if info is not None and info.math_name else 1
+def _instr_cost(op: Op) -> float:
+    return OP_TABLE[op].cost + _MEMORY_COST.get(op, 0)
 
 
 @dataclass(frozen=True)
@@ -137,8 +133,8 @@ def partials_ok(kernel: Kernel) -> bool:
             return False
         for a in ins.args:
             source = by_id[a]
-            if source.level == "row" and source.op not in free and (
-                    ins.level == "outer" or source.phase != ins.phase):
+            if source.level == Level.ROW and source.op not in free and (
+                    ins.level == Level.OUTER or source.phase != ins.phase):
                 return False
     return True
 
@@ -153,7 +149,7 @@ def plan_split(kernel: Kernel) -> SplitPlan:
     outputs = [b for b, buf in enumerate(kernel.buffers) if buf.is_output]
     # the chunks of a row dimension write only what the row level stores
     row_stored = sorted({ins.attr for ins in kernel.body
-                         if ins.op is Op.STORE and ins.level == "row"})
+                         if ins.op is Op.STORE and ins.level == Level.ROW})
     writers = [outputs if d < kernel.outer_rank else row_stored for d in range(kernel.rank)]
     guarded = tuple(tuple(-1 - strides[b][d] for b in writers[d] if strides[b][d] < 0)
                     for d in range(kernel.rank))
@@ -167,7 +163,7 @@ def plan_split(kernel: Kernel) -> SplitPlan:
     scans = any(ins.op.value == "scan" for ins in kernel.body)
     partials = (not scans and kernel.row_dims > 0 and safe(kernel.outer_rank)
                 and partials_ok(kernel))
-    cost = sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == "row")
+    cost = int(sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == Level.ROW))
     reduces = tuple(sum(ins.op is Op.REDUCE and ins.phase == p for ins in kernel.body)
                     for p in range(kernel.phases))
     tree = tree_sums(kernel)

@@ -24,14 +24,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from autojit.ir.kernel import Kernel
+from autojit.ir.kernel import Kernel, Level
 from autojit.ir.ops import Op
+from autojit.ir.zero_sign import indexed_reduces
 
 WARP = 32
 WARP_ROW_LIMIT = 1024   # longer rows get a whole block (a warp would loop 32+ times)
 MIN_SPLIT_ELEMENTS = 16  # per thread: below this a split only adds partials and atomics
 WAVES = 4                # grid cap, in multiples of the blocks resident at once
-ARG_KINDS = ("argmax", "argmin")
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class ReduceLaunch:
 def is_reduction(kernel: Kernel) -> bool:
     """Return True when ``kernel`` needs the row/phase structure (not a plain loop)."""
     return kernel.row_dims > 0 or kernel.phases > 1 or any(
-        ins.op is Op.REDUCE or ins.level == "outer" for ins in kernel.body)
+        ins.op is Op.REDUCE or ins.level == Level.OUTER for ins in kernel.body)
 
 
 def can_split(kernel: Kernel) -> bool:
@@ -70,9 +70,11 @@ def launch_splits(kernel: Kernel, launch: ReduceLaunch) -> tuple[int, ...]:
 
 
 def partial_words(kernel: Kernel) -> int:
-    """Return the 64-bit words one block's partial results take (argmax/argmin: two; a
-    scan's chunk total: one)."""
-    return sum(2 if ins.attr in ARG_KINDS else 1 for ins in kernel.body
+    """Return the 64-bit words one block's partial results take (two where the accumulator
+    carries a position, ``zero_sign.indexed_reduces``: argmax/argmin, a float max/min's
+    last-zero code; a scan's chunk total: one)."""
+    indexed = indexed_reduces(kernel)
+    return sum(2 if ins.id in indexed else 1 for ins in kernel.body
                if ins.op in (Op.REDUCE, Op.SCAN))
 
 

@@ -36,9 +36,7 @@ from __future__ import annotations
 
 from autojit.ir.kernel import Instr, Kernel
 from autojit.lower_gpu.kernel_text import Names, emulate_call
-from autojit.lower_gpu.reduce_launch import ARG_KINDS
 from autojit.lower_gpu.rows import RowEmitter
-from autojit.lower_gpu.rules import reduce_start
 
 __all__ = ["ReduceEmitter", "render_reduce_emulate", "render_reduce_kernel"]
 
@@ -69,7 +67,7 @@ class ReduceEmitter(RowEmitter):
         words, slots, offset = self.words, [], 0
         for ins in reduces:
             slots.append(offset)
-            offset += 2 if ins.attr in ARG_KINDS else 1
+            offset += 2 if ins.id in self.indexed else 1
         lines = ["    if (aj_splits > 1) {",
                  "      if (threadIdx.x == 0) {"]
         lines += [f"        aj_put(aj_scratch + aj_u * {words} + {slot}, aj_acc{ins.id});"
@@ -80,7 +78,7 @@ class ReduceEmitter(RowEmitter):
                   f"      const unsigned long long *aj_part = aj_scratch + aj_o * aj_splits"
                   f" * {words};"]
         for ins, slot in zip(reduces, slots):
-            start, functor = reduce_start(ins.attr, self.source(ins)), self.functor(ins)
+            start, functor = self.start(ins), self.functor(ins)
             lines.append(f"      aj_acc{ins.id} = aj_team_reduce(aj_gather(aj_part + {slot}, "
                          f"{words}, aj_splits, {start}, {functor}()), aj_team, {functor}());")
         return lines + ["    }"]

@@ -26,11 +26,19 @@ from collections import defaultdict
 import numpy as np
 
 from autojit.ir.kernel import Instr, Kernel
-from autojit.ir.ops import Op
+from autojit.ir.ops import ARG_KINDS, Op
+from autojit.ir.zero_sign import indexed_reduces
 from autojit.lower_gpu.kernel_text import Names, decode, render_instr, signature, size_product
 from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
-from autojit.lower_gpu.reduce_launch import ARG_KINDS, can_split, partial_words
-from autojit.lower_gpu.rules import accumulator_type, c_type, reduce_combine, reduce_start
+from autojit.lower_gpu.reduce_launch import can_split, partial_words
+from autojit.lower_gpu.rules import (
+    accumulator_type,
+    c_type,
+    reduce_combine,
+    reduce_start,
+    zero_code,
+    zero_coded_result,
+)
 
 __all__ = ["EXTRA_PARAMS", "GRID_STRIDE_HEAD", "HOISTED", "RowEmitter"]
 
@@ -67,6 +75,7 @@ class RowEmitter:
         self.row_dims = range(kernel.outer_rank, kernel.rank)
         self.split = can_split(kernel)
         self.words = partial_words(kernel)
+        self.indexed = indexed_reduces(kernel)   # argmax/argmin, coded float max/min
         self.buckets: dict[tuple[int, str], list[Instr]] = defaultdict(list)
         for ins in kernel.body:
             if ins.op not in HOISTED:
@@ -92,9 +101,20 @@ class RowEmitter:
     def source(self, ins: Instr) -> np.dtype:
         return self.dtypes[ins.args[0]]
 
+    def coded(self, ins: Instr) -> bool:
+        """Whether a REDUCE carries a last-zero code (``ops.zero_coded``)."""
+        return ins.op is Op.REDUCE and ins.id in self.indexed and ins.attr not in ARG_KINDS
+
     def functor(self, ins: Instr) -> str:
-        """Return the name of the combine functor: ``aj_red_max_float64``."""
-        return f"aj_red_{ins.attr}_{self.source(ins).name}"
+        """Return the name of the combine functor: ``aj_red_max_float64`` (with its
+        last-zero code: ``aj_red_max_z_float64``)."""
+        return f"aj_red_{ins.attr}{'_z' if self.coded(ins) else ''}_{self.source(ins).name}"
+
+    def acc_type(self, ins: Instr) -> str:
+        return accumulator_type(ins.attr, self.source(ins), self.coded(ins))
+
+    def start(self, ins: Instr) -> str:
+        return reduce_start(ins.attr, self.source(ins), self.coded(ins))
 
     def prologue(self) -> list[str]:
         """Return the row bookkeeping before the loops (constants hoisted first)."""
@@ -114,8 +134,7 @@ class RowEmitter:
 
     def accumulators(self, phase: int) -> list[str]:
         """Return the declarations of the phase's REDUCE accumulators, at their starts."""
-        return [f"    {accumulator_type(ins.attr, self.source(ins))} aj_acc{ins.id} = "
-                f"{reduce_start(ins.attr, self.source(ins))};"
+        return [f"    {self.acc_type(ins)} aj_acc{ins.id} = {self.start(ins)};"
                 for ins in self.buckets.get((phase, "row"), []) if ins.op is Op.REDUCE]
 
     def row_line(self, ins: Instr) -> str:
@@ -123,7 +142,9 @@ class RowEmitter:
         if ins.op is Op.REDUCE:
             value = f"v{ins.args[0]}"
             if ins.attr in ARG_KINDS:
-                value = f"{accumulator_type(ins.attr, self.source(ins))}{{{value}, aj_r}}"
+                value = f"{self.acc_type(ins)}{{{value}, aj_r}}"
+            elif self.coded(ins):
+                value = f"{self.acc_type(ins)}{{{value}, {zero_code(value, 'aj_r')}}}"
             return f"aj_acc{ins.id} = {self.functor(ins)}()(aj_acc{ins.id}, {value});"
         line = render_instr(self.kernel, self.names, ins, self.dtypes)
         return f"if (aj_valid) {line}" if ins.op is Op.STORE else line
@@ -151,8 +172,10 @@ class RowEmitter:
         if reduces:
             lines += self.combine_tail(reduces)
         for ins in reduces:
-            pick = ".i" if ins.attr in ARG_KINDS else ""
-            lines.append(f"    const {c_type(ins.dtype)} v{ins.id} = aj_acc{ins.id}{pick};")
+            value = (f"aj_acc{ins.id}.i" if ins.attr in ARG_KINDS else
+                     zero_coded_result(f"aj_acc{ins.id}", ins.dtype) if self.coded(ins) else
+                     f"aj_acc{ins.id}")
+            lines.append(f"    const {c_type(ins.dtype)} v{ins.id} = {value};")
         return lines
 
     def outer_lines(self, phase: int) -> list[str]:
@@ -173,11 +196,11 @@ class RowEmitter:
                 continue
             name, dtype = self.functor(ins), self.source(ins)
             seen.add(name)
-            acc = accumulator_type(ins.attr, dtype)
+            acc, coded = self.acc_type(ins), self.coded(ins)
             lines += [f"#ifndef {name.upper()}", f"#define {name.upper()}",
                       f"struct {name} {{",
                       f"  __device__ __forceinline__ {acc} operator()({acc} a, {acc} b) const {{",
-                      f"    return {reduce_combine(ins.attr, dtype, 'a', 'b')};",
+                      f"    return {reduce_combine(ins.attr, dtype, 'a', 'b', coded)};",
                       "  }", "};", "#endif"]
         return lines
 

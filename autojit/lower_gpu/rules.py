@@ -5,14 +5,17 @@ for example ``(Op.ADD, "i")`` on ``int8`` values ``v1, v2`` gives::
 
     (int8_t)((unsigned int)v1 + (unsigned int)v2)
 
-The kind is that of the operands for comparisons (their result is always bool) and that of
-the result otherwise (for CAST, the target kind). ``cuda_rule_gaps()`` lists the
+The kind is ``ops.rule_kind``'s, as on the CPU: that of the operand for comparisons (their
+result is always bool) and casts (the target kind then picks the conversion from
+``ops.CONVERSIONS``), that of the result otherwise. ``cuda_rule_gaps()`` lists the
 (primitive, kind) pairs the op table asks for and this table lacks; it must stay empty.
 
-Reductions have their own rows, keyed by (reduce kind, dtype kind): each combines two
+Reductions have their own rows, keyed by (reduce kind, dtype kind), rendered from the
+combine specs of ``ops.COMBINES`` (NaN, tie and zero-sign rules): each combines two
 accumulators ``a`` and ``b`` (for argmax/argmin, ``aj_vi`` (value, index) pairs), e.g.
-``("max", "f")`` gives ``((a > b || a != a) ? a : b)``; ``cuda_reduce_gaps()`` must stay
-empty too.
+``("max", "f")`` gives ``((a > b || a != a) ? a : b)``, and with its last-zero code
+``aj_vi<double>{((a.v > b.v || a.v != a.v) ? a.v : b.v), (a.i > b.i ? a.i : b.i)}``;
+``cuda_reduce_gaps()`` must stay empty too.
 """
 
 from __future__ import annotations
@@ -23,7 +26,19 @@ from typing import Any
 
 import numpy as np
 
-from autojit.ir.ops import OP_TABLE, PRIMITIVES, REDUCE_KINDS, Op
+from autojit.ir.ops import (
+    ARG_KINDS,
+    CONVERSIONS,
+    OP_TABLE,
+    PRIMITIVES,
+    REDUCE_KINDS,
+    Combine,
+    Conversion,
+    NanRule,
+    Op,
+    exact_constant,
+    zero_coded,
+)
 
 C_TYPES: dict[str, str] = {
     "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
@@ -64,7 +79,7 @@ def float_literal(value: float, dtype: np.dtype) -> str:
     """Return an exact C literal: ``0x1.8000000000000p+0``, ``-0x0.0p+0f``, and for inf
     and NaN a bit pattern, ``aj_f64_bits(0x7ff0000000000000ULL)``."""
     dtype = np.dtype(dtype)
-    scalar = np.asarray(value).astype(dtype)
+    scalar = exact_constant(value, dtype)
     if np.isfinite(scalar):
         # Every float32 is a double, so the double's hex form is exact for both.
         return float(scalar).hex() + ("f" if dtype.itemsize == 4 else "")
@@ -76,7 +91,7 @@ def int_literal(value: int, dtype: np.dtype) -> str:
     """Return a literal of exactly ``dtype``: ``(int32_t)-7LL``, ``(uint64_t)255ULL``;
     the int64 minimum is spelled ``(int64_t)(-9223372036854775807LL - 1)`` because its
     magnitude is not a valid ``long long`` literal."""
-    number = int(np.asarray(value).astype(dtype))
+    number = exact_constant(value, dtype)
     if number == -(2**63):
         return "(int64_t)(-9223372036854775807LL - 1)"
     suffix = "LL" if number < 0 else "ULL"
@@ -85,7 +100,7 @@ def int_literal(value: int, dtype: np.dtype) -> str:
 
 def _const(o: Operands) -> str:
     literal = {
-        "b": lambda: "true" if bool(o.attr) else "false",
+        "b": lambda: "true" if exact_constant(o.attr, o.dtype) else "false",
         "f": lambda: float_literal(o.attr, o.dtype),
     }.get(o.dtype.kind, lambda: int_literal(o.attr, o.dtype))
     return literal()
@@ -143,20 +158,25 @@ def _plain_cast(o: Operands) -> str:
     return f"({o.t})({o.args[0]})"
 
 
-#: CAST rules keyed by (source kind, target kind) when the target kind alone is not enough.
-_CAST_BY_SOURCE: dict[tuple[str, str], Rule] = {
-    ("f", "i"): _saturating_cast,
-    ("f", "u"): _saturating_cast,
-}
-
-
-def _cast_to_number(o: Operands) -> str:
-    return _CAST_BY_SOURCE.get((o.source.kind, o.dtype.kind), _plain_cast)(o)
-
-
 def _cast_to_bool(o: Operands) -> str:
     # NumPy: x != 0, so NaN -> true.
     return f"({o.args[0]} != 0)"
+
+
+#: how each conversion of ``ops.CONVERSIONS`` is spelled in C
+_CONVERSION_RULES: dict[Conversion, Rule] = {
+    Conversion.SAME: _plain_cast,
+    Conversion.WRAP: _plain_cast,        # C's conversion to an integer type is modular
+    Conversion.ROUND: _plain_cast,       # round to nearest, ties to even
+    Conversion.NONZERO: _cast_to_bool,
+    Conversion.SATURATE: _saturating_cast,
+}
+
+
+def _cast(o: Operands) -> str:
+    """CAST, keyed by the source kind (``ops.rule_kind``) as on the CPU; the target kind
+    picks the conversion from the one table both renderers share."""
+    return _CONVERSION_RULES[CONVERSIONS[o.source.kind, o.dtype.kind]](o)
 
 
 # -- the table --------------------------------------------------------------------------
@@ -174,8 +194,7 @@ _ROWS: list[tuple[Op, str, Rule]] = [
     (Op.INDEX, "i", lambda o: o.attr),          # the loop coordinate, e.g. ``i1``
     (Op.STORE, "biuf", lambda o: f"{o.attr} = {o.args[0]}"),
     (Op.SELECT, "biuf", lambda o: f"({o.args[0]} ? {o.args[1]} : {o.args[2]})"),
-    (Op.CAST, "iuf", _cast_to_number),
-    (Op.CAST, "b", _cast_to_bool),
+    (Op.CAST, "biuf", _cast),
     (Op.NEG, "iu", _wrap_neg),
     (Op.NEG, "f", lambda o: f"(-{o.args[0]})"),
     (Op.REM, "f", _math("fmod")),
@@ -198,14 +217,7 @@ CUDA_RULES: dict[tuple[Op, str], Rule] = {
 CALLED_NAMES: frozenset[str] = frozenset(
     {name + suffix
      for name in ("fmod", "fmax", "fmin", *(OP_TABLE[op].math_name for op in _MATH_OPS))
-     for suffix in ("", "f")} | {"aj_sat_cast", "aj_f32_bits", "aj_f64_bits"})
-
-
-def rule_kind(op: Op, dtype: np.dtype, operand: np.dtype | None) -> str:
-    """Return the kind that selects ``op``'s rule: the operand's for bool-valued
-    comparisons, the result's otherwise."""
-    use_operand = OP_TABLE[op].bool_result and operand is not None
-    return np.dtype(operand if use_operand else dtype).kind
+     for suffix in ("", "f")} | {"aj_sat_cast", "aj_f32_bits", "aj_f64_bits", "signbit"})
 
 
 def cuda_rule_gaps() -> list[tuple[Op, str]]:
@@ -246,55 +258,87 @@ def _arg_best(symbol: str) -> Rule:
     return rule
 
 
-_REDUCE_ROWS: list[tuple[str, str, Rule]] = [
-    ("add", "iu", _wrap("+")),
-    ("add", "f", _infix("+")),
-    ("mul", "iu", _wrap("*")),
-    ("mul", "f", _infix("*")),
-    ("max", "iu", _pick(">")),
-    ("max", "f", _nan_first(">")),
-    ("min", "iu", _pick("<")),
-    ("min", "f", _nan_first("<")),
-    ("fmax", "f", _nan_skipping(">")),
-    ("fmin", "f", _nan_skipping("<")),
-    ("or", "b", _infix("||")),
-    ("and", "b", _infix("&&")),
-    ("argmax", "iuf", _arg_best(">")),
-    ("argmin", "iuf", _arg_best("<")),
-]
+_LOGICAL = {Op.OR: "||", Op.AND: "&&"}
+
+
+def _zero_coded(extremum: Rule) -> Rule:
+    """A float max/min carrying its last-zero code (``ops.zero_coded``): the value by the
+    plain rule, the codes by max, so a zero result can take the row's last zero's sign."""
+    def rule(o: Operands) -> str:
+        a, b = o.args
+        value = extremum(Operands(o.dtype, o.source, (f"{a}.v", f"{b}.v")))
+        return f"aj_vi<{o.t}>{{{value}, ({a}.i > {b}.i ? {a}.i : {b}.i)}}"
+    return rule
+
+
+def _render_combine(spec: Combine, kind: str) -> Rule:
+    """Return the C rule of one combine spec (``ops.COMBINES``) on one dtype kind, through
+    this file's scalar tables."""
+    if spec.op is not None:
+        if kind == "b":
+            return _infix(_LOGICAL[spec.op])
+        return _wrap(_WRAPPING[spec.op]) if kind in "iu" else _infix(_FLOAT_INFIX[spec.op])
+    symbol = _COMPARE[spec.beats]
+    if spec.position:
+        return _arg_best(symbol)
+    if kind == "b":
+        return _infix(_LOGICAL[spec.bool_op])
+    if kind in "iu":
+        return _pick(symbol)
+    return (_nan_first if spec.nan is NanRule.WINS else _nan_skipping)(symbol)
+
 
 #: Combine rules of reductions, keyed by (REDUCE_KINDS key, dtype kind of the reduced value).
 REDUCE_RULES: dict[tuple[str, str], Rule] = {
-    (kind, dtype_kind): rule for kind, kinds, rule in _REDUCE_ROWS for dtype_kind in kinds
+    (name, kind): _render_combine(info.combine, kind)
+    for name, info in REDUCE_KINDS.items() for kind in info.kinds
 }
 
-ARG_REDUCTIONS = frozenset({"argmax", "argmin"})
 INT64_MAX_LITERAL = "9223372036854775807LL"
 
 
-def accumulator_type(kind: str, dtype: np.dtype) -> str:
-    """Return the C type of a reduction's accumulator: ``double``, ``aj_vi<float>``."""
-    return f"aj_vi<{c_type(dtype)}>" if kind in ARG_REDUCTIONS else c_type(dtype)
+def accumulator_type(kind: str, dtype: np.dtype, coded: bool = False) -> str:
+    """Return the C type of a reduction's accumulator: ``double``, ``aj_vi<float>`` (the
+    arg kinds; ``coded``: a float max/min with its last-zero code)."""
+    paired = kind in ARG_KINDS or (coded and zero_coded(kind, dtype))
+    return f"aj_vi<{c_type(dtype)}>" if paired else c_type(dtype)
 
 
-def reduce_start(kind: str, dtype: np.dtype) -> str:
+def reduce_start(kind: str, dtype: np.dtype, coded: bool = False) -> str:
     """Return the accumulator's start value (REDUCE_KINDS' ``start``) as a C expression;
-    argmax/argmin start at index INT64_MAX, which every real element beats on ties."""
+    argmax/argmin start at index INT64_MAX, which every real element beats on ties, a
+    last-zero code at 0 (no zero seen)."""
     dtype = np.dtype(dtype)
     operands = Operands(dtype, dtype, (), REDUCE_KINDS[kind].start(dtype))
     value = _const(operands)
-    if kind in ARG_REDUCTIONS:
+    if kind in ARG_KINDS:
         return f"{accumulator_type(kind, dtype)}{{{value}, {INT64_MAX_LITERAL}}}"
+    if coded and zero_coded(kind, dtype):
+        return f"{accumulator_type(kind, dtype, coded)}{{{value}, 0LL}}"
     return value
 
 
-def reduce_combine(kind: str, dtype: np.dtype, a: str, b: str) -> str:
+def reduce_combine(kind: str, dtype: np.dtype, a: str, b: str, coded: bool = False) -> str:
     """Return the C expression combining accumulators ``a`` and ``b``."""
     dtype = np.dtype(dtype)
     rule = REDUCE_RULES.get((kind, dtype.kind))
     if rule is None:
         raise NotImplementedError(f"no CUDA rule for reduce.{kind} on kind {dtype.kind!r}")
+    if coded and zero_coded(kind, dtype):
+        rule = _zero_coded(rule)
     return rule(Operands(dtype, dtype, (a, b)))
+
+
+def zero_code(value: str, position: str) -> str:
+    """Return the last-zero code of element ``value`` at row ``position`` (``ops.zero_coded``):
+    ``2p + 1`` for -0, ``2p + 2`` for +0, 0 otherwise."""
+    return f"({value} == 0 ? 2 * {position} + (signbit({value}) ? 1 : 2) : 0LL)"
+
+
+def zero_coded_result(acc: str, dtype: np.dtype) -> str:
+    """Return the value of a coded accumulator: a zero takes the sign of the last zero."""
+    negative, positive = float_literal(-0.0, dtype), float_literal(0.0, dtype)
+    return f"({acc}.v == 0 ? (({acc}.i & 1) ? {negative} : {positive}) : {acc}.v)"
 
 
 def cuda_reduce_gaps() -> list[tuple[str, str]]:

@@ -21,29 +21,19 @@ from dataclasses import dataclass
 
 from autojit.fuse.plan import Plan
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import OP_TABLE, Op, OpGroup
+from autojit.ir.ops import OP_TABLE, Op
 from autojit.ir.types import Dim
 
 INFINITE = math.inf
 
-#: Weighted flops of one scalar instruction, by op; unlisted ops cost 1, leaves and memory 0.
-#: Transcendentals cost what a vectorised libm call costs relative to an add (~16).
-FLOP_WEIGHTS: dict[Op, float] = {
-    **{op: 0.0 for op in (Op.LOAD, Op.LOAD_SCALAR, Op.STORE, Op.CONST, Op.SIZE, Op.ARG)},
-    **{op: 16.0 for op, info in OP_TABLE.items() if info.math_name},
-    **{op: 1.0 for op in (Op.FABS, Op.COPYSIGN, Op.FLOOR, Op.CEIL, Op.TRUNC, Op.RINT)},
-    **{op: 4.0 for op in (Op.DIV, Op.REM, Op.SQRT, Op.CBRT)},
-    Op.CAST: 1.0,
-}
-_GROUP_WEIGHTS: dict[OpGroup, float] = {OpGroup.LEAF: 0.0, OpGroup.MEMORY: 0.0}
+#: Weighted flops of one scalar instruction, by op: the op table's cost column
+#: (``OpInfo.cost``), which the CPU's thread splitter weighs kernels by too.
+FLOP_WEIGHTS: dict[Op, float] = {op: info.cost for op, info in OP_TABLE.items()}
 
 
 def flop_weight(op: Op) -> float:
     """Return the weighted flops of one ``op`` instruction."""
-    weight = FLOP_WEIGHTS.get(op)
-    if weight is None:
-        weight = _GROUP_WEIGHTS.get(OP_TABLE[op].group, 1.0)
-    return weight
+    return FLOP_WEIGHTS[op]
 
 
 @dataclass(frozen=True)

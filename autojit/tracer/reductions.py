@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from autojit.errors import TraceError, UnsupportedError
-from autojit.ir.ops import Op
+from autojit.ir.ops import ARG_KINDS, WITHOUT_IDENTITY, Op, reduce_result_dtype
 from autojit.ir.types import TensorType
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import current_trace, user_location
@@ -67,11 +67,11 @@ def reduce_proxy(x: Any, kind: str, axes: tuple[int, ...], keepdims: bool,
         kind = _BOOL_REDUCE_KINDS.get(kind, kind)
     if not isinstance(x, Proxy):
         raise UnsupportedError("reductions of constants are not supported", user_location(3))
-    source = x if x.dtype == dtype or kind in ("argmax", "argmin") else x.astype(dtype)
+    source = x if x.dtype == dtype or kind in ARG_KINDS else x.astype(dtype)
     shape = tuple(1 if i in axes else d for i, d in enumerate(x.type.shape)
                   if keepdims or i not in axes)
-    out_dtype = np.dtype(np.int64) if kind in ("argmax", "argmin") else dtype
-    if kind in ("max", "min", "fmax", "fmin", "argmax", "argmin"):
+    out_dtype = reduce_result_dtype(kind, dtype)
+    if kind in WITHOUT_IDENTITY:
         for i in axes:  # NumPy raises for an empty reduction without identity
             dim = state.find(x.type.shape[i])
             if isinstance(dim, str):
