@@ -179,7 +179,7 @@ def test_llvm_rejection_carries_numbered_source(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_coexists_with_numba() -> None:
-    import numba  # a dependency of autojit: its absence is a failure, not a skip
+    import numba  # in the test extra: its absence is a failure, not a skip
 
     @numba.njit(cache=False)
     def total(values: np.ndarray) -> float:
