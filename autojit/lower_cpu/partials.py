@@ -34,6 +34,7 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from autojit.ir.kernel import Kernel
+from autojit.ir.verify import check_kernel
 from autojit.lower_cpu.mathlib import MathCalls
 from autojit.lower_cpu.reduce import Accumulator
 from autojit.lower_cpu.render import (
@@ -249,6 +250,7 @@ def _emit_function(module: ir.Module, kernel: Kernel, math: MathCalls, name: str
 def render_partials(kernel: Kernel, symbol: str) -> str:
     """Return an LLVM module defining ``threads.partial_symbols`` for ``kernel`` (see the
     module docstring); the kernel must pass ``threads.partials_ok``."""
+    check_kernel(kernel)
     module = ir.Module(name=f"{kernel.name}.partials")
     math = MathCalls(module)
     for p in range(kernel.phases):

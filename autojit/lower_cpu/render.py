@@ -49,10 +49,10 @@ from dataclasses import dataclass, field
 import llvmlite.ir as ir
 import numpy as np
 
-from autojit.errors import CompileError
-from autojit.ir.kernel import Kernel
+from autojit.errors import InternalError
+from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import OP_TABLE, Op
-from autojit.ir.printer import format_kernel
+from autojit.ir.verify import check_kernel
 from autojit.ir.zero_sign import zero_sign_blind
 from autojit.lower_cpu.mathlib import MathCalls
 from autojit.lower_cpu.reduce import Accumulator
@@ -60,6 +60,7 @@ from autojit.lower_cpu.rules import (
     I64,
     LLVM_RULES,
     BodyContext,
+    Rule,
     llvm_rule_gaps,
     llvm_type,
     memory_type,
@@ -150,6 +151,15 @@ def _row_position(nest: _Nest, indices: list[ir.Value]) -> ir.Value:
     return position
 
 
+def _rule(ins: Instr, kind: str) -> Rule:
+    """Return the LLVM rule of ``ins`` on operands of dtype ``kind``; InternalError (the
+    CUDA renderer's words) when there is none."""
+    rule = LLVM_RULES.get((ins.op, kind))
+    if rule is None:
+        raise InternalError.no_rule("LLVM", ins.op, ins.dtype)
+    return rule
+
+
 def _emit_body(nest: _Nest, offsets: list[ir.Value | None], level: str, phase: int,
                indices: list[ir.Value]) -> None:
     """Emit the instructions of one (level, phase), each through its (op, kind) rule."""
@@ -182,10 +192,7 @@ def _emit_body(nest: _Nest, offsets: list[ir.Value | None], level: str, phase: i
                 position = _row_position(nest, indices)
             nest.accumulators[ins.id].update(b, nest.values[ins.args[0]], position)
             continue
-        rule = LLVM_RULES.get((ins.op, rule_kind(ins, ctx.dtypes)))
-        if rule is None:
-            raise CompileError(f"no LLVM rule for {ins.op.value} on {ins.dtype}",
-                               source=format_kernel(kernel))
+        rule = _rule(ins, rule_kind(ins, ctx.dtypes))
         result = rule(ctx, ins, [nest.values[a] for a in ins.args])
         if result is not None:
             nest.values[ins.id] = result
@@ -224,8 +231,8 @@ def _emit_nest(nest: _Nest, depth: int, offsets: list[ir.Value | None],
               if nest.accumulators[i].ins.phase == phase}
     if depth == kernel.pairwise_dim and chunks:
         if len(chunks) > 1:
-            raise CompileError("pairwise sums of one phase in chunks of different sizes",
-                               source=format_kernel(kernel))
+            raise InternalError(f"{kernel.name}: pairwise sums of one phase in chunks of "
+                                "different sizes", Op.REDUCE)
         sums = [nest.accumulators[i] for i, _ in kernel.pairwise
                 if nest.accumulators[i].ins.phase == phase]
         if kernel.pairwise_from is None:
@@ -505,7 +512,7 @@ def _prepare(nest: _Nest) -> None:
     ctx = BodyContext(nest.builder, nest.math, nest.kernel, [], nest.scalars, nest.dtypes)
     for ins in nest.kernel.body:
         if ins.op in (Op.CONST, Op.LOAD_SCALAR):
-            nest.values[ins.id] = LLVM_RULES[(ins.op, ins.dtype.kind)](ctx, ins, [])
+            nest.values[ins.id] = _rule(ins, ins.dtype.kind)(ctx, ins, [])
             nest.dtypes[ins.id] = ins.dtype
     sources = {ins.id: ins.dtype for ins in nest.kernel.body}
     blind = zero_sign_blind(nest.kernel)
@@ -587,6 +594,7 @@ def _emit_entry(module: ir.Module, kernel: Kernel, loops: ir.Function, name: str
 def render_llvm(kernel: Kernel, symbol: str | None = None) -> str:
     """Return the LLVM IR module text of ``kernel``, its entry point named ``symbol``
     (default: the kernel's name); see the module docstring for a sample."""
+    check_kernel(kernel)
     symbol = symbol or kernel.name
     module = ir.Module(name=kernel.name)
     math = MathCalls(module)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from autojit.errors import InternalError
 from autojit.ir.ops import OP_TABLE, PRIMITIVES, REDUCE_KINDS, Op
 
 C_TYPES: dict[str, str] = {
@@ -293,7 +294,7 @@ def reduce_combine(kind: str, dtype: np.dtype, a: str, b: str) -> str:
     dtype = np.dtype(dtype)
     rule = REDUCE_RULES.get((kind, dtype.kind))
     if rule is None:
-        raise NotImplementedError(f"no CUDA rule for reduce.{kind} on kind {dtype.kind!r}")
+        raise InternalError.no_rule("CUDA", f"reduce.{kind}", dtype)
     return rule(Operands(dtype, dtype, (a, b)))
 
 

@@ -55,23 +55,29 @@ def _probe_dtype(fn: Callable, x: Proxy, **kwargs: Any) -> np.dtype:
         return np.asarray(fn(sample, **kwargs)).dtype
 
 
-#: what np.add / np.multiply reduce with on booleans (``sum(..., dtype=bool)`` is an any).
-_BOOL_REDUCE_KINDS = {"add": "or", "mul": "and"}
+#: what np.add / np.multiply / np.maximum / np.minimum reduce with on booleans
+#: (``sum(..., dtype=bool)`` is an any, the max of booleans too): the kinds bool rows have
+_BOOL_REDUCE_KINDS = {"add": "or", "mul": "and", "max": "or", "min": "and"}
+#: reductions NumPy refuses over no elements (no identity)
+_NEED_ELEMENTS = ("max", "min", "fmax", "fmin", "argmax", "argmin")
 
 
 def reduce_proxy(x: Any, kind: str, axes: tuple[int, ...], keepdims: bool,
                  dtype: np.dtype) -> Proxy:
     """Record a primitive reduction of ``x`` (cast to ``dtype``) over ``axes``."""
     state = current_trace()
+    need_elements = kind in _NEED_ELEMENTS
     if np.dtype(dtype).kind == "b":
         kind = _BOOL_REDUCE_KINDS.get(kind, kind)
     if not isinstance(x, Proxy):
         raise UnsupportedError("reductions of constants are not supported", user_location(3))
     source = x if x.dtype == dtype or kind in ("argmax", "argmin") else x.astype(dtype)
+    if kind in ("argmax", "argmin") and x.dtype.kind == "b":   # the same positions as 0/1:
+        source = x.astype(np.uint8)                         # a kind argmax rows take
     shape = tuple(1 if i in axes else d for i, d in enumerate(x.type.shape)
                   if keepdims or i not in axes)
     out_dtype = np.dtype(np.int64) if kind in ("argmax", "argmin") else dtype
-    if kind in ("max", "min", "fmax", "fmin", "argmax", "argmin"):
+    if need_elements:
         for i in axes:  # NumPy raises for an empty reduction without identity
             dim = state.find(x.type.shape[i])
             if isinstance(dim, str):
