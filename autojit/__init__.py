@@ -20,6 +20,7 @@ from autojit.errors import (
     ConfigError,
     ConfigWarning,
     FallbackWarning,
+    InternalError,
     TraceError,
     UnsupportedError,
 )
@@ -56,6 +57,6 @@ def stats(format: str = "dict") -> Any:
 __all__ = [
     "AutojitError", "AutojitWarning", "CacheWarning", "CompileError", "ConfigError",
     "ConfigWarning", "Dispatcher",
-    "FallbackWarning", "TraceError", "UnsupportedError", "autoroute", "config",
+    "FallbackWarning", "InternalError", "TraceError", "UnsupportedError", "autoroute", "config",
     "reload_environment", "stats",
 ]

@@ -46,6 +46,29 @@ class CompileError(AutojitError):
         super().__init__(message + details)
 
 
+class InternalError(AutojitError):
+    """A bug in autojit, never in the user's code: no rule for an op on a backend, no
+    decomposition of a graph op, malformed IR (``ir.verify``). ``op`` is the op (an ``Op``
+    or a name such as ``"reduce.max"``), ``dtype`` its dtype when known. The dispatcher
+    treats it as a failed compile: the call runs as plain Python, the reason recorded."""
+
+    HINT = ("this is a bug in autojit; please report it with the function, its arguments' "
+            "dtypes and shapes, and the output of `autojit inspect FILE:FUNC --args SPEC "
+            "--stage fused`")
+
+    def __init__(self, message: str, op: object | None = None, dtype: object | None = None,
+                 ) -> None:
+        self.detail, self.op, self.dtype = message, op, dtype
+        super().__init__(f"{message} ({self.HINT})")
+
+    @classmethod
+    def no_rule(cls, target: str, op: object, dtype: object) -> InternalError:
+        """Return the error of a renderer (``target``: LLVM, CUDA) without a rule for
+        ``op`` on ``dtype``: the same words on every backend."""
+        name = getattr(op, "value", op)
+        return cls(f"no {target} rule for {name} on {dtype}", op, dtype)
+
+
 class StrictFallbackError(AutojitError):
     """Strict mode (``AUTOJIT_STRICT=1``, ``config(strict=True)``, ``--autojit-strict``): a call
     would have run as plain Python. ``function`` is the decorated function's name, ``where``

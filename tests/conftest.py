@@ -1,4 +1,6 @@
-"""Shared test set-up: keeps runs deterministic, and isolates the
+"""Shared test set-up: keeps runs deterministic, verifies every graph and kernel the pipeline
+builds (``AUTOJIT_CHECKS=1``: a malformed one makes its call fall back, which the oracle
+reports as a failure), and isolates the
 compile cache: the suite never reads or writes the user's real cache, and each test starts
 with an empty one of its own (a test's counters and planted bugs cannot be answered by code
 another test compiled). ``--autojit-cache-dir=DIR`` still chooses one folder for a session.
@@ -16,6 +18,7 @@ import pytest
 # plugin imported it first; subprocesses started by tests inherit the variable.
 _CACHE_DIR = tempfile.mkdtemp(prefix="autojit-test-cache-")
 os.environ["AUTOJIT_CACHE_DIR"] = _CACHE_DIR
+os.environ["AUTOJIT_CHECKS"] = "1"
 atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 _TESTS = itertools.count()
 

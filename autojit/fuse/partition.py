@@ -34,6 +34,7 @@ import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from autojit.errors import InternalError
 from autojit.ir.graph import Graph, Node
 from autojit.ir.kernel import Level
 from autojit.ir.ops import Op
@@ -601,7 +602,7 @@ class _Partitioner:
                 if waiting[d] == 0:
                     heapq.heappush(ready, d)
         if len(order) < len(self.groups):
-            raise AssertionError("kernel dependency cycle")
+            raise InternalError("kernel dependency cycle")
         return [self.groups[g] for g in order]
 
 

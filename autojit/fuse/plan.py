@@ -15,6 +15,7 @@ from autojit.ir.graph import Graph, Node
 from autojit.ir.kernel import Kernel, Level
 from autojit.ir.ops import NUMPY_BUFSIZE, OP_TABLE, Op, ordered_reduction
 from autojit.ir.types import Dim
+from autojit.ir.verify import check_graph, check_kernel
 
 DEFAULT_MAX_OPS = 128
 
@@ -633,9 +634,10 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAUL
     ``c_strided[i]`` whether it is a C-ordered strided one (signature.c_ordered_strided).
     ``check`` sees the kernels' outlines before they are emitted (emitting is most of the
     planning time) and raises to stop: a program over the compile budget falls back
-    within the time its trace and partition took.
+    within the time its trace and partition took. With checks on (``AUTOJIT_CHECKS``) the
+    graph, the graph with its reductions split and every kernel are verified (``ir.verify``).
     """
-    graph = split_reductions(graph)
+    graph = check_graph(split_reductions(check_graph(graph)))
     ordered, in_order = _order_sets(graph, contiguous, c_strided)
     exact = numpy_ordered_reductions(graph, ordered, in_order)
     # the values the kernels sum in NumPy's order (a refused plan runs on the GPU only)
@@ -656,7 +658,8 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAUL
             continue
         name = f"k{len(kernels)}_{first.op.value}"
         order.append(("kernel", len(kernels)))
-        kernels.append(_emit_kernel(graph, group, name, in_memory, contiguous, ordered))
+        kernels.append(check_kernel(_emit_kernel(graph, group, name, in_memory, contiguous,
+                                                 ordered)))
     return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order),
                 cpu_refusal=_summation_order_refusal(graph, exact, in_order))
 

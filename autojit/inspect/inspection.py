@@ -110,12 +110,16 @@ class Inspection:
 
     @property
     def ptx(self) -> str:
-        """The PTX NVRTC writes for each kernel (``gpu_arch``); empty without NVRTC."""
+        """The PTX NVRTC writes for each kernel (``gpu_arch``); without NVRTC, a PTX comment
+        saying why (``// no PTX: NVRTC not installed (...)``)."""
         from autojit.lower_gpu import render_cuda
-        from autojit.lower_gpu.compile import compile_cuda, nvrtc_version
+        from autojit.lower_gpu.compile import compile_cuda, nvrtc_unavailable
 
-        if not self.kernels or nvrtc_version() is None:
+        if not self.kernels:
             return ""
+        reason = nvrtc_unavailable()
+        if reason is not None:
+            return f"// no PTX: {reason}\n"
         return "\n".join(compile_cuda(render_cuda(k), k.name, self.gpu_arch).ptx
                          for k in self.kernels)
 

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from autojit.errors import InternalError
 from autojit.ir.ops import OP_TABLE, Op
 
 BOOL = np.dtype(bool)
@@ -135,7 +136,8 @@ def _power(b: Builder, args: tuple[int, ...], out: np.dtype,
                 result = e.select(e.op(Op.EQ, exponent, e.k(constant)), shortcut(), result)
         return result
     if value is None or int(value) < 0:
-        raise NotImplementedError("integer power needs a constant non-negative exponent")
+        raise InternalError("integer power needs a constant non-negative exponent (the "
+                            "tracer refuses others)", Op.POWER, out)
     result, square, n = e.k(1), base, int(value)
     while n:
         if n & 1:
@@ -366,5 +368,5 @@ def decompose(b: Builder, op: Op, args: tuple[int, ...], out: np.dtype,
     if rule is not None:
         return rule(b, args, np.dtype(out))
     if not OP_TABLE[op].is_primitive:
-        raise NotImplementedError(f"no decomposition for {op.value}")
+        raise InternalError(f"no decomposition for {op.value}", op, out)
     return b.emit(op, args, np.dtype(out))

@@ -1,10 +1,18 @@
-"""Structural checks of a Graph and a Kernel; raise VerifyError naming the bad value."""
+"""Structural checks of a Graph and a Kernel; raise VerifyError naming the bad value.
+
+The pipeline runs them on every graph it plans (``fuse.plan``) and every kernel it plans
+and lowers (``lower_cpu``, ``lower_gpu``) when checks are on: ``AUTOJIT_CHECKS=1``, read by
+the config table at import and by ``reload_environment()``, which calls
+:func:`set_checks`; the test suite turns them on. They are a switch of the process, not of
+a call: a compiled kernel serves every call, whatever its options, and kernels are built
+where no call's settings reach (the disk cache, calibration, ``autojit inspect``).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from autojit.errors import AutojitError
+from autojit.errors import InternalError
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Instr, Kernel, Level
 from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op, OpGroup, reduce_result_dtype
@@ -12,8 +20,36 @@ from autojit.ir.ops import OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op, OpGroup, redu
 _SAME_DTYPE_GROUPS = (OpGroup.UNARY, OpGroup.BINARY, OpGroup.COMPARE)
 
 
-class VerifyError(AutojitError):
+class VerifyError(InternalError):
     """The IR is malformed: a bug in autojit, never in the user's code."""
+
+
+_checks = False   # AUTOJIT_CHECKS, set by the config table (set_checks)
+
+
+def set_checks(on: bool) -> None:
+    """Turn the pipeline's checks (``check_graph``, ``check_kernel``) on or off."""
+    global _checks
+    _checks = bool(on)
+
+
+def checks_enabled() -> bool:
+    """Return whether the pipeline verifies every graph and kernel (``AUTOJIT_CHECKS``)."""
+    return _checks
+
+
+def check_graph(graph: Graph) -> Graph:
+    """Return ``graph``, verified first when checks are on (``verify_graph``)."""
+    if _checks:
+        verify_graph(graph)
+    return graph
+
+
+def check_kernel(kernel: Kernel) -> Kernel:
+    """Return ``kernel``, verified first when checks are on (``verify_kernel``)."""
+    if _checks:
+        verify_kernel(kernel)
+    return kernel
 
 
 def verify_graph(graph: Graph) -> None:

@@ -33,16 +33,15 @@ from dataclasses import dataclass, field
 import llvmlite.ir as ir
 import numpy as np
 
-from autojit.errors import CompileError
-from autojit.ir.kernel import Kernel
+from autojit.errors import InternalError
+from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import Op, rule_kind
-from autojit.ir.printer import format_kernel
 from autojit.ir.zero_sign import zero_sign_blind
 from autojit.lower_cpu.loops import I64, PTR, VOID, LoopBody, advance, counted_loop, i64, load_slot
 from autojit.lower_cpu.mathlib import MathCalls
 from autojit.lower_cpu.pairwise import emit_pairwise
 from autojit.lower_cpu.reduce import Accumulator
-from autojit.lower_cpu.rules import LLVM_RULES, BodyContext, llvm_type, memory_type
+from autojit.lower_cpu.rules import LLVM_RULES, BodyContext, Rule, llvm_type, memory_type
 from autojit.lower_cpu.scan import ScanAccumulator
 
 __all__ = ["LoopBody", "LoopNest", "Offsets", "load_scalar", "read_arguments"]
@@ -51,6 +50,15 @@ __all__ = ["LoopBody", "LoopNest", "Offsets", "load_scalar", "read_arguments"]
 Offsets = list[ir.Value | None]
 #: instructions that carry a value along the row loop, reset at each phase's start
 _ACCUMULATORS = {Op.REDUCE: Accumulator, Op.SCAN: ScanAccumulator}
+
+
+def _rule(ins: Instr, kind: str) -> Rule:
+    """Return the LLVM rule of ``ins`` on operands of dtype ``kind``; InternalError (the
+    CUDA renderer's words) when there is none."""
+    rule = LLVM_RULES.get((ins.op, kind))
+    if rule is None:
+        raise InternalError.no_rule("LLVM", ins.op, ins.dtype)
+    return rule
 
 
 def _loops_param_types(kernel: Kernel) -> list[ir.Type]:
@@ -110,7 +118,7 @@ class LoopNest:
         ctx = BodyContext(self.builder, self.math, self.kernel, [], self.scalars, self.dtypes)
         for ins in self.kernel.body:
             if ins.op in (Op.CONST, Op.LOAD_SCALAR):
-                self.values[ins.id] = LLVM_RULES[(ins.op, ins.dtype.kind)](ctx, ins, [])
+                self.values[ins.id] = _rule(ins, ins.dtype.kind)(ctx, ins, [])
                 self.dtypes[ins.id] = ins.dtype
         sources = {ins.id: ins.dtype for ins in self.kernel.body}
         blind = zero_sign_blind(self.kernel)
@@ -192,10 +200,7 @@ class LoopNest:
                 self.accumulators[ins.id].update(b, self.values[ins.args[0]], position)
                 continue
             operand = ctx.dtypes[ins.args[0]] if ins.args else None
-            rule = LLVM_RULES.get((ins.op, rule_kind(ins.op, ins.dtype, operand)))
-            if rule is None:
-                raise CompileError(f"no LLVM rule for {ins.op.value} on {ins.dtype}",
-                                   source=format_kernel(kernel))
+            rule = _rule(ins, rule_kind(ins.op, ins.dtype, operand))
             result = rule(ctx, ins, [self.values[a] for a in ins.args])
             if result is not None:
                 self.values[ins.id] = result
@@ -246,8 +251,8 @@ class LoopNest:
         ``pairwise_from``, one run over this and the inner row loops)."""
         kernel, b = self.kernel, self.builder
         if len(chunks) > 1:
-            raise CompileError("pairwise sums of one phase in chunks of different sizes",
-                               source=format_kernel(kernel))
+            raise InternalError(f"{kernel.name}: pairwise sums of one phase in chunks of "
+                                "different sizes", Op.REDUCE)
         sums = [self.accumulators[i] for i, _ in kernel.pairwise
                 if self.accumulators[i].ins.phase == phase]
         if kernel.pairwise_from is None:

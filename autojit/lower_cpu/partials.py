@@ -36,6 +36,7 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from autojit.ir.kernel import Kernel
+from autojit.ir.verify import check_kernel
 from autojit.lower_cpu.loop_nest import LoopNest, Offsets, read_arguments
 from autojit.lower_cpu.loops import I64, PTR, VOID, counted_loop, i64, load_slot
 from autojit.lower_cpu.mathlib import MathCalls
@@ -227,6 +228,7 @@ def _emit_function(module: ir.Module, kernel: Kernel, math: MathCalls, name: str
 def render_partials(kernel: Kernel, symbol: str) -> str:
     """Return an LLVM module defining ``threads.partial_symbols`` for ``kernel`` (see the
     module docstring); the kernel must pass ``threads.partials_ok``."""
+    check_kernel(kernel)
     module = ir.Module(name=f"{kernel.name}.partials")
     math = MathCalls(module)
     for p in range(kernel.phases):

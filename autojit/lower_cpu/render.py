@@ -47,6 +47,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from autojit.ir.kernel import Kernel
+from autojit.ir.verify import check_kernel
 from autojit.lower_cpu.loop_nest import LoopNest, read_arguments
 from autojit.lower_cpu.loops import PTR, VOID
 from autojit.lower_cpu.mathlib import MathCalls
@@ -79,6 +80,7 @@ def _emit_entry(module: ir.Module, kernel: Kernel, loops: ir.Function, name: str
 def render_llvm(kernel: Kernel, symbol: str | None = None) -> str:
     """Return the LLVM IR module text of ``kernel``, its entry point named ``symbol``
     (default: the kernel's name); see the module docstring for a sample."""
+    check_kernel(kernel)
     symbol = symbol or kernel.name
     module = ir.Module(name=kernel.name)
     math = MathCalls(module)

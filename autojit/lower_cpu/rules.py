@@ -21,6 +21,7 @@ from typing import Any
 import llvmlite.ir as ir
 import numpy as np
 
+from autojit.errors import InternalError
 from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import CONVERSIONS, OP_TABLE, PRIMITIVES, Conversion, Op, exact_constant
 from autojit.lower_cpu.mathlib import MathCalls
@@ -237,7 +238,8 @@ ARITH_METHODS, COMPARE_SYMBOLS, BITWISE_METHODS = _ARITH, _COMPARE_SYMBOLS, _BIT
 
 
 def _handled_by_the_loop_nest(c: BodyContext, ins: Instr, a: list[ir.Value]) -> ir.Value:
-    raise AssertionError("INDEX is emitted by the loop nest, which knows the loop indices")
+    raise InternalError("INDEX is emitted by the loop nest, which knows the loop indices",
+                        Op.INDEX, ins.dtype)
 
 
 LLVM_RULES[Op.INDEX, "i"] = _handled_by_the_loop_nest

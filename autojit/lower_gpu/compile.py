@@ -39,13 +39,32 @@ _CACHE: dict[tuple[str, str], CudaBinary] = {}
 
 def nvrtc_version() -> tuple[int, int] | None:
     """Return NVRTC's (major, minor), or None when NVRTC cannot be loaded."""
+    return _probe_nvrtc()[0]
+
+
+def nvrtc_unavailable() -> str | None:
+    """Return why NVRTC cannot be used (``NVRTC not installed (...)``), None when it can."""
+    return _probe_nvrtc()[1]
+
+
+def _probe_nvrtc() -> tuple[tuple[int, int] | None, str | None]:
+    """Return (NVRTC's version, None), or (None, why it cannot be used)."""
     try:
         from cuda.bindings import nvrtc
+    except ImportError as exc:
+        reason = (f"NVRTC not installed ({exc}): pip install cuda-bindings nvidia-cuda-nvrtc "
+                  "(in autojit's test extra)")
+        logger.debug("NVRTC unavailable: %s", reason)
+        return None, reason
+    try:
         status, major, minor = nvrtc.nvrtcVersion()
-    except Exception as exc:  # ImportError, or the shared library missing
-        logger.debug("NVRTC unavailable: %s", exc)
-        return None
-    return (major, minor) if status == nvrtc.nvrtcResult.NVRTC_SUCCESS else None
+    except Exception as exc:  # the shared library missing or unloadable
+        reason = f"NVRTC could not be loaded ({type(exc).__name__}: {exc})"
+        logger.debug("NVRTC unavailable: %s", reason)
+        return None, reason
+    if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        return None, f"NVRTC could not be loaded (nvrtcVersion: {status})"
+    return (major, minor), None
 
 
 def _check(nvrtc: Any, result: tuple, what: str, source: str = "") -> tuple:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autojit.errors import InternalError
 from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import Op, rule_kind
 from autojit.lower_gpu.rules import CALLED_NAMES, CUDA_RULES, Operands, c_type
@@ -133,7 +134,7 @@ def render_instr(kernel: Kernel, names: Names, ins: Instr, dtypes: dict[int, np.
     operand = dtypes[ins.args[0]] if ins.args else None
     key = (ins.op, rule_kind(ins.op, ins.dtype, operand))
     if key not in CUDA_RULES:
-        raise NotImplementedError(f"no CUDA rule for {ins.op.value} on kind {key[1]!r}")
+        raise InternalError.no_rule("CUDA", ins.op, ins.dtype)
     attr = {
         Op.LOAD: lambda: f"{names.buffers[ins.attr]}[{offset(kernel, ins.attr, dims)}]",
         Op.STORE: lambda: f"{names.buffers[ins.attr]}[{offset(kernel, ins.attr, dims)}]",

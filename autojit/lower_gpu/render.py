@@ -26,6 +26,7 @@ scans by ``render_scan``.
 from __future__ import annotations
 
 from autojit.ir.kernel import Kernel
+from autojit.ir.verify import check_kernel
 from autojit.lower_gpu.kernel_text import (
     IDENTIFIER,
     Names,
@@ -90,6 +91,7 @@ def render_cuda(kernel: Kernel) -> str:
     point named ``kernel.name`` (``extern "C"``, so unmangled) and the emulation entry."""
     if not IDENTIFIER.match(kernel.name):
         raise ValueError(f"kernel name {kernel.name!r} is not a C identifier")
+    check_kernel(kernel)
     names = param_names(kernel)
     if is_reduction(kernel):
         rows = render_scan_kernel if kernel.has_scan else render_reduce_kernel

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from autojit.errors import InternalError
 from autojit.ir.ops import (
     ARG_KINDS,
     CONVERSIONS,
@@ -323,7 +324,7 @@ def reduce_combine(kind: str, dtype: np.dtype, a: str, b: str, coded: bool = Fal
     dtype = np.dtype(dtype)
     rule = REDUCE_RULES.get((kind, dtype.kind))
     if rule is None:
-        raise NotImplementedError(f"no CUDA rule for reduce.{kind} on kind {dtype.kind!r}")
+        raise InternalError.no_rule("CUDA", f"reduce.{kind}", dtype)
     if coded and zero_coded(kind, dtype):
         rule = _zero_coded(rule)
     return rule(Operands(dtype, dtype, (a, b)))

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from autojit.errors import ConfigError, ConfigWarning
+from autojit.ir.verify import set_checks
 
 _LOGGER = logging.getLogger("autojit")
 
@@ -99,6 +100,8 @@ class Settings:
     explore: float = 0.03                    # most calls per size bucket that try the other
                                              # device to correct the cost model (0: never)
     cost: tuple[tuple[str, float], ...] = ()  # cost-model overrides, e.g. gpu.launch_s=5e-6
+    checks: bool = False                     # verify every graph and kernel (ir/verify.py):
+                                             # process-wide, from the environment only
 
 
 # -- reading settings: one table, one parser per kind -----------------------------------------
@@ -344,8 +347,14 @@ KNOBS: tuple[Knob, ...] = (
     Knob("AUTOJIT_EXPLORE", "explore", number(0.0, 1.0),
          "most calls per size bucket that try the other device"),
     Knob("AUTOJIT_COST", "cost", COST, "cost-model overrides"),
+    Knob("AUTOJIT_CHECKS", "checks", FLAG,
+         "verify every graph and kernel the pipeline builds (process-wide: a malformed one "
+         "is an InternalError, the call runs as Python)"),
 )
 _BY_FIELD = {knob.field: knob for knob in KNOBS}
+#: settings of the process, not of a call (no option sets them): the checks hold for every
+#: kernel, and one compiled kernel serves calls of any options
+PROCESS_WIDE = frozenset({"checks"})
 
 _FIELDS = {f.name for f in dataclasses.fields(Settings)}
 _environment_settings = Settings()
@@ -402,6 +411,7 @@ def _install(values: dict[str, Any]) -> Settings:
     global _environment_settings
     _environment_settings = Settings(**values)
     _MEMO.clear()
+    set_checks(_environment_settings.checks)   # the pipeline's switch (ir/verify.py)
     if _environment_settings.log == "debug":
         _enable_debug_log()
     return _environment_settings
@@ -417,11 +427,17 @@ def _enable_debug_log() -> None:
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
     """Return the options, their values checked and normalised (``Knob.check``). Raises
-    TypeError for an unknown name, ConfigError (a ValueError) for a value not allowed."""
+    TypeError for an unknown name or a process-wide setting (``PROCESS_WIDE``), ConfigError
+    (a ValueError) for a value not allowed."""
     unknown = set(options) - _FIELDS
     if unknown:
         raise TypeError(f"unknown autojit option(s): {', '.join(sorted(unknown))}; "
-                        f"known: {', '.join(sorted(_FIELDS))}")
+                        f"known: {', '.join(sorted(_FIELDS - PROCESS_WIDE))}")
+    wide = sorted(set(options) & PROCESS_WIDE)
+    if wide:
+        variables = " / ".join(_BY_FIELD[name].variable for name in wide)
+        raise TypeError(f"{', '.join(wide)} is process-wide, not an option: set {variables} "
+                        "and call autojit.reload_environment()")
     return {name: _BY_FIELD[name].check(value) for name, value in options.items()}
 
 

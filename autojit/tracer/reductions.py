@@ -55,23 +55,27 @@ def _probe_dtype(fn: Callable, x: Proxy, **kwargs: Any) -> np.dtype:
         return np.asarray(fn(sample, **kwargs)).dtype
 
 
-#: what np.add / np.multiply reduce with on booleans (``sum(..., dtype=bool)`` is an any).
-_BOOL_REDUCE_KINDS = {"add": "or", "mul": "and"}
+#: what np.add / np.multiply / np.maximum / np.minimum reduce with on booleans
+#: (``sum(..., dtype=bool)`` is an any, the max of booleans too): the kinds bool rows have
+_BOOL_REDUCE_KINDS = {"add": "or", "mul": "and", "max": "or", "min": "and"}
 
 
 def reduce_proxy(x: Any, kind: str, axes: tuple[int, ...], keepdims: bool,
                  dtype: np.dtype) -> Proxy:
     """Record a primitive reduction of ``x`` (cast to ``dtype``) over ``axes``."""
     state = current_trace()
+    need_elements = kind in WITHOUT_IDENTITY
     if np.dtype(dtype).kind == "b":
         kind = _BOOL_REDUCE_KINDS.get(kind, kind)
     if not isinstance(x, Proxy):
         raise UnsupportedError("reductions of constants are not supported", user_location(3))
     source = x if x.dtype == dtype or kind in ARG_KINDS else x.astype(dtype)
+    if kind in ARG_KINDS and x.dtype.kind == "b":   # the same positions as 0/1:
+        source = x.astype(np.uint8)                 # a kind argmax rows take
     shape = tuple(1 if i in axes else d for i, d in enumerate(x.type.shape)
                   if keepdims or i not in axes)
     out_dtype = reduce_result_dtype(kind, dtype)
-    if kind in WITHOUT_IDENTITY:
+    if need_elements:
         for i in axes:  # NumPy raises for an empty reduction without identity
             dim = state.find(x.type.shape[i])
             if isinstance(dim, str):

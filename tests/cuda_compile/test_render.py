@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from autojit.errors import InternalError
 from autojit.fuse.builder import KernelBuilder
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import OP_TABLE, PRIMITIVES, Op
@@ -33,7 +34,7 @@ def test_every_primitive_and_kind_has_a_cuda_rule() -> None:
 def test_a_missing_rule_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(rules.CUDA_RULES, (Op.SIN, "f"))
     assert cuda_rule_gaps() == [(Op.SIN, "f")]
-    with pytest.raises(NotImplementedError, match="sin"):
+    with pytest.raises(InternalError, match="no CUDA rule for sin"):
         render_cuda(_kernel((1,)))
 
 

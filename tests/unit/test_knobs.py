@@ -25,6 +25,7 @@ from autojit.policy.config import (
     COST_SPEEDS,
     COST_TIMES,
     KNOBS,
+    PROCESS_WIDE,
     Settings,
     check_options,
     current_settings,
@@ -72,9 +73,11 @@ ENV_CASES: dict[str, tuple[list[tuple[str, Any]], list[str]]] = {
                      ["gpu.transfer=abc", "gpu.transfer", "gpu.foo=1", "tpu.launch_s=1",
                       "gpu.bandwidth=0", "gpu.launch_s=-1", "gpu.launch_s=inf",
                       "cpu.flop_rate=nan", "launch_s=1"]),
+    "AUTOJIT_CHECKS": (BOOL_GOOD, BOOL_BAD),
 }
 
-#: option -> (good Python values and what they give, bad Python values)
+#: option -> (good Python values and what they give, bad Python values); every setting but
+#: the process-wide ones (``PROCESS_WIDE``: from the environment only)
 OPTION_CASES: dict[str, tuple[list[tuple[Any, Any]], list[Any]]] = {
     "force": ([("cpu", "cpu"), (None, None), ("Python", "python")], ["tpu", 1, True]),
     "disable": ([(True, True), (False, False), (1, True), ("off", False)],
@@ -132,7 +135,19 @@ def _field(variable: str) -> str:
 def test_every_setting_has_one_knob_and_every_knob_a_test_case() -> None:
     assert sorted(k.field for k in KNOBS) == sorted(f.name for f in dataclasses.fields(Settings))
     assert sorted(ENV_CASES) == sorted(k.variable for k in KNOBS)
-    assert sorted(OPTION_CASES) == sorted(k.field for k in KNOBS)
+    assert sorted(OPTION_CASES) == sorted(k.field for k in KNOBS if k.field not in PROCESS_WIDE)
+
+
+@pytest.mark.parametrize("option", sorted(PROCESS_WIDE))
+def test_a_process_wide_setting_is_no_option(option: str) -> None:
+    """``checks`` holds for every kernel of the process (one compiled kernel serves calls of
+    any options): as an option it would be silently half-honoured, so it is a TypeError
+    naming the variable to set instead."""
+    variable = next(k.variable for k in KNOBS if k.field == option)
+    with pytest.raises(TypeError, match=f"{option} is process-wide.*{variable}"):
+        autojit.autoroute(lambda a: a, **{option: True})
+    with pytest.raises(TypeError, match="process-wide"), autojit.config(**{option: True}):
+        pass
 
 
 @pytest.mark.parametrize(("variable", "text", "want"),

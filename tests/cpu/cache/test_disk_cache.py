@@ -374,7 +374,7 @@ def test_corpus_kernels_linked_from_the_cache_compute_the_same_bits(cache_dir, m
 
 
 def test_cached_code_resolves_libm_as_the_jit_does_even_beside_numba(cache_dir):
-    import numba  # a dependency of autojit: its absence is a failure, not a skip
+    import numba  # in the test extra: its absence is a failure, not a skip
     numba.njit(lambda v: np.log(v).sum())(np.ones(2))  # installs Numba's log, log1p, ... in LLVM
 
     def logs(a):
