@@ -25,6 +25,7 @@ import contextvars
 import ctypes.util
 import functools
 import logging
+import platform
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -90,6 +91,32 @@ def load_math_libraries() -> bool:
     return loaded["libmvec.so.1"]
 
 
+#: log2 of the byte alignment of every innermost loop (LLVM's x86 default: 4, 16 bytes).
+#: A loop of vector math calls runs up to 2.6x slower at some 16-byte offsets of its page on
+#: the AVX-512 Xeon measured, never at a 64-byte one: ``tanh(exp(x))`` (10M float64, one
+#: thread, glibc only) took 71 and 67 ms with its loop at page offsets 0xb0 and 0x150 and
+#: 27-28 ms at the other 44 offsets from 0x60 to 0x360 (``python
+#: benchmarks/bench_svml_chains.py --placement``); which offsets are slow differs per loop
+#: (``sin(expm1(x))*0.5+x``: 0x60), so a module's layout decides it by chance: SVML's
+#: wrappers put every SVML kernel 0x60 bytes later (issue 13's chain, 40 -> 53 ms).
+#: Aligned, those kernels take 25-29 ms wherever they lie (``bench_svml_chains.py``).
+LOOP_ALIGN_LOG2 = 6
+_LOOP_ALIGN_OPTION = "-x86-experimental-pref-innermost-loop-alignment"
+
+
+def set_loop_alignment(log2: int) -> None:
+    """Align innermost loops of every later compile to ``2**log2`` bytes (x86 only: LLVM
+    exits on an option its build lacks). Process-wide: LLVM reads it at code generation."""
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        llvm.set_option("", f"{_LOOP_ALIGN_OPTION}={log2}")
+
+
+@functools.cache
+def align_inner_loops() -> None:
+    """Set ``LOOP_ALIGN_LOG2`` once, before any kernel is compiled."""
+    set_loop_alignment(LOOP_ALIGN_LOG2)
+
+
 @functools.cache
 def bind_private_math() -> None:
     """Bind every private libm name kernels may call (``libm_symbols.py``) to glibc's
@@ -103,6 +130,7 @@ def bind_private_math() -> None:
             llvm.add_symbol(private_name(name), address)
     from autojit.lower_cpu.svml import bind_symbols
     bind_symbols()
+    align_inner_loops()
 
 
 def svml_routine(math_name: str, itemsize: int) -> str | None:
@@ -295,13 +323,10 @@ class MathCalls:
         return inst
 
     def _wrappers_last(self) -> None:
-        """Move the SVML wrappers (``_svml_wrapper``) behind every other function: LLVM
-        lays functions out in module order, and wrappers first put a kernel's entry 0x60
-        bytes (three wrappers) into its text section, where its hot loop ran at section
-        offset 0xb0, a place this Xeon runs a loop of vector calls up to 2.6x slower (the
-        same loop of glibc's ``exp`` and ``tanh`` there: 73 ms, at every other 16-byte
-        offset from 0x60 to 0x360 but 0x150: 28 ms; ``benchmarks/bench_svml_chains.py
-        --placement``). Last, a kernel starts its section as it does without SVML."""
+        """Move the SVML wrappers (``_svml_wrapper``) behind every other function, so a
+        kernel's code lies as it does without SVML (LLVM lays functions out in module
+        order; three wrappers first moved each SVML kernel 0x60 bytes into its section,
+        where its loop's speed was a matter of chance before ``LOOP_ALIGN_LOG2``)."""
         prefix = svml_private_name("")
         names = [name for name, value in self.module.globals.items()
                  if name.startswith(prefix) and isinstance(value, ir.Function)
