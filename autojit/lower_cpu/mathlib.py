@@ -25,6 +25,7 @@ import contextvars
 import ctypes.util
 import functools
 import logging
+import platform
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -90,6 +91,32 @@ def load_math_libraries() -> bool:
     return loaded["libmvec.so.1"]
 
 
+#: log2 of the byte alignment of every innermost loop (LLVM's x86 default: 4, 16 bytes).
+#: A loop of vector math calls runs up to 2.6x slower at some 16-byte offsets of its page on
+#: the AVX-512 Xeon measured, never at a 64-byte one: ``tanh(exp(x))`` (10M float64, one
+#: thread, glibc only) took 71 and 67 ms with its loop at page offsets 0xb0 and 0x150 and
+#: 27-28 ms at the other 44 offsets from 0x60 to 0x360 (``python
+#: benchmarks/bench_svml_chains.py --placement``); which offsets are slow differs per loop
+#: (``sin(expm1(x))*0.5+x``: 0x60), so a module's layout decides it by chance: SVML's
+#: wrappers put every SVML kernel 0x60 bytes later (issue 13's chain, 40 -> 53 ms).
+#: Aligned, those kernels take 25-29 ms wherever they lie (``bench_svml_chains.py``).
+LOOP_ALIGN_LOG2 = 6
+_LOOP_ALIGN_OPTION = "-x86-experimental-pref-innermost-loop-alignment"
+
+
+def set_loop_alignment(log2: int) -> None:
+    """Align innermost loops of every later compile to ``2**log2`` bytes (x86 only: LLVM
+    exits on an option its build lacks). Process-wide: LLVM reads it at code generation."""
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        llvm.set_option("", f"{_LOOP_ALIGN_OPTION}={log2}")
+
+
+@functools.cache
+def align_inner_loops() -> None:
+    """Set ``LOOP_ALIGN_LOG2`` once, before any kernel is compiled."""
+    set_loop_alignment(LOOP_ALIGN_LOG2)
+
+
 @functools.cache
 def bind_private_math() -> None:
     """Bind every private libm name kernels may call (``libm_symbols.py``) to glibc's
@@ -103,6 +130,7 @@ def bind_private_math() -> None:
             llvm.add_symbol(private_name(name), address)
     from autojit.lower_cpu.svml import bind_symbols
     bind_symbols()
+    align_inner_loops()
 
 
 def svml_routine(math_name: str, itemsize: int) -> str | None:
@@ -294,6 +322,18 @@ class MathCalls:
         inst.attributes = _StringCallAttributes(["nounwind"] + ([attr] if attr else []))
         return inst
 
+    def _wrappers_last(self) -> None:
+        """Move the SVML wrappers (``_svml_wrapper``) behind every other function, so a
+        kernel's code lies as it does without SVML (LLVM lays functions out in module
+        order; three wrappers first moved each SVML kernel 0x60 bytes into its section,
+        where its loop's speed was a matter of chance before ``LOOP_ALIGN_LOG2``)."""
+        prefix = svml_private_name("")
+        names = [name for name, value in self.module.globals.items()
+                 if name.startswith(prefix) and isinstance(value, ir.Function)
+                 and not value.is_declaration]
+        for name in names:
+            self.module.globals.move_to_end(name)
+
     def finish(self) -> None:
         """Keep the declared vector symbols alive through optimisation (``llvm.compiler.used``),
         so the vectoriser finds them after dead declarations would have been dropped.
@@ -307,6 +347,7 @@ class MathCalls:
                     # string attributes: llvmlite's closed set refuses them (set.add does not)
                     set.add(fn.attributes, '"min-legal-vector-width"="512"')
                     set.add(fn.attributes, '"prefer-vector-width"="512"')
+            self._wrappers_last()
         if not self._vector_decls:
             return
         ptr = ir.PointerType()
