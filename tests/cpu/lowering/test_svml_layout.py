@@ -12,9 +12,10 @@ import re
 import numpy as np
 import pytest
 
+from tests.oracle import assert_calls_match_numpy
+
 from autojit import autoroute
 from autojit.lower_cpu import svml, svml_symbols
-from tests.oracle import assert_calls_match_numpy
 
 pytestmark = pytest.mark.skipif(("exp", 8) not in svml.bound(),
                                 reason="float64 exp is not NumPy's SVML routine here")

@@ -10,9 +10,10 @@ import re
 import numpy as np
 import pytest
 
+from tests.oracle import assert_calls_match_numpy
+
 from autojit import autoroute
 from autojit.lower_cpu import mathlib
-from tests.oracle import assert_calls_match_numpy
 
 pytestmark = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
                                 reason="the loop alignment option is LLVM's x86 backend's")
