@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.oracle import assert_calls_match_numpy
+from tests.support.oracle import assert_calls_match_numpy
 
 from autojit import autoroute
 from autojit.lower_cpu import svml, svml_symbols
