@@ -3,6 +3,7 @@ their data (a NEP 49 allocator handler), their blocks recycled once the array an
 view of it are gone, never while anything still references the memory."""
 
 import gc
+import mmap
 import pickle
 import threading
 
@@ -13,6 +14,7 @@ from autojit.policy import output_pool
 from autojit.policy.output_pool import MIN_BYTES, OutputPool
 
 BIG = (MIN_BYTES // 8,)          # float64 elements filling exactly MIN_BYTES
+BLOCK = MIN_BYTES + mmap.PAGESIZE   # its mapping: the data and a header page
 
 pytestmark = pytest.mark.skipif(output_pool._native is None,
                                 reason="autojit._native.pool not built")
@@ -96,14 +98,14 @@ def test_a_block_is_not_reused_while_a_view_is_alive():
 
 
 def test_many_big_arrays_alive_at_once_are_distinct_and_recycled():
-    pool = OutputPool(8 * (MIN_BYTES + 4096))          # a block: its data and a header page
+    pool = OutputPool(8 * BLOCK)
     arrays = [pool.empty(BIG, np.float64) for _ in range(12)]
     for i, array in enumerate(arrays):
         array[::4096] = i
     assert all(np.all(a[::4096] == i) for i, a in enumerate(arrays))
     assert len({a.ctypes.data for a in arrays}) == 12 and pool.mapped == 12
     del arrays
-    assert 0 < pool.idle_bytes <= 8 * MIN_BYTES + 8 * 4096
+    assert pool.idle_bytes == 8 * BLOCK
     again = [pool.empty(BIG, np.float64) for _ in range(8)]
     assert pool.reused == 8 and pool.mapped == 12
     del again
@@ -129,10 +131,10 @@ def test_other_allocations_keep_numpy_s_allocator():
 
 
 def test_idle_blocks_are_bounded_and_zero_turns_recycling_off():
-    pool = OutputPool(MIN_BYTES + 4096)
+    pool = OutputPool(BLOCK)
     arrays = [pool.empty(BIG, np.float64) for _ in range(3)]
     del arrays
-    assert pool.idle_bytes <= MIN_BYTES + 4096
+    assert pool.idle_bytes == BLOCK
     pool.clear()
     assert pool.idle_bytes == 0
     off = OutputPool(0)
