@@ -4,6 +4,7 @@ view of it are gone, never while anything still references the memory."""
 
 import gc
 import mmap
+import os
 import pickle
 import threading
 
@@ -170,3 +171,39 @@ def test_threads_allocating_and_dropping_concurrently():
     for thread in threads:
         thread.join()
     assert not errors and pool.reused > 0
+
+
+def test_a_forked_child_allocates_and_frees_while_the_parent_s_threads_churn():
+    pool = OutputPool(4 * BLOCK)
+    kept = pool.empty(BIG, np.float64)
+    kept[:] = 1.0
+    stop = threading.Event()
+
+    def churn() -> None:
+        while not stop.is_set():
+            array = pool.empty(BIG, np.float64)
+            array[::4096] = 2.0
+            del array
+
+    threads = [threading.Thread(target=churn) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(5):
+            pid = os.fork()
+            if pid == 0:                                # the child: never return into pytest
+                ok = False
+                try:
+                    fresh = pool.empty(BIG, np.float64)
+                    fresh[::4096] = 3.0
+                    ok = bool(np.all(kept[::4096] == 1.0)) and fresh.flags.owndata
+                    del fresh
+                    kept.resize((10,), refcheck=False)
+                finally:
+                    os._exit(0 if ok else 1)
+            assert os.waitpid(pid, 0)[1] == 0
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert np.all(kept[::4096] == 1.0)
