@@ -1000,6 +1000,7 @@ def check_mmap_enomem_uses_numpys_allocation() -> None:
         return                                  # not built: no mmap to refuse
     x = np.linspace(-4.0, 4.0, output_pool.MIN_BYTES // 8 + 1)   # a result the pool serves
     jitted = autoroute(fn, force="cpu")
+    pool.clear()                                # no idle block to reuse: each call maps
     refused = pool.refused
     output_pool._native.refuse_maps(pool._handler, 3)
     try:
