@@ -74,14 +74,15 @@ def main() -> None:
                         help="NAME=CHECKOUT[:POOL_MB] (repeatable)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=10)
-    parser.add_argument("--only", default="", help="workload names, comma-separated")
+    parser.add_argument("--only", default="", help="words of workload names, comma-separated")
     opts = parser.parse_args()
     variants = {}
     for spec in opts.variant or ["pool=.", "no-pool=.:0"]:
         name, _, where = spec.partition("=")
         checkout, _, mb = where.partition(":")
         variants[name] = (checkout, mb or None)
-    names = [n for n in WORKLOADS if not opts.only or n in opts.only.split(",")]
+    names = [n for n in WORKLOADS
+             if not opts.only or any(word in n for word in opts.only.split(","))]
     samples: dict[tuple[str, str], list[float]] = {}
     for round_ in range(opts.rounds):
         for work in names:

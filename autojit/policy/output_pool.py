@@ -15,6 +15,10 @@ in the array, which puts the block back in the pool. A block is thus reused only
 its array and every view of it are gone. Idle blocks are kept up to
 ``AUTOJIT_OUTPUT_POOL_MB`` (default 512; 0 turns recycling off), least recently freed
 unmapped first. Without the native module (not built) big results are plain ``np.empty``.
+Blocks are advised as huge pages, as NumPy's own allocator does above 4 MiB. Measured
+(benchmarks/bench_output_pool.py, one run, medians of 70 calls), ms per call, pool / no
+pool / the earlier ``np.ndarray(buffer=mmap)`` pool: x + 1.0 on 10M f64 18.1 / 37.1 / 19.9,
+layer norm (16384, 1024) f32 20.7 / 51.5 / 24.1 (the gain over mmap views: huge pages).
 """
 
 from __future__ import annotations
