@@ -295,9 +295,19 @@ static PyObject *pool_empty(PyObject *self, PyObject *args) {
     return array;
 }
 
-static PyObject *pool_clear(PyObject *self, PyObject *capsule) {
+/* clear(pool[, limit_bytes]): unmap every idle block; with a limit, bound them from now on
+   (0: every block still in use is unmapped when its array dies) */
+static PyObject *pool_clear(PyObject *self, PyObject *args) {
+    PyObject *capsule;
+    Py_ssize_t limit = -1;
+    if (!PyArg_ParseTuple(args, "O|n", &capsule, &limit)) return NULL;
     Pool *p = pool_of(capsule);
     if (p == NULL) return NULL;
+    if (limit >= 0) {
+        pthread_mutex_lock(&lock);
+        p->limit = (size_t)limit;
+        pthread_mutex_unlock(&lock);
+    }
     clear_idle(p);
     Py_RETURN_NONE;
 }
@@ -332,7 +342,8 @@ static PyMethodDef methods[] = {
      "new_pool(min_bytes) -> a NumPy mem_handler capsule recycling blocks >= min_bytes"},
     {"empty", pool_empty, METH_VARARGS,
      "empty(pool, shape, dtype, limit_bytes) -> np.empty(shape, dtype) from the pool"},
-    {"clear", pool_clear, METH_O, "clear(pool): unmap every idle block"},
+    {"clear", pool_clear, METH_VARARGS,
+     "clear(pool[, limit_bytes]): unmap every idle block (and bound them from now on)"},
     {"refuse_maps", pool_refuse_maps, METH_VARARGS,
      "refuse_maps(pool, count): fail the next count mappings (fault tests)"},
     {"stats", pool_stats, METH_O, "stats(pool) -> (reused, mapped, refused, idle_bytes)"},

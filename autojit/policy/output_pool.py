@@ -52,8 +52,8 @@ class OutputPool:
         if self._handler is None or math.prod(shape) * dtype.itemsize < MIN_BYTES:
             return np.empty(shape, dtype)
         self.limit_bytes = self._limit()
-        if self.limit_bytes <= 0:
-            self.clear()
+        if self.limit_bytes <= 0:   # off: nothing idle, and blocks still out unmapped on free
+            _native.clear(self._handler, 0)
             return np.empty(shape, dtype)
         # a block the system cannot map: NULL to NumPy, which raises its own MemoryError
         return _native.empty(self._handler, tuple(shape), dtype, int(self.limit_bytes))

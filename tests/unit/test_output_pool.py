@@ -143,6 +143,17 @@ def test_idle_blocks_are_bounded_and_zero_turns_recycling_off():
     assert array.base is None and off.mapped == 0
 
 
+def test_turning_recycling_off_unmaps_the_blocks_still_out_when_they_die():
+    limit = [4 * BLOCK]
+    pool = OutputPool(lambda: limit[0])
+    out = pool.empty(BIG, np.float64)
+    limit[0] = 0
+    plain = pool.empty(BIG, np.float64)
+    assert plain.flags.owndata and pool.mapped == 1
+    del out
+    assert pool.idle_bytes == 0
+
+
 def test_a_size_the_system_cannot_map_raises_numpy_s_memory_error():
     pool = OutputPool(4 * MIN_BYTES)
     with pytest.raises(MemoryError, match="Unable to allocate"):
