@@ -1,4 +1,5 @@
-"""Build the optional native fast-call entry (``autojit._native.fastcall``).
+"""Build the optional native helpers: the fast-call entry (``autojit._native.fastcall``) and
+the output pool's NumPy allocator (``autojit._native.pool``).
 
 Everything else is declared in pyproject.toml. The extension is ``optional``: when it
 cannot be compiled (no C compiler, no Python headers) the install still succeeds and
@@ -13,9 +14,10 @@ def _extensions() -> list[Extension]:
         import numpy
     except ImportError:   # no NumPy at build time: no fast path
         return []
-    return [Extension("autojit._native.fastcall", ["autojit/_native/fastcall.c"],
+    return [Extension(f"autojit._native.{name}", [f"autojit/_native/{name}.c"],
                       include_dirs=[numpy.get_include()], optional=True,
-                      extra_compile_args=["-O2", "-std=c11"])]
+                      extra_compile_args=["-O2", "-std=c11"])
+            for name in ("fastcall", "pool")]
 
 
 setup(ext_modules=_extensions())

@@ -139,6 +139,20 @@ def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0
     return jitted
 
 
+def assert_same_ownership(actual: Any, expected: Any, label: str = "") -> None:
+    """Assert an array result owns its memory exactly when NumPy's does (``flags.owndata``,
+    ``base is None``), through tuples: a fresh result is no view of hidden memory."""
+    if isinstance(expected, tuple) and isinstance(actual, tuple):
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_same_ownership(a, e, f"{label} output {i}")
+        return
+    if type(expected) is np.ndarray and type(actual) is np.ndarray:
+        got = (actual.flags.owndata, actual.base is None)
+        want = (expected.flags.owndata, expected.base is None)
+        assert got == want, (f"{label}: (owndata, base is None) {got}, NumPy {want} "
+                             f"(base {type(actual.base).__name__})")
+
+
 def assert_same_types(actual: Any, expected: Any, label: str = "") -> None:
     """Assert the result's Python type is NumPy's, through tuples: a Python ``bool`` is not
     ``np.bool_``, a 0-d array is not a NumPy scalar, ``np.matrix`` is not ``ndarray``."""
