@@ -5,7 +5,8 @@ import pickle
 
 import numpy as np
 import pytest
-from oracle import assert_calls_match_numpy, assert_same_ownership, assert_same_value
+
+from tests.support.oracle import assert_calls_match_numpy, assert_same_ownership, assert_same_value
 
 from autojit import autoroute
 from autojit.policy import output_pool
