@@ -27,9 +27,10 @@ from typing import Any
 import pytest
 
 import autojit
+from autojit import config as autojit_config
+from autojit.config import current_settings, reload_environment
 from autojit.errors import StrictFallbackError
-from autojit.policy import config as autojit_config
-from autojit.policy import current_settings, registry, reload_environment
+from autojit.observe import registry
 from autojit.testing import backend_unavailable, tally
 
 ROUTES = ("python", "cpu", "gpu")

@@ -44,7 +44,7 @@ def _workloads() -> dict[str, tuple[Callable, Callable[[int, np.random.Generator
 
 def no_gpu_reason() -> str | None:
     """Return why no GPU is usable, or None when one is."""
-    from autojit.policy.route import gpu_usable
+    from autojit.runtime.devices import gpu_usable
     if gpu_usable():
         return None
     try:
@@ -124,8 +124,8 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _calibrate(router: Any) -> dict[str, Any]:
-    from autojit.policy.calibration import recalibrate
-    from autojit.policy.config import current_settings
+    from autojit.config import current_settings
+    from autojit.routing.calibration import recalibrate
     started = time.perf_counter()
     params, source = recalibrate(router, current_settings().cache_dir)
     return {"seconds": time.perf_counter() - started, "source": source,
@@ -134,8 +134,8 @@ def _calibrate(router: Any) -> dict[str, Any]:
 
 def run_selftest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     """Run the checks chosen by ``args``; return (report, exit code)."""
-    from autojit.policy.route import current_router, use_router
-    from autojit.policy.simulated import simulated_router
+    from autojit.routing.route import current_router, use_router
+    from autojit.routing.simulated import simulated_router
     deadline = time.monotonic() + args.budget
     report: dict[str, Any] = {"mode": "simulated" if args.simulated else "gpu"}
     if args.simulated:

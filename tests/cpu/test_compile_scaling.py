@@ -17,10 +17,10 @@ import pytest
 from oracle import assert_calls_match_numpy, assert_matches_numpy
 
 from autojit import FallbackWarning, autoroute, config
+from autojit.dispatch import dispatcher as dispatcher_module
 from autojit.fuse.partition import SIBLING_CANDIDATES, partition_graph
 from autojit.fuse.plan import plan_kernels
 from autojit.ir.ops import Op
-from autojit.policy import dispatcher as dispatcher_module
 from autojit.tracer import trace_function
 
 

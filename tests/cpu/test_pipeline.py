@@ -9,7 +9,7 @@ from oracle import assert_matches_numpy
 
 import autojit
 from autojit import FallbackWarning, autoroute
-from autojit.policy.route import gpu_usable
+from autojit.runtime.devices import gpu_usable
 
 
 @autoroute

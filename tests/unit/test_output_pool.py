@@ -1,11 +1,11 @@
-"""The output pool (autojit/policy/output_pool.py): big blocks are recycled once the array
+"""The output pool (autojit/runtime/output_pool.py): big blocks are recycled once the array
 and every view of it are gone, never while anything still references the block."""
 
 import threading
 
 import numpy as np
 
-from autojit.policy.output_pool import MIN_BYTES, OutputPool
+from autojit.runtime.output_pool import MIN_BYTES, OutputPool
 
 BIG = (MIN_BYTES // 8,)          # float64 elements filling exactly MIN_BYTES
 

@@ -244,7 +244,7 @@ class _Walk:
 
 
 def _is_dispatcher(value: Any) -> bool:
-    return type(value).__module__ == "autojit.policy.dispatcher" and hasattr(value, "fn")
+    return type(value).__module__ == "autojit.dispatch.dispatcher" and hasattr(value, "fn")
 
 
 def _global_names(code: types.CodeType) -> frozenset[str]:

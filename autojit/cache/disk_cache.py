@@ -27,17 +27,12 @@ import os
 import pickle
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from autojit.errors import CacheWarning
-from autojit.fuse.plan import Plan
-from autojit.ir.graph import SourceLoc
-from autojit.lower_cpu import entries
-from autojit.policy import disk_files
-from autojit.policy.backends import CALL_OK, bind_sizes, check_call, guards_hold
-from autojit.policy.cache_key import (
+from autojit.cache import disk_files
+from autojit.cache.cache_key import (
     Unkeyable,
     cpu_tag,
     environment_digest,
@@ -45,7 +40,11 @@ from autojit.policy.cache_key import (
     gpu_tag,
     key_digest,
 )
-from autojit.policy.config import Settings, current_settings
+from autojit.config import Settings, current_settings
+from autojit.errors import CacheWarning
+from autojit.fuse.plan import Plan
+from autojit.ir.graph import SourceLoc
+from autojit.lower_cpu import entries
 
 _LOGGER = logging.getLogger("autojit")
 _UNWRITABLE: set[str] = set()        # roots we already warned about, once per process
@@ -86,8 +85,8 @@ def open_slot(fn: Any, name: str, signature: tuple, settings: Settings) -> DiskS
     except Unkeyable as exc:
         _LOGGER.debug("%s is not cached on disk: %s", name, exc)
         return None
-    key = key_digest(fingerprint.digest, repr(signature), settings.fusion_max_ops,
-                     environment_digest())
+    key = key_digest(fingerprint.digest, repr(tuple(map(tuple, signature))),
+                     settings.fusion_max_ops, environment_digest())
     return DiskSlot(disk_files.layout_root(settings.cache_dir), key, name,
                     fingerprint.origins, int(settings.cache_max_mb * 2**20))
 
@@ -131,9 +130,11 @@ def _plan_files(slot: DiskSlot) -> list[str]:
     return [path for _, path in sorted(found, reverse=True)]
 
 
-def load_plan(slot: DiskSlot, args: Sequence[Any]) -> tuple[Plan, dict, DiskSlot] | None:
-    """Return (plan, size values, slot with variant and plan id) of a stored plan whose
-    guards hold for ``args``; None on a miss."""
+def load_plan(slot: DiskSlot, fits: Callable[[Plan], Mapping[str, int] | None]
+              ) -> tuple[Plan, Mapping[str, int], DiskSlot] | None:
+    """Return (plan, size values, slot with variant and plan id) of a stored plan that
+    ``fits`` the call (its size values, or None when it does not: the caller binds the
+    call, ``runtime.binding``); None on a miss."""
     for path in _plan_files(slot):
         found = _read(path, slot, "plan")
         if found is None:
@@ -142,9 +143,8 @@ def load_plan(slot: DiskSlot, args: Sequence[Any]) -> tuple[Plan, dict, DiskSlot
         if not isinstance(plan, Plan):
             discard(path, "its payload is not a plan")
             continue
-        sizes = bind_sizes(plan, args)
-        if sizes is None or check_call(plan, args) != CALL_OK or not guards_hold(
-                plan, sizes, args):
+        sizes = fits(plan)
+        if sizes is None:
             continue
         disk_files.touch(path)
         origins = tuple(tuple(o) for o in header.get("origins", ()))
