@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from autojit._version import __version__ as __version__
 from autojit.config import current_settings, reload_environment
 from autojit.dispatch.dispatcher import Dispatcher
 from autojit.errors import (
@@ -36,7 +37,6 @@ from autojit.routing.route import installed_router
 # (``from autojit.config import ...`` still reads the module)
 from autojit.config import config  # noqa: E402,I001  isort: skip
 
-__version__ = "0.1.0"
 
 
 def autoroute(fn: Callable | None = None, **options: Any) -> Any:

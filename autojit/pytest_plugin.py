@@ -29,6 +29,7 @@ import pytest
 import autojit
 from autojit import config as autojit_config
 from autojit.config import current_settings, reload_environment
+from autojit.dispatch.dispatcher import Dispatcher
 from autojit.errors import StrictFallbackError
 from autojit.observe import registry
 from autojit.testing import backend_unavailable, tally
@@ -197,7 +198,7 @@ class AutojitSession:
         self._checks = tally()
         registry.add_listener(self._on_register)
 
-    def _on_register(self, dispatcher: Any) -> None:
+    def _on_register(self, dispatcher: Dispatcher) -> None:
         entry = _Tracked(dispatcher.__qualname__, weakref.ref(dispatcher), None)
         with self._lock:
             self._tracked.append(entry)

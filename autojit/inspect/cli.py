@@ -128,7 +128,8 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     from autojit.routing.calibration import recalibrate
     from autojit.routing.route import current_router
 
-    params, source = recalibrate(current_router(), args.cache_dir or current_settings().cache_dir)
+    settings = current_settings()
+    params, source = recalibrate(current_router(), args.cache_dir or settings.cache_dir, settings)
     for name, p in params.items():
         transfer = "" if p.transfer == float("inf") else f", transfer {p.transfer / 1e9:.3g} GB/s"
         print(f"{name}: overhead {p.overhead_s * 1e6:.3g} us, launch {p.launch_s * 1e6:.3g} us, "

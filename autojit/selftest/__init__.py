@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from autojit.dispatch.dispatcher import Dispatcher
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 REPEATS = 3
 
@@ -71,12 +73,12 @@ def run_gpu_tests(budget_s: float) -> dict[str, Any]:
             "tail": tail}
 
 
-def _last_seconds(dispatcher: Any, route: str) -> float:
+def _last_seconds(dispatcher: Dispatcher, route: str) -> float:
     """Return the device time of ``dispatcher``'s last call on ``route``."""
     return dispatcher._stats.latencies[route][-1]
 
 
-def _measure(dispatcher: Any, args: tuple, force: str | None) -> tuple[float, dict, str]:
+def _measure(dispatcher: Dispatcher, args: tuple, force: str | None) -> tuple[float, dict, str]:
     """Return (median device seconds, last decision, route run) of REPEATS calls."""
     import autojit
     options = {"force": force} if force else {}
@@ -127,7 +129,8 @@ def _calibrate(router: Any) -> dict[str, Any]:
     from autojit.config import current_settings
     from autojit.routing.calibration import recalibrate
     started = time.perf_counter()
-    params, source = recalibrate(router, current_settings().cache_dir)
+    settings = current_settings()
+    params, source = recalibrate(router, settings.cache_dir, settings)
     return {"seconds": time.perf_counter() - started, "source": source,
             "params": {name: vars(p) for name, p in params.items()}}
 

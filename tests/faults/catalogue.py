@@ -44,7 +44,7 @@ from numpy.lib.stride_tricks import as_strided
 from oracle import assert_calls_match_numpy, assert_same_value, call_numpy
 
 from autojit import autoroute
-from autojit.dispatch import dispatcher as dispatcher_module
+from autojit.runtime.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "cpu"))   # the deeper tests' helpers (not a package)
@@ -638,6 +638,7 @@ import os, signal, json
 import numpy as np
 import autojit.dispatch.dispatcher as dispatcher
 from autojit import autoroute
+from autojit.runtime.targets import TARGETS
 
 def interrupt(real):
     def step(*args, **kwargs):
@@ -668,7 +669,7 @@ HOOKS = {
                 "dispatcher.trace_function = real"),
     "planning": ("real = dispatcher.plan_kernels\ndispatcher.plan_kernels = interrupt(real)",
                  "dispatcher.plan_kernels = real"),
-    "compiling": ("cpu = dispatcher.BACKENDS['cpu']\nreal = cpu.compile\n"
+    "compiling": ("cpu = TARGETS['cpu']\nreal = cpu.compile\n"
                   "cpu.compile = interrupt(real)", "cpu.compile = real"),
 }
 
@@ -822,7 +823,7 @@ def check_eight_threads_eight_shapes() -> None:
 def check_call_while_another_thread_compiles() -> None:
     """Thread A's first call is held inside the compile; thread B calls the same signature
     and another one meanwhile: both right, A's compile not disturbed."""
-    cpu = dispatcher_module.BACKENDS["cpu"]
+    cpu = TARGETS["cpu"]
     real = cpu.compile
     compiling = threading.Event()
 
