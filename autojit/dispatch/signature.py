@@ -104,7 +104,7 @@ def signature_of(args: tuple) -> Signature | None:
 def describe_argument(key: ArgKey) -> str:
     """Return a short human form of a signature entry: ``f64[1d,C]``, ``f64[2d,C-strided]``
     (a C-ordered slice), ``f64[2d,strided]``, ``py float``."""
-    if key[0] in ("a", "g"):
+    if isinstance(key, ArrayKey):
         layout = "C" if key.contiguous else "C-strided" if key.c_strided else "strided"
         where = "" if key.kind == "a" else " cupy"
         return f"{np.dtype(key.dtype).name}[{key.ndim}d,{layout}]{where}"

@@ -157,10 +157,22 @@ def _cpu_target(threads: Threads) -> CpuBackend:
     return CpuBackend(threads)
 
 
+#: id(settings) -> (settings, its CPU target): a warm call's lookup costs one dict get
+#: (settings objects are shared per combination: ``config.current_settings``)
+_BY_SETTINGS: dict[int, tuple[Settings, CpuBackend]] = {}
+
+
 def cpu_target(settings: Settings) -> CpuBackend:
     """Return the CPU target for a call under ``settings`` (one per thread split, shared)."""
-    return _cpu_target(Threads(settings.num_threads, settings.thread_min_work,
-                               settings.thread_spin_us * 1e-6))
+    found = _BY_SETTINGS.get(id(settings))
+    if found is not None and found[0] is settings:
+        return found[1]
+    target = _cpu_target(Threads(settings.num_threads, settings.thread_min_work,
+                                 settings.thread_spin_us * 1e-6))
+    if len(_BY_SETTINGS) > 256:
+        _BY_SETTINGS.clear()
+    _BY_SETTINGS[id(settings)] = (settings, target)
+    return target
 
 
 #: the targets programs are compiled for, by route name (compiling does not depend on the
