@@ -72,6 +72,8 @@ _LOGGER = logging.getLogger("autojit")
 #: runs as plain Python for environments it has not seen: one that changes every call
 #: (a counter) would otherwise compile on every call
 MAX_GUARD_RETRACES = 16
+
+
 def _signature_of_callable(fn: Callable) -> pyinspect.Signature:
     """Return ``fn``'s signature; ``(*args, **kwargs)`` for a callable that has none that
     Python can tell (some builtins): positional calls are traced, keyword calls run it
