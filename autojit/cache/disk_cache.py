@@ -20,6 +20,7 @@ to stay consistent. Eviction takes a lock only so that two processes do not both
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import logging
@@ -29,7 +30,7 @@ import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from autojit.cache import disk_files
 from autojit.cache.cache_key import (
@@ -40,7 +41,7 @@ from autojit.cache.cache_key import (
     gpu_tag,
     key_digest,
 )
-from autojit.config import Settings, current_settings
+from autojit.config import Settings
 from autojit.errors import CacheWarning
 from autojit.fuse.plan import Plan
 from autojit.ir.graph import SourceLoc
@@ -344,21 +345,42 @@ def relocate_plan(plan: Plan, stored: tuple[tuple[str, int], ...],
 
 
 # -- the ``autojit cache`` command -----------------------------------------------------------
+class EntryPlace(NamedTuple):
+    """Where a call keeps extra entry points: its settings' cache folder and bound."""
+
+    cache_dir: str
+    cache_max_mb: float
+
+    @classmethod
+    def of(cls, settings: Settings) -> EntryPlace:
+        return cls(settings.cache_dir, settings.cache_max_mb)
+
+
+#: the running call's EntryPlace: set by the CPU target around the split kernel calls that
+#: link extra entry points (``runtime.targets.CpuBackend.launch``), from the settings the
+#: dispatcher resolved for the call; None (outside such a call): nothing is stored
+ENTRY_PLACE: contextvars.ContextVar[EntryPlace | None] = contextvars.ContextVar(
+    "autojit_entry_place", default=None)
+
+
 class EntryFiles:
     """The disk's ``EntryStore`` (``autojit.lower_cpu.entries``): object code of extra entry
     points (the team's chunk loop, thread partials), one group per module text, evicted
-    with the rest. Settings are read at each use, so ``config(cache_max_mb=0)`` holds."""
+    with the rest. Where they go is the running call's (``ENTRY_PLACE``), so
+    ``config(cache_max_mb=0)`` and a decorator's ``cache_max_mb=0`` hold."""
 
     kind = "entries"
 
     def _slot(self, text: str) -> tuple[DiskSlot, str, str] | None:
-        settings = current_settings()
+        place = ENTRY_PLACE.get()
+        if place is None or place.cache_max_mb <= 0 or not place.cache_dir:
+            return None
         code_kind = backend_tag("cpu")
-        if settings.cache_max_mb <= 0 or not settings.cache_dir or code_kind is None:
+        if code_kind is None:
             return None
         key = key_digest(self.kind, text, environment_digest())
-        slot = DiskSlot(disk_files.layout_root(settings.cache_dir), key, "native entries",
-                        (), int(settings.cache_max_mb * 2**20), variant=self.kind)
+        slot = DiskSlot(disk_files.layout_root(place.cache_dir), key, "native entries",
+                        (), int(place.cache_max_mb * 2**20), variant=self.kind)
         return slot, slot.path(code_kind), code_kind
 
     def load(self, text: str) -> bytes | None:

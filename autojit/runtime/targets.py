@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from autojit.cache.disk_cache import ENTRY_PLACE, EntryPlace
 from autojit.config import Settings
 from autojit.ir.kernel import Kernel
 from autojit.lower_cpu.program import CpuProgram
@@ -70,8 +71,9 @@ class CpuBackend:
 
     name = "cpu"
 
-    def __init__(self, threads: Threads = ONE_THREAD) -> None:
-        self.threads = threads
+    def __init__(self, threads: Threads = ONE_THREAD, entries: EntryPlace | None = None) -> None:
+        # ``entries``: where the extra entry points a split call links are kept on disk
+        self.threads, self.entries = threads, entries
 
     def compile(self, kernel: Kernel) -> Any:
         from autojit.lower_cpu import compile_kernel
@@ -94,8 +96,12 @@ class CpuBackend:
         data = _addresses(arrays)
         threads = self.threads
         if threads.count > 1 and isinstance(program, CpuProgram):   # splits big calls
-            call_kernel(kernel, program, data, meta, threads.count, threads.min_work,
-                        threads.spin_s)
+            token = ENTRY_PLACE.set(self.entries)
+            try:
+                call_kernel(kernel, program, data, meta, threads.count, threads.min_work,
+                            threads.spin_s)
+            finally:
+                ENTRY_PLACE.reset(token)
         else:
             program.call(data, meta)
 
@@ -153,8 +159,8 @@ class EmulatedCudaBackend:
 
 
 @functools.lru_cache(maxsize=64)
-def _cpu_target(threads: Threads) -> CpuBackend:
-    return CpuBackend(threads)
+def _cpu_target(threads: Threads, entries: EntryPlace) -> CpuBackend:
+    return CpuBackend(threads, entries)
 
 
 #: id(settings) -> (settings, its CPU target): a warm call's lookup costs one dict get
@@ -168,7 +174,7 @@ def cpu_target(settings: Settings) -> CpuBackend:
     if found is not None and found[0] is settings:
         return found[1]
     target = _cpu_target(Threads(settings.num_threads, settings.thread_min_work,
-                                 settings.thread_spin_us * 1e-6))
+                                 settings.thread_spin_us * 1e-6), EntryPlace.of(settings))
     if len(_BY_SETTINGS) > 256:
         _BY_SETTINGS.clear()
     _BY_SETTINGS[id(settings)] = (settings, target)
