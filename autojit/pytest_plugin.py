@@ -27,9 +27,11 @@ from typing import Any
 import pytest
 
 import autojit
+from autojit import config as autojit_config
+from autojit.config import current_settings, reload_environment
+from autojit.dispatch.dispatcher import Dispatcher
 from autojit.errors import StrictFallbackError
-from autojit.policy import config as autojit_config
-from autojit.policy import current_settings, registry, reload_environment
+from autojit.observe import registry
 from autojit.testing import backend_unavailable, tally
 
 ROUTES = ("python", "cpu", "gpu")
@@ -196,7 +198,7 @@ class AutojitSession:
         self._checks = tally()
         registry.add_listener(self._on_register)
 
-    def _on_register(self, dispatcher: Any) -> None:
+    def _on_register(self, dispatcher: Dispatcher) -> None:
         entry = _Tracked(dispatcher.__qualname__, weakref.ref(dispatcher), None)
         with self._lock:
             self._tracked.append(entry)

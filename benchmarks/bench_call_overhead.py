@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from autojit import autoroute
-from autojit.policy import fastpath
+from autojit.dispatch import fastpath
 
 SIZE = 100
 
@@ -71,7 +71,7 @@ def mechanisms() -> dict[str, Callable[[], object]]:
     f = autoroute(lambda a: a + 1.0)
     f(x)
     entry = next(iter(f._cache.values()))[0]
-    program = f.programs(entry, "cpu")[0]
+    program = entry.programs("cpu")[0]
     kernel = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(program.address)
 
     def by_ctypes() -> np.ndarray:

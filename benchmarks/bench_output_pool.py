@@ -1,5 +1,5 @@
 """What the output pool buys: warm calls whose result is at least 32 MiB (so it comes from
-autojit/policy/output_pool.py), each result dropped at once as a loop over calls would,
+autojit/runtime/output_pool.py), each result dropped at once as a loop over calls would,
 under several checkouts and pool settings side by side: one fresh process per
 (variant, round), the variants interleaved round by round, medians over all samples.
 

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from autojit import autoroute
-from autojit.policy.config import current_settings
-from autojit.policy.route import call_elements, current_router, gpu_usable
-from autojit.policy.signature import is_cupy_array
+from autojit.config import current_settings
+from autojit.routing.route import call_elements, current_router
+from autojit.runtime.arrays import is_cupy_array
+from autojit.runtime.devices import gpu_usable
 
 
 def v0_choose_route(settings, args) -> tuple[str, str]:

@@ -20,7 +20,7 @@ import numpy as np
 
 import autojit
 from autojit import autoroute
-from autojit.policy.config import current_settings
+from autojit.config import current_settings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare import load_workloads  # noqa: E402  (this folder, then taken off the path)

@@ -31,7 +31,7 @@ CHILD = textwrap.dedent('''
     import autojit
     imported = time.perf_counter()
     from autojit.lower_cpu import jit
-    from autojit.policy import dispatcher
+    from autojit.dispatch import dispatcher
 
     spent = {"trace": 0.0, "fuse": 0.0}
     def timed(name, fn):

@@ -2,8 +2,10 @@
  * autojit._native.fastcall: the native warm-call entry of a decorated function.
  *
  * A Table serves repeat calls whose signature was armed by the Python dispatcher
- * (autojit/policy/fastpath.py) without any Python-level machinery: it checks that the
- * configuration, router and log level are those it was armed under, matches the call's
+ * (autojit/dispatch/fastpath.py) without any Python-level machinery: it checks that the
+ * settings generation (autojit/config.py GENERATION: bumped when the environment is
+ * re-read, the router swapped or the log level changed) and this context's config()
+ * overrides are those it was armed under, matches the call's
  * arguments against each armed Spec (exact type, dtype, ndim, layout, the size equalities
  * of the plan), allocates the outputs, packs the kernel's (data, meta) arguments
  * (autojit/ir/kernel.py) and calls the compiled kernel. Anything unexpected returns
@@ -14,8 +16,9 @@
  * recorded, [2] their sum in ns, [3:] a ring of the latest ones in ns (stats.py folds
  * them into f.stats()).
  *
- * A Spec is described by a flat tuple of ints built in fastpath.py (see encode_spec there);
- * the layout is parsed once, here, into fixed-size C arrays. Its guards (policy/guards.py:
+ * A Spec is (SPEC_VERSION, codes, constants, addresses, guards): ``codes`` a flat tuple of
+ * ints built in fastpath.py (see encode_spec there; a spec of another version is refused);
+ * the layout is parsed once, here, into fixed-size C arrays. Its guards (dispatch/guards.py:
  * what the trace read from globals, closure cells, defaults, ...) are a tuple of lists
  * [kind, holder, key, expected], checked by identity on every call; the Python side may
  * replace ``expected`` by an equal value's object, so they are read from the lists each time.
@@ -45,10 +48,11 @@
 #define MAX_OUT 8
 #define MAX_SPECS 8
 #define MAX_CALLS 4
+#define SPEC_VERSION 2      /* fastpath.py SPEC_VERSION: the layout of a spec tuple */
 
 enum { ARG_ARRAY = 1, ARG_PYFLOAT = 2, ARG_PYINT = 3, ARG_PYBOOL = 4, ARG_NPSCALAR = 5 };
 enum { BUF_ARG = 0, BUF_ALLOC = 1, BUF_CONST = 2 };
-/* guard kinds: the numbers of policy/guards.py */
+/* guard kinds: the numbers of dispatch/guards.py */
 enum { G_DICT = 0, G_CELL, G_DEFAULTS, G_KWDEFAULTS, G_LENGTH, G_ITEMS, G_BYTES, G_SET,
        G_ATTR, G_KINDS };
 
@@ -114,7 +118,8 @@ typedef struct Guard {        /* one [kind, holder, key, expected] list, parsed 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *overrides, *env, *router, *counter, *keep;
+    PyObject *overrides, *counter, *keep;
+    int64_t generation;           /* the settings generation it was armed under */
     PyObject *fp_policy;          /* NumPy's error policy (np.errstate) it was armed under */
     long long n_limit, work_limit;
     int64_t *count;           /* counter: calls, latencies, ns sum, then the ring */
@@ -135,9 +140,10 @@ static int64_t now_ns(void) {
 #endif
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
-static PyObject *g_ctxvar, *g_config_dict, *g_route_dict, *g_logger_cache;
+static PyObject *g_ctxvar;                     /* config()'s overrides (identity) */
+static PyObject *g_generation_cell;            /* the int64 array holding the generation */
+static const volatile int64_t *g_generation;   /* its data */
 static PyObject *g_fp_ctxvar, *g_fp_reports;   /* NumPy's error policy, its verdict() */
-static PyObject *s_env, *s_router, *s_debug;
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
@@ -376,9 +382,15 @@ static Guard *parse_guards(PyObject *guards) {
 /* Parse (code, constants, addresses, guards) into a new Spec, or set ValueError. */
 static Spec *parse_spec(PyObject *item, PyObject *keep) {
     PyObject *code, *consts, *addresses, *guards;
-    if (!PyArg_ParseTuple(item, "O!O!O!O!", &PyTuple_Type, &code, &PyTuple_Type, &consts,
-                          &PyTuple_Type, &addresses, &PyTuple_Type, &guards))
+    int version;
+    if (!PyArg_ParseTuple(item, "iO!O!O!O!", &version, &PyTuple_Type, &code, &PyTuple_Type,
+                          &consts, &PyTuple_Type, &addresses, &PyTuple_Type, &guards))
         return NULL;
+    if (version != SPEC_VERSION) {
+        PyErr_Format(PyExc_ValueError, "fast-path spec version %d, this extension reads %d",
+                     version, SPEC_VERSION);
+        return NULL;
+    }
     if (check_guards(guards) < 0) {
         PyErr_SetString(PyExc_ValueError, "malformed fast-path guards");
         return NULL;
@@ -654,16 +666,15 @@ static PyObject *run_spec(Table *t, const Spec *s, PyObject *args) {
     return tuple;
 }
 
-/* Return 1 when the settings, router and log level are those the table was armed under. */
+/* Return 1 when the settings generation and this context's config() overrides are those
+   the table was armed under (and NumPy's error policy is one that only ignores or warns). */
 static int gate_open(Table *t) {
+    if (g_generation == NULL || *g_generation != t->generation) return 0;
     PyObject *overrides;
     if (PyContextVar_Get(g_ctxvar, NULL, &overrides) < 0) { PyErr_Clear(); return 0; }
     int same = overrides == t->overrides;
     Py_XDECREF(overrides);
     if (!same) return 0;
-    if (PyDict_GetItemWithError(g_config_dict, s_env) != t->env) { PyErr_Clear(); return 0; }
-    if (PyDict_GetItemWithError(g_route_dict, s_router) != t->router) { PyErr_Clear(); return 0; }
-    if (PyDict_GetItemWithError(g_logger_cache, s_debug) != Py_False) { PyErr_Clear(); return 0; }
     if (g_fp_ctxvar != NULL) {   /* np.errstate/np.seterr made a new policy: is it one that
                                     raises, calls, prints or logs (then Python runs)? */
         PyObject *policy;
@@ -711,18 +722,18 @@ static void table_dealloc(Table *t) {
         PyMem_Free(t->specs[i]->guards);
         PyMem_Free(t->specs[i]);
     }
-    Py_XDECREF(t->overrides); Py_XDECREF(t->env); Py_XDECREF(t->router);
+    Py_XDECREF(t->overrides);
     Py_XDECREF(t->counter); Py_XDECREF(t->keep); Py_XDECREF(t->fp_policy);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
 static PyObject *table_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *names[] = {"overrides", "env", "router", "counter", "specs", "n_limit",
+    static char *names[] = {"overrides", "generation", "counter", "specs", "n_limit",
                             "work_limit", "sample_mask", NULL};
-    PyObject *overrides, *env, *router, *counter, *specs;
-    long long n_limit, work_limit;
+    PyObject *overrides, *counter, *specs;
+    long long generation, n_limit, work_limit;
     unsigned long sample_mask;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO!LLk", names, &overrides, &env, &router,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OLOO!LLk", names, &overrides, &generation,
                                      &counter, &PyTuple_Type, &specs, &n_limit, &work_limit,
                                      &sample_mask))
         return NULL;
@@ -742,8 +753,8 @@ static PyObject *table_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     t->fp_policy = NULL;    /* armed after a compiled call: the policy then reports nothing */
     if (g_fp_ctxvar != NULL && PyContextVar_Get(g_fp_ctxvar, NULL, &t->fp_policy) < 0)
         PyErr_Clear();
-    t->overrides = Py_NewRef(overrides); t->env = Py_NewRef(env);
-    t->router = Py_NewRef(router); t->counter = Py_NewRef(counter);
+    t->overrides = Py_NewRef(overrides); t->generation = (int64_t)generation;
+    t->counter = Py_NewRef(counter);
     t->count = (int64_t *)PyArray_DATA((PyArrayObject *)counter);
     t->ring = (long long)PyArray_SIZE((PyArrayObject *)counter) - 3;
     t->n_limit = n_limit; t->work_limit = work_limit; t->sample_mask = sample_mask;
@@ -762,7 +773,7 @@ static PyTypeObject TableType = {
     .tp_name = "autojit._native.fastcall.Table",
     .tp_basicsize = sizeof(Table),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Native warm-call entry: Table(overrides, env, router, counter, specs, "
+    .tp_doc = "Native warm-call entry: Table(overrides, generation, counter, specs, "
               "n_limit, work_limit, sample_mask)(args) -> result or MISS",
     .tp_new = table_new,
     .tp_dealloc = (destructor)table_dealloc,
@@ -771,12 +782,15 @@ static PyTypeObject TableType = {
 };
 
 static PyObject *configure(PyObject *mod, PyObject *args) {
-    PyObject *ctxvar, *config_dict, *route_dict, *logger_cache, *fp_ctxvar = NULL;
+    PyObject *ctxvar, *cell, *fp_ctxvar = NULL;
     PyObject *fp_reports = NULL;
-    if (!PyArg_ParseTuple(args, "OO!O!O!|OO", &ctxvar, &PyDict_Type, &config_dict,
-                          &PyDict_Type, &route_dict, &PyDict_Type, &logger_cache, &fp_ctxvar,
-                          &fp_reports))
+    if (!PyArg_ParseTuple(args, "OO|OO", &ctxvar, &cell, &fp_ctxvar, &fp_reports))
         return NULL;
+    if (!PyArray_CheckExact(cell) || PyArray_TYPE((PyArrayObject *)cell) != NPY_INT64 ||
+        PyArray_SIZE((PyArrayObject *)cell) != 1 || !PyArray_ISCARRAY((PyArrayObject *)cell)) {
+        PyErr_SetString(PyExc_TypeError, "the generation must be a C int64 array of one");
+        return NULL;
+    }
     if (!PyContextVar_CheckExact(ctxvar) || (fp_ctxvar != NULL && (
             !PyContextVar_CheckExact(fp_ctxvar) || fp_reports == NULL ||
             !PyCallable_Check(fp_reports)))) {
@@ -784,9 +798,8 @@ static PyObject *configure(PyObject *mod, PyObject *args) {
         return NULL;
     }
     Py_XSETREF(g_ctxvar, Py_NewRef(ctxvar));
-    Py_XSETREF(g_config_dict, Py_NewRef(config_dict));
-    Py_XSETREF(g_route_dict, Py_NewRef(route_dict));
-    Py_XSETREF(g_logger_cache, Py_NewRef(logger_cache));
+    Py_XSETREF(g_generation_cell, Py_NewRef(cell));
+    g_generation = (const volatile int64_t *)PyArray_DATA((PyArrayObject *)cell);
     Py_XSETREF(g_fp_ctxvar, Py_XNewRef(fp_ctxvar));
     Py_XSETREF(g_fp_reports, Py_XNewRef(fp_reports));
     Py_RETURN_NONE;
@@ -807,7 +820,7 @@ static PyObject *py_guards_hold(PyObject *mod, PyObject *guards) {
     Py_RETURN_TRUE;
 }
 
-/* The full Python path's kernel call (lower_cpu/program.py, policy/backends.py): what
+/* The full Python path's kernel call (lower_cpu/program.py, runtime/targets.py): what
  * ctypes did for it (an array of pointers, one of int64 sizes, the call with the GIL
  * released) at a tenth of the cost. */
 #define CALL_STACK 64
@@ -904,15 +917,15 @@ static PyMethodDef methods[] = {
     {"set_absent", set_absent, METH_O,
      "set_absent(obj): the object guards expect where a dict key or cell is missing"},
     {"configure", configure, METH_VARARGS,
-     "configure(overrides_var, config_globals, route_globals, logger_cache[, fp_policy_var, "
-     "fp_reports]): where the gate reads the config() overrides, the environment settings, "
-     "the router, the log level and NumPy's error policy (fp_reports() -> bool on a new one)"},
+     "configure(overrides_var, generation[, fp_policy_var, fp_reports]): where the gate "
+     "reads the config() overrides (by identity), the settings generation (an int64 array "
+     "of one) and NumPy's error policy (fp_reports() -> bool on a new one)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "autojit._native.fastcall",
-    "Native warm-call entry of autojit dispatchers (see autojit/policy/fastpath.py).", -1,
+    "Native warm-call entry of autojit dispatchers (see autojit/dispatch/fastpath.py).", -1,
     methods,
 };
 
@@ -923,10 +936,8 @@ PyMODINIT_FUNC PyInit_fastcall(void) {
     if (m == NULL) return NULL;
     MISS = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
     ABSENT = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);   /* until set_absent */
-    s_env = PyUnicode_InternFromString("_environment_settings");
-    s_router = PyUnicode_InternFromString("_ROUTER");
-    s_debug = PyLong_FromLong(10);   /* logging.DEBUG */
-    if (MISS == NULL || s_env == NULL || s_router == NULL || s_debug == NULL ||
+    if (MISS == NULL || ABSENT == NULL ||
+        PyModule_AddIntConstant(m, "SPEC_VERSION", SPEC_VERSION) < 0 ||
         PyModule_AddObjectRef(m, "MISS", MISS) < 0 ||
         PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0) {
         Py_DECREF(m);

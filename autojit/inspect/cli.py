@@ -124,11 +124,12 @@ def _add_calibrate_parser(sub: argparse._SubParsersAction,
 
 def _run_calibrate(args: argparse.Namespace) -> int:
     """Calibrate every usable device, store and print the parameters; return 0."""
-    from autojit.policy.calibration import recalibrate
-    from autojit.policy.config import current_settings
-    from autojit.policy.route import current_router
+    from autojit.config import current_settings
+    from autojit.routing.calibration import recalibrate
+    from autojit.routing.route import current_router
 
-    params, source = recalibrate(current_router(), args.cache_dir or current_settings().cache_dir)
+    settings = current_settings()
+    params, source = recalibrate(current_router(), args.cache_dir or settings.cache_dir, settings)
     for name, p in params.items():
         transfer = "" if p.transfer == float("inf") else f", transfer {p.transfer / 1e9:.3g} GB/s"
         print(f"{name}: overhead {p.overhead_s * 1e6:.3g} us, launch {p.launch_s * 1e6:.3g} us, "
@@ -153,8 +154,8 @@ def _run_cache(args: argparse.Namespace) -> int:
     """Print the cache's versions (ls), delete them (clear) or its summary (stats)."""
     import time
 
-    from autojit.policy import disk_cache
-    from autojit.policy.config import current_settings
+    from autojit.cache import disk_cache
+    from autojit.config import current_settings
 
     settings = current_settings()
     folder = args.cache_dir or settings.cache_dir

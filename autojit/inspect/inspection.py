@@ -14,6 +14,7 @@ from autojit.inspect.report import Fact, ReportInputs, format_report, report_fac
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
 from autojit.ir.printer import format_graph, format_kernel
+from autojit.runtime.executable import Executable
 
 STAGES = ("graph", "fused", "traffic", "llvm", "llvm-opt", "asm", "cuda", "ptx", "report",
           "route")
@@ -36,7 +37,7 @@ class Inspection:
     #: include ptxas register counts in the report (an NVRTC compile per kernel)
     gpu_report = True
 
-    def __init__(self, function: str, entry: Any, cpu_programs: Sequence[Any] | None,
+    def __init__(self, function: str, entry: Executable | None, cpu_programs: Sequence[Any] | None,
                  route: str, route_reason: str | None,
                  sizes: dict[str, int] | None = None) -> None:
         self.function = function

@@ -22,7 +22,7 @@ log = logging.getLogger("autojit")
 
 
 class EntryStore(Protocol):
-    """Object code by key; ``autojit.policy.disk_cache`` installs the disk's."""
+    """Object code by key; ``autojit.cache.disk_cache`` installs the disk's."""
 
     def load(self, key: str) -> bytes | None: ...
     def save(self, key: str, object_code: bytes) -> None: ...

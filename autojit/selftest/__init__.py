@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from autojit.dispatch.dispatcher import Dispatcher
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU = 0, 1, 2, 3
 REPEATS = 3
 
@@ -44,7 +46,7 @@ def _workloads() -> dict[str, tuple[Callable, Callable[[int, np.random.Generator
 
 def no_gpu_reason() -> str | None:
     """Return why no GPU is usable, or None when one is."""
-    from autojit.policy.route import gpu_usable
+    from autojit.runtime.devices import gpu_usable
     if gpu_usable():
         return None
     try:
@@ -71,12 +73,12 @@ def run_gpu_tests(budget_s: float) -> dict[str, Any]:
             "tail": tail}
 
 
-def _last_seconds(dispatcher: Any, route: str) -> float:
+def _last_seconds(dispatcher: Dispatcher, route: str) -> float:
     """Return the device time of ``dispatcher``'s last call on ``route``."""
     return dispatcher._stats.latencies[route][-1]
 
 
-def _measure(dispatcher: Any, args: tuple, force: str | None) -> tuple[float, dict, str]:
+def _measure(dispatcher: Dispatcher, args: tuple, force: str | None) -> tuple[float, dict, str]:
     """Return (median device seconds, last decision, route run) of REPEATS calls."""
     import autojit
     options = {"force": force} if force else {}
@@ -124,18 +126,19 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _calibrate(router: Any) -> dict[str, Any]:
-    from autojit.policy.calibration import recalibrate
-    from autojit.policy.config import current_settings
+    from autojit.config import current_settings
+    from autojit.routing.calibration import recalibrate
     started = time.perf_counter()
-    params, source = recalibrate(router, current_settings().cache_dir)
+    settings = current_settings()
+    params, source = recalibrate(router, settings.cache_dir, settings)
     return {"seconds": time.perf_counter() - started, "source": source,
             "params": {name: vars(p) for name, p in params.items()}}
 
 
 def run_selftest(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     """Run the checks chosen by ``args``; return (report, exit code)."""
-    from autojit.policy.route import current_router, use_router
-    from autojit.policy.simulated import simulated_router
+    from autojit.routing.route import current_router, use_router
+    from autojit.routing.simulated import simulated_router
     deadline = time.monotonic() + args.budget
     report: dict[str, Any] = {"mode": "simulated" if args.simulated else "gpu"}
     if args.simulated:

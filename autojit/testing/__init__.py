@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from autojit.config import config, current_settings
+from autojit.dispatch.dispatcher import Dispatcher
 from autojit.errors import StrictFallbackError
-from autojit.policy import Dispatcher, config, current_settings
-from autojit.policy.backends import EmulatedCudaBackend
-from autojit.policy.signature import is_cupy_array
+from autojit.runtime.arrays import is_cupy_array
+from autojit.runtime.targets import EmulatedCudaBackend
 from autojit.testing.tolerance import (
     ERROR_RULES,
     TRANSCENDENTAL_ULPS,
@@ -54,7 +55,7 @@ def backend_unavailable(name: str) -> str | None:
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
     if name == "gpu":
-        from autojit.policy.route import current_router
+        from autojit.routing.route import current_router
         if "gpu" not in current_settings().backends:
             return "not in AUTOJIT_BACKENDS"
         device = current_router().devices.get("gpu")  # the router's: real, or simulated
@@ -159,7 +160,8 @@ def _run_forced(dispatcher: Dispatcher, name: str, args: Sequence[Any], inspecti
 
 def _run_emulated(args: Sequence[Any], inspection: Any) -> Outcome:
     """Return the Outcome of the plan's CUDA C run on the CPU through g++."""
-    from autojit.policy.backends import CALL_OK, bind_sizes, call_arguments, check_call, run_plan
+    from autojit.runtime.binding import CALL_OK, bind_sizes, call_arguments, check_call
+    from autojit.runtime.schedule import run_plan
     plan = inspection.plan
     if plan is None:
         return Outcome("cuda-emulated", skipped=f"runs as plain Python: "

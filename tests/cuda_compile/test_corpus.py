@@ -16,7 +16,9 @@ from tests.support.translation_unit import ARCHS, case_plan, compile_unit
 
 from autojit.fuse.plan import Plan
 from autojit.lower_gpu import CudaBinary
-from autojit.policy.backends import EmulatedCudaBackend, bind_sizes, run_plan
+from autojit.runtime.binding import bind_sizes
+from autojit.runtime.schedule import run_plan
+from autojit.runtime.targets import EmulatedCudaBackend
 
 CASES = all_cases()
 

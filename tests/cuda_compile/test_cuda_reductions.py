@@ -47,7 +47,9 @@ from autojit.lower_gpu import (
 )
 from autojit.lower_gpu.emulate import build_emulation, emulated_launch
 from autojit.lower_gpu.reduce_launch import is_reduction, row_extent
-from autojit.policy.backends import EmulatedCudaBackend, bind_sizes, run_plan
+from autojit.runtime.binding import bind_sizes
+from autojit.runtime.schedule import run_plan
+from autojit.runtime.targets import EmulatedCudaBackend
 from autojit.tracer import trace_function
 
 CASES = all_cases()

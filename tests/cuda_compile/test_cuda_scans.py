@@ -25,7 +25,9 @@ from autojit.lower_gpu import CudaBinary, render_cuda
 from autojit.lower_gpu.emulate import emulated_launch
 from autojit.lower_gpu.reduce_launch import can_split, launch_splits
 from autojit.lower_gpu.render_scan import cuda_scan_gaps
-from autojit.policy.backends import EmulatedCudaBackend, bind_sizes, run_plan
+from autojit.runtime.binding import bind_sizes
+from autojit.runtime.schedule import run_plan
+from autojit.runtime.targets import EmulatedCudaBackend
 from autojit.tracer import trace_function
 
 CASES = all_cases()

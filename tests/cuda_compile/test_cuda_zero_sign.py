@@ -32,7 +32,9 @@ from tests.support.zero_sign_inputs import (
 
 from autojit.fuse.plan import Plan
 from autojit.lower_gpu import CudaBinary
-from autojit.policy.backends import EmulatedCudaBackend, bind_sizes, run_plan
+from autojit.runtime.binding import bind_sizes
+from autojit.runtime.schedule import run_plan
+from autojit.runtime.targets import EmulatedCudaBackend
 
 
 @dataclass(frozen=True)

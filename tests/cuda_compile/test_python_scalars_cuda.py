@@ -14,14 +14,9 @@ import pytest
 from tests.support.oracle import call_numpy, compare_results
 from tests.support.translation_unit import ARCHS, case_plan, compile_unit
 
-from autojit.policy.backends import (
-    CALL_OK,
-    EmulatedCudaBackend,
-    bind_sizes,
-    call_arguments,
-    check_call,
-    run_plan,
-)
+from autojit.runtime.binding import CALL_OK, bind_sizes, call_arguments, check_call
+from autojit.runtime.schedule import run_plan
+from autojit.runtime.targets import EmulatedCudaBackend
 
 
 def _comparisons(a, b):

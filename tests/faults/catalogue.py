@@ -47,7 +47,7 @@ from tests.cpu.runtime import test_shutdown
 from tests.support.oracle import assert_calls_match_numpy, assert_same_value, call_numpy
 
 from autojit import autoroute
-from autojit.policy import dispatcher as dispatcher_module
+from autojit.runtime.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -232,9 +232,9 @@ DEEP_NEST = 8
 
 
 def check_deep_reduction_is_within_budget() -> None:
+    from autojit.config import current_settings
     from autojit.fuse.plan import plan_kernels
     from autojit.lower_cpu.budget import CompileBudgetError, check_budget
-    from autojit.policy.config import current_settings
     from autojit.tracer import trace_function
 
     def full_max(x):
@@ -537,7 +537,7 @@ def check_cache_dir_is_a_file() -> None:
 #: every write of a cache entry goes to /dev/full: the kernel answers ENOSPC
 DISK_FULL = '''
 import builtins
-import autojit.policy.disk_files as disk_files
+import autojit.cache.disk_files as disk_files
 def full(path, mode="r", *args, **kwargs):
     return builtins.open("/dev/full" if "w" in mode else path, mode, *args, **kwargs)
 disk_files.open = full
@@ -546,7 +546,7 @@ disk_files.open = full
 #: the fallback where /dev/full is missing: writes raise ENOSPC themselves
 DISK_FULL_RAISES = '''
 import builtins, errno
-import autojit.policy.disk_files as disk_files
+import autojit.cache.disk_files as disk_files
 def full(path, mode="r", *args, **kwargs):
     if "w" in mode:
         raise OSError(errno.ENOSPC, "No space left on device", path)
@@ -635,8 +635,9 @@ CACHE_DAMAGE: list[Fault] = [
 INTERRUPT_CHILD = '''
 import os, signal, json
 import numpy as np
-import autojit.policy.dispatcher as dispatcher
+import autojit.dispatch.dispatcher as dispatcher
 from autojit import autoroute
+from autojit.runtime.targets import TARGETS
 
 def interrupt(real):
     def step(*args, **kwargs):
@@ -667,7 +668,7 @@ HOOKS = {
                 "dispatcher.trace_function = real"),
     "planning": ("real = dispatcher.plan_kernels\ndispatcher.plan_kernels = interrupt(real)",
                  "dispatcher.plan_kernels = real"),
-    "compiling": ("cpu = dispatcher.BACKENDS['cpu']\nreal = cpu.compile\n"
+    "compiling": ("cpu = TARGETS['cpu']\nreal = cpu.compile\n"
                   "cpu.compile = interrupt(real)", "cpu.compile = real"),
 }
 
@@ -822,7 +823,7 @@ def check_eight_threads_eight_shapes() -> None:
 def check_call_while_another_thread_compiles() -> None:
     """Thread A's first call is held inside the compile; thread B calls the same signature
     and another one meanwhile: both right, A's compile not disturbed."""
-    cpu = dispatcher_module.BACKENDS["cpu"]
+    cpu = TARGETS["cpu"]
     real = cpu.compile
     compiling = threading.Event()
 
@@ -958,7 +959,7 @@ def check_allocator_memory_error() -> None:
     warm function where it is asked): the caller gets it, the inputs are unchanged, the
     next call is right and compiled. (The native fast path allocates with NumPy's C API:
     the huge-allocation row reaches that.)"""
-    from autojit.policy import backends
+    from autojit.runtime import targets as backends
 
     def fn(x):
         return np.sqrt(np.abs(x)) * 2.0 + x
@@ -992,7 +993,7 @@ def check_allocator_memory_error() -> None:
 def check_mmap_enomem_uses_numpys_allocation() -> None:
     """The output pool's mmap fails with ENOMEM: malloc serves the big result (as NumPy's
     own allocator would), still an array owning its data."""
-    from autojit.policy import output_pool
+    from autojit.runtime import output_pool
 
     def fn(x):
         return np.sqrt(np.abs(x)) - 1.0
@@ -1040,7 +1041,7 @@ def check_huge_allocations_raise_memory_error() -> None:
 def check_enomem_becomes_memory_error() -> None:
     """A size the kernel refuses to map (mmap: ENOMEM, really, not simulated) reaches the
     caller as NumPy's MemoryError, every time, and the function then works."""
-    from autojit.policy import output_pool
+    from autojit.runtime import output_pool
 
     def zeros_plus(x):
         return np.zeros((10 ** 6, 10 ** 6)) + x

@@ -15,7 +15,9 @@ from tests.support.scan_cases import Case, all_cases, sum_bound
 
 from autojit.fuse.plan import plan_kernels
 from autojit.lower_gpu import gpu_available
-from autojit.policy.backends import GpuBackend, bind_sizes, run_plan
+from autojit.runtime.binding import bind_sizes
+from autojit.runtime.schedule import run_plan
+from autojit.runtime.targets import GpuBackend
 from autojit.tracer import trace_function
 
 _NO_GPU = pytest.mark.skipif(not gpu_available(), reason="no usable CUDA device")

@@ -8,9 +8,9 @@ import pytest
 
 from autojit import autoroute
 from autojit.lower_gpu import gpu_available
-from autojit.policy.calibration import calibrate
-from autojit.policy.devices import CudaDevice, HostDevice
-from autojit.policy.route import Router, use_router
+from autojit.routing.calibration import calibrate
+from autojit.routing.route import Router, use_router
+from autojit.runtime.devices import CudaDevice, HostDevice
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="no usable CUDA device")]

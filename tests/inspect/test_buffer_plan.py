@@ -15,7 +15,9 @@ from tests.inspect.inspect_programs import PROGRAMS, scale_into
 from autojit import autoroute
 from autojit.fuse.buffers import plan_buffers, value_bytes
 from autojit.ir.ops import Op
-from autojit.policy.backends import CpuBackend, bind_sizes, run_plan
+from autojit.runtime.binding import bind_sizes
+from autojit.runtime.schedule import run_plan
+from autojit.runtime.targets import CpuBackend
 
 
 class CountingBackend(CpuBackend):

@@ -11,13 +11,14 @@ import pytest
 
 from tests.support.corpus import all_cases
 
+from autojit.dispatch.signature import signature_of
 from autojit.fuse.buffers import plan_buffers
 from autojit.fuse.plan import plan_kernels
 from autojit.inspect.report import ReportInputs, format_report, report_facts
 from autojit.ir.evaluate import run_strided
 from autojit.ir.ops import Op
-from autojit.policy.backends import bind_sizes, run_plan
-from autojit.policy.signature import signature_of
+from autojit.runtime.binding import bind_sizes
+from autojit.runtime.schedule import run_plan
 from autojit.tracer import trace_function
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from autojit.config import current_settings
 from autojit.demo import chain, gbm_step, normalise
-from autojit.policy.config import current_settings
-from autojit.policy.costmodel import Work, cost_plan, measure_work
-from autojit.policy.route import Router
+from autojit.routing.costmodel import Work, cost_plan, measure_work
+from autojit.routing.route import Router
 
 #: name -> (function, make_arguments(n, rng))
 WORKLOADS: dict[str, tuple[Callable, Callable[[int, np.random.Generator], tuple]]] = {
@@ -79,7 +79,7 @@ def _one_call(dispatcher: Any, args: tuple, name: str, n: int, fits: bool,
 
 def dispatcher_router_devices() -> list[Any]:
     """Return the devices of the router in use."""
-    from autojit.policy.route import current_router
+    from autojit.routing.route import current_router
     return list(current_router().devices.values())
 
 

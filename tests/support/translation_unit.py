@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from autojit.dispatch.signature import signature_of
 from autojit.fuse.plan import Plan, plan_kernels
 from autojit.lower_gpu import CudaBinary, compile_cuda, render_cuda
 from autojit.lower_gpu.emulate import build_emulation
-from autojit.policy.signature import signature_of
 from autojit.tracer import trace_function
 
 ARCHS = ("sm_80", "sm_90")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from autojit import autoroute
-from autojit.policy.cache_key import Unkeyable, function_fingerprint
+from autojit.cache.cache_key import Unkeyable, function_fingerprint
 
 TABLE = np.arange(4.0)
 SETTINGS = {"gain": 2.0, "names": ("a", "b")}

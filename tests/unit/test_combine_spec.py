@@ -26,7 +26,7 @@ from autojit.lower_cpu import rules as cpu_rules
 from autojit.lower_cpu import scan as cpu_scan
 from autojit.lower_cpu import threads
 from autojit.lower_gpu import rules as gpu_rules
-from autojit.policy import costmodel
+from autojit.routing import costmodel
 
 
 def test_every_reduction_and_scan_names_one_combine() -> None:

@@ -5,10 +5,11 @@ against NumPy without any compiler."""
 import numpy as np
 import pytest
 
+from autojit.dispatch.signature import signature_of
 from autojit.fuse.plan import plan_kernels
 from autojit.ir.evaluate import run_strided
-from autojit.policy.backends import bind_sizes, run_plan
-from autojit.policy.signature import signature_of
+from autojit.runtime.binding import bind_sizes
+from autojit.runtime.schedule import run_plan
 from autojit.tracer import trace_function
 
 

@@ -1,4 +1,4 @@
-"""Every setting is read through one table (``autojit/policy/config.py``, ``KNOBS``): each
+"""Every setting is read through one table (``autojit/config.py``, ``KNOBS``): each
 ``AUTOJIT_*`` value and each ``@autoroute(...)`` / ``autojit.config(...)`` option is parsed
 by its knob, and a value that is not allowed is an error naming the variable (or option),
 the value and what is allowed, never a silent default or a guess (``AUTOJIT_DISABLE=maybe``
@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 
 import autojit
-from autojit.errors import ConfigError, ConfigWarning
-from autojit.policy.config import (
+from autojit.config import (
     COST_SPEEDS,
     COST_TIMES,
     KNOBS,
@@ -30,7 +29,8 @@ from autojit.policy.config import (
     check_options,
     current_settings,
 )
-from autojit.policy.costmodel import DeviceParams
+from autojit.errors import ConfigError, ConfigWarning
+from autojit.routing.costmodel import DeviceParams
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOL_GOOD = [("1", True), ("true", True), ("TRUE", True), ("Yes", True), ("on", True),
@@ -229,7 +229,7 @@ def test_a_bad_variable_at_import_warns_and_keeps_the_default() -> None:
         warnings.simplefilter("always")
         with warnings.catch_warnings(record=True) as seen:
             import autojit
-        from autojit.policy.config import current_settings
+        from autojit.config import current_settings
         print(current_settings().disable, current_settings().num_threads > 0,
               current_settings().strict)
         for w in seen:
@@ -259,7 +259,7 @@ def test_no_autojit_variable_is_read_outside_the_table() -> None:
     offenders = [str(path.relative_to(ROOT)) for path in (ROOT / "autojit").rglob("*.py")
                  if path.name != "config.py" and reads.search(path.read_text())]
     assert offenders == []
-    source = (ROOT / "autojit" / "policy" / "config.py").read_text()
+    source = (ROOT / "autojit" / "config.py").read_text()
     named = set(re.findall(r"\"(AUTOJIT_[A-Z_]+)\"", source))
     assert named == {k.variable for k in KNOBS}
 

@@ -1,4 +1,4 @@
-"""The output pool (autojit/policy/output_pool.py): big results are NumPy arrays that own
+"""The output pool (autojit/runtime/output_pool.py): big results are NumPy arrays that own
 their data (a NEP 49 allocator handler), their blocks recycled once the array and every
 view of it are gone, never while anything still references the memory."""
 
@@ -11,8 +11,8 @@ import threading
 import numpy as np
 import pytest
 
-from autojit.policy import output_pool
-from autojit.policy.output_pool import MIN_BYTES, OutputPool
+from autojit.runtime import output_pool
+from autojit.runtime.output_pool import MIN_BYTES, OutputPool
 
 BIG = (MIN_BYTES // 8,)          # float64 elements filling exactly MIN_BYTES
 BLOCK = MIN_BYTES + mmap.PAGESIZE   # its mapping: the data and a header page

@@ -12,7 +12,8 @@ from autojit.ir.evaluate import evaluate_graph, run_strided
 from autojit.ir.ops import Op
 from autojit.ir.printer import format_graph, format_kernel
 from autojit.ir.verify import VerifyError, verify_kernel
-from autojit.policy.backends import bind_sizes, run_plan
+from autojit.runtime.binding import bind_sizes
+from autojit.runtime.schedule import run_plan
 from autojit.tracer import trace_function
 
 

@@ -17,9 +17,9 @@ import pytest
 
 import autojit
 from autojit import autoroute
+from autojit.cache import disk_cache, disk_files
 from autojit.errors import CacheWarning
 from autojit.inspect.cli import main
-from autojit.policy import disk_cache, disk_files
 
 #: Runs ``model.f`` in a fresh process and prints what happened as JSON. With ``--hit`` the
 #: trace is made to fail: a disk hit must not trace (nor compile: ``stats()["compiles"]``).
@@ -27,7 +27,7 @@ from autojit.policy import disk_cache, disk_files
 DRIVER = textwrap.dedent('''
     import json, sys, time
     import numpy as np
-    import autojit.policy.dispatcher as dispatcher
+    import autojit.dispatch.dispatcher as dispatcher
     from autojit.lower_cpu import elf_loader
     if "--hit" in sys.argv:
         def refuse(*args, **kwargs):
@@ -77,7 +77,10 @@ MODEL = textwrap.dedent('''
 
 
 def _environment(cache: Path, folder: Path) -> dict[str, str]:
-    env = dict(os.environ, AUTOJIT_CACHE_DIR=str(cache), PYTHONPATH=str(folder))
+    # the checkout under test after the project folder (not whichever autojit is installed)
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, AUTOJIT_CACHE_DIR=str(cache),
+               PYTHONPATH=os.pathsep.join([str(folder), str(root)]))
     env.pop("AUTOJIT_FORCE", None)
     return env
 

@@ -12,8 +12,9 @@ import pytest
 from tests.support.oracle import assert_calls_match_numpy
 
 from autojit import autoroute
+from autojit.dispatch import fastpath
 from autojit.lower_cpu import program as program_module
-from autojit.policy import backends, fastpath
+from autojit.runtime import binding, targets
 
 needs_native = pytest.mark.skipif(not fastpath.available(), reason="no native extension")
 
@@ -42,11 +43,11 @@ def test_native_kernel_call_gives_the_ctypes_answer(monkeypatch: pytest.MonkeyPa
     x, y = np.arange(50.0), np.linspace(-1, 1, 50)
     f(x, y)
     entry = next(iter(f._cache.values()))[0]
-    program = f.programs(entry, "cpu")[0]
+    program = entry.programs("cpu")[0]
     natively, by_ctypes = np.empty_like(x), np.empty_like(x)
-    program.call(backends._addresses([x, y, natively]), [x.size])
+    program.call(targets._addresses([x, y, natively]), [x.size])
     monkeypatch.setattr(program_module, "_native_call", None)
-    program.call(backends._python_addresses([x, y, by_ctypes]), [x.size])
+    program.call(targets._python_addresses([x, y, by_ctypes]), [x.size])
     np.testing.assert_array_equal(natively, x * y + 1.0)
     np.testing.assert_array_equal(by_ctypes, natively)
 
@@ -54,9 +55,9 @@ def test_native_kernel_call_gives_the_ctypes_answer(monkeypatch: pytest.MonkeyPa
 @needs_native
 def test_native_addresses_are_the_data_pointers() -> None:
     x = np.arange(10.0)[::3]
-    assert backends._addresses([x, 7, np.int64(9)]) == [x.ctypes.data, 7, 9]
+    assert targets._addresses([x, 7, np.int64(9)]) == [x.ctypes.data, 7, 9]
     with pytest.raises(TypeError, match="ndarray or an address"):
-        backends._addresses([1.5])
+        targets._addresses([1.5])
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "ctypes"])
@@ -64,7 +65,7 @@ def test_full_path_answers_match_numpy_with_or_without_native_helpers(
         monkeypatch: pytest.MonkeyPatch, native: bool) -> None:
     if not native:
         monkeypatch.setattr(program_module, "_native_call", None)
-        monkeypatch.setattr(backends, "_addresses", backends._python_addresses)
+        monkeypatch.setattr(targets, "_addresses", targets._python_addresses)
     x = np.arange(12.0).reshape(3, 4)
     _full_path_calls(lambda a: a + 1.0, [(x,), (x.T,), (np.arange(5.0),)])
     _full_path_calls(lambda a, s: (a * s).sum(axis=0), [(x, 2.0), (x[:, ::2], 3)])
@@ -74,8 +75,8 @@ def test_full_path_answers_match_numpy_with_or_without_native_helpers(
 
 @pytest.mark.parametrize("rank", [1, 2, 3, 4, 7])
 def test_size_limit_is_the_exact_integer_root(rank: int) -> None:
-    root = backends._integer_root(backends._MAX_ELEMENTS, rank)
-    assert root ** rank <= backends._MAX_ELEMENTS < (root + 1) ** rank
+    root = binding._integer_root(binding._MAX_ELEMENTS, rank)
+    assert root ** rank <= binding._MAX_ELEMENTS < (root + 1) ** rank
 
 
 def test_a_broadcast_too_big_for_numpy_still_raises_on_the_full_path() -> None:

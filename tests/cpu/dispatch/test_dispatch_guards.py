@@ -416,12 +416,12 @@ def test_an_equal_value_does_not_retrace_and_the_fast_path_keeps_serving():
 
 
 def _fast_path_built() -> bool:
-    from autojit.policy import fastpath
+    from autojit.dispatch import fastpath
     return fastpath.available()
 
 
 def test_a_global_changing_on_every_call_stops_compiling_and_stays_right():
-    from autojit.policy.dispatcher import MAX_GUARD_RETRACES
+    from autojit.dispatch.dispatcher import MAX_GUARD_RETRACES
     f = autoroute(_global_scale, force="cpu")
     x = np.arange(4.0)
     saved = SCALE

@@ -1,4 +1,4 @@
-"""The native warm-call fast path (autojit/policy/fastpath.py): same results as the full path
+"""The native warm-call fast path (autojit/dispatch/fastpath.py): same results as the full path
 and NumPy, fallback on anything unusual, configuration honoured, stats truthful.
 
 No timings here: ``benchmarks/bench_call_overhead.py`` measures the call overhead.
@@ -19,7 +19,7 @@ from tests.support.oracle import call_numpy, compare_results
 
 import autojit
 from autojit import autoroute
-from autojit.policy import fastpath
+from autojit.dispatch import fastpath
 
 pytestmark = pytest.mark.skipif(not fastpath.available(),
                                 reason="the native extension autojit._native.fastcall is not built")

@@ -10,7 +10,7 @@ from tests.support.oracle import assert_matches_numpy
 
 import autojit
 from autojit import FallbackWarning, autoroute
-from autojit.policy.route import gpu_usable
+from autojit.runtime.devices import gpu_usable
 
 
 @autoroute

@@ -7,7 +7,7 @@ import pytest
 
 import autojit
 from autojit import FallbackWarning, autoroute
-from autojit.policy.static_args import MAX_SPECIALISATIONS
+from autojit.dispatch.static_args import MAX_SPECIALISATIONS
 
 
 def relax(x, steps, rate=0.5):

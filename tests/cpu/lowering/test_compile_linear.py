@@ -153,7 +153,7 @@ def test_forced_gpu_route_does_not_apply_the_cpu_budget_while_planning(monkeypat
         checks.append(check)
         return plan_kernels_(graph, contiguous, max_ops, check, *rest, **options)
 
-    from autojit.policy import dispatcher
+    from autojit.dispatch import dispatcher
     monkeypatch.setattr(dispatcher, "plan_kernels", recording)
     with config(force="gpu"):
         fn = autoroute(lambda a: np.sin(a) + 1)

@@ -18,10 +18,11 @@ import pytest
 from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
 
 from autojit import FallbackWarning, autoroute, config
+from autojit.dispatch import dispatcher as dispatcher_module
 from autojit.fuse.partition import SIBLING_CANDIDATES, partition_graph
 from autojit.fuse.plan import plan_kernels
 from autojit.ir.ops import Op
-from autojit.policy import dispatcher as dispatcher_module
+from autojit.runtime.targets import TARGETS
 from autojit.tracer import trace_function
 
 
@@ -149,7 +150,7 @@ def test_internal_error_while_compiling_falls_back_with_its_reason(monkeypatch):
     def broken(kernel):
         raise RuntimeError("LLVM rejected it")
 
-    monkeypatch.setattr(dispatcher_module.BACKENDS["cpu"], "compile", broken)
+    monkeypatch.setattr(TARGETS["cpu"], "compile", broken)
     f = autoroute(lambda a: np.cos(a) * 3, force="cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FallbackWarning)

@@ -9,9 +9,9 @@ import pytest
 from tests.support.oracle import assert_matches_numpy
 
 from autojit import autoroute
+from autojit.config import current_settings
 from autojit.fuse.plan import plan_kernels
 from autojit.lower_cpu.budget import CompileBudgetError, check_budget, estimate_seconds
-from autojit.policy.config import current_settings
 from autojit.tracer import trace_function
 
 

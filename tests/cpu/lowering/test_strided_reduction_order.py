@@ -15,8 +15,8 @@ from tests.cpu.lowering.test_reduction_order import REDUCTIONS as SUM_REDUCTIONS
 from tests.support.oracle import assert_calls_match_numpy, compare_results
 
 from autojit import autoroute
+from autojit.dispatch.signature import c_ordered_strided, describe_argument, signature_of
 from autojit.fuse.plan import pairwise_block
-from autojit.policy.signature import c_ordered_strided, describe_argument, signature_of
 
 RNG = np.random.default_rng(20261202)
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from autojit import AutojitWarning, autoroute, config, reload_environment
+from autojit.config import current_settings
 from autojit.errors import StrictFallbackError
-from autojit.policy import current_settings
 from autojit.pytest_plugin import summary_lines
 from autojit.testing import backend_unavailable
 
@@ -25,7 +25,7 @@ import os
 import numpy as np
 import pytest
 from autojit import autoroute
-from autojit.policy import current_settings
+from autojit.config import current_settings
 from autojit.pytest_plugin import summary_lines
 
 

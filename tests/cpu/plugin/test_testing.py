@@ -116,8 +116,8 @@ def test_cuda_emulated_backend_runs_the_generated_cuda_c() -> None:
 
 
 def test_gpu_backend_runs_forced_and_a_silent_cpu_rerun_fails() -> None:
-    from autojit.policy.route import use_router
-    from autojit.policy.simulated import simulated_router
+    from autojit.routing.route import use_router
+    from autojit.routing.simulated import simulated_router
     x = np.linspace(-3.0, 3.0, 1001)
     with use_router(simulated_router(calibrate=False)) as router:  # a GPU on any machine
         assert assert_backends_agree(chain, x).ran == ["python", "cpu", "gpu"]

@@ -17,14 +17,17 @@ import pytest
 
 import autojit
 from autojit import autoroute
+from autojit.config import current_settings
 from autojit.fuse.plan import plan_kernels
-from autojit.policy.backends import bind_sizes
-from autojit.policy.calibration import calibrate, load_or_calibrate
-from autojit.policy.costmodel import DeviceParams, cost_plan, estimate, measure_work
-from autojit.policy.devices import HostDevice
-from autojit.policy.load import LoadSampler
-from autojit.policy.route import Router, gpu_usable, use_router
-from autojit.policy.simulated import SIM_CPU, SIM_GPU, DeviceArray, simulated_router
+from autojit.routing.calibration import calibrate, load_or_calibrate
+from autojit.routing.costmodel import DeviceParams, cost_plan, estimate, measure_work
+from autojit.routing.load import LoadSampler
+from autojit.routing.route import Router, use_router
+from autojit.routing.simulated import SIM_CPU, SIM_GPU, DeviceArray, simulated_router
+from autojit.runtime.arrays import ArrayKey
+from autojit.runtime.binding import bind_sizes
+from autojit.runtime.devices import HostDevice, gpu_usable
+from autojit.runtime.executable import Executable
 from autojit.tracer import trace_function
 
 BIG = 200_000       # the simulated GPU wins by far
@@ -179,10 +182,9 @@ def test_residency_option_decides_where_results_live(router):
 
 
 def test_cupy_arguments_run_on_the_gpu(router):
-    from autojit.policy.dispatcher import Entry
     plan, sizes = _plan(lambda a: a + 1.0, np.ones(10))
-    entry = Entry((("g", "d", 1, (False,), True),), plan)
-    decision, _, _ = router.choose(entry, sizes, autojit.policy.current_settings())
+    entry = Executable((ArrayKey("g", "d", 1, (False,), True, False),), plan)
+    decision, _, _ = router.choose(entry, sizes, current_settings())
     assert (decision.route, decision.reason) == ("gpu", "CuPy arguments live on the GPU")
     assert decision.to_host is False          # auto residency: results stay on the GPU
 

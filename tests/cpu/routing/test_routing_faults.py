@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from autojit import autoroute
-from autojit.policy.breaker import COOLDOWN_S, Breaker
-from autojit.policy.route import current_router, use_router
-from autojit.policy.simulated import simulated_router
+from autojit.routing.breaker import COOLDOWN_S, Breaker
+from autojit.routing.route import current_router, use_router
+from autojit.routing.simulated import simulated_router
 
 N = 50_000          # big enough that the simulated GPU wins by far
 

@@ -11,10 +11,10 @@ from tests.support.routing_support import WORKLOADS, geometric_sizes, sweep
 
 import autojit
 from autojit import autoroute
-from autojit.policy.config import current_settings
-from autojit.policy.costmodel import DeviceParams
-from autojit.policy.route import use_router
-from autojit.policy.simulated import SIM_CPU, SIM_GPU, simulated_router
+from autojit.config import current_settings
+from autojit.routing.costmodel import DeviceParams
+from autojit.routing.route import use_router
+from autojit.routing.simulated import SIM_CPU, SIM_GPU, simulated_router
 
 SIZES = geometric_sizes(6, 20, 20)
 #: (GPU utilisation, CPU load per core): idle, busy, GPU saturated past the 0.8 threshold

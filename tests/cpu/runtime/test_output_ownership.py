@@ -1,4 +1,4 @@
-"""Big results of compiled calls come from the output pool (autojit/policy/output_pool.py)
+"""Big results of compiled calls come from the output pool (autojit/runtime/output_pool.py)
 and still look like NumPy's: they own their memory, have no base, resize and pickle."""
 
 import pickle
@@ -9,7 +9,7 @@ import pytest
 from tests.support.oracle import assert_calls_match_numpy, assert_same_ownership, assert_same_value
 
 from autojit import autoroute
-from autojit.policy import output_pool
+from autojit.runtime import output_pool
 
 BIG = output_pool.MIN_BYTES // 8 + 3        # float64 elements: a result the pool serves
 

@@ -373,7 +373,7 @@ def test_decorator_thread_options_reach_the_launch(monkeypatch):
 def test_default_threads_respect_a_container_cpu_quota(monkeypatch, tmp_path, v2, v1, limit):
     """Under a CFS quota the default thread count is the quota rounded up, never more than
     the CPUs the process may run on (threads beyond it only queue, spinning burns it)."""
-    config_module = importlib.import_module("autojit.policy.config")
+    config_module = importlib.import_module("autojit.config")
     paths = [tmp_path / "cpu.max", (tmp_path / "quota", tmp_path / "period")]
     if v2 is not None:
         paths[0].write_text(v2 + "\n")

@@ -7,12 +7,14 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from autojit.observe.report import Observed, Snapshotted, aggregate
+
 _DISPATCHERS: weakref.WeakSet = weakref.WeakSet()
 _LOCK = threading.Lock()
-_LISTENERS: list[Callable[[Any], None]] = []
+_LISTENERS: list[Callable[[Observed], None]] = []
 
 
-def register(dispatcher: Any) -> None:
+def register(dispatcher: Observed) -> None:
     """Remember ``dispatcher`` (weakly: a function that is garbage-collected drops out)."""
     with _LOCK:
         _DISPATCHERS.add(dispatcher)
@@ -21,30 +23,29 @@ def register(dispatcher: Any) -> None:
         listener(dispatcher)
 
 
-def add_listener(listener: Callable[[Any], None]) -> None:
+def add_listener(listener: Callable[[Observed], None]) -> None:
     """Call ``listener(dispatcher)`` for every dispatcher registered from now on (the pytest
     plugin counts a session's functions, including ones garbage-collected before its end)."""
     with _LOCK:
         _LISTENERS.append(listener)
 
 
-def remove_listener(listener: Callable[[Any], None]) -> None:
+def remove_listener(listener: Callable[[Observed], None]) -> None:
     """Stop calling ``listener``; a listener that was never added is ignored."""
     with _LOCK:
         if listener in _LISTENERS:
             _LISTENERS.remove(listener)
 
 
-def dispatchers() -> list[Any]:
+def dispatchers() -> list[Observed]:
     """Return the live dispatchers, ordered by name for stable reports."""
     with _LOCK:
         live = list(_DISPATCHERS)
     return sorted(live, key=lambda d: d.__qualname__)
 
 
-def process_stats() -> dict[str, Any]:
+def process_stats(router: Snapshotted | None = None) -> dict[str, Any]:
     """Return totals over every decorated function plus each one's own ``stats()``, the last
-    128 decisions across functions and the router's state (see ``observe.aggregate``)."""
-    from autojit.policy import route
-    from autojit.policy.observe import aggregate
-    return aggregate(dispatchers(), route._ROUTER)
+    128 decisions across functions and ``router``'s state (see ``report.aggregate``); the
+    caller passes the router (``autojit.stats`` passes the installed one, if any)."""
+    return aggregate(dispatchers(), router)

@@ -4,7 +4,7 @@ After a normal CPU call the dispatcher may *arm* the call's compiled entry: its 
 encoded (:func:`encode_spec`) for the native ``Table`` of ``autojit/_native/fastcall.c``,
 which then serves later calls by itself — it checks each argument (exact type, dtype,
 ndim, layout, the size equalities of the plan, Python scalar ranges) and the entry's
-guards (the globals, closure cells and defaults the trace read: policy/guards.py, by
+guards (the globals, closure cells and defaults the trace read: dispatch/guards.py, by
 identity), allocates the outputs, packs ``(data, meta)`` and calls the kernel. Anything
 it is not sure of returns ``MISS`` and the full path runs, so the fast path can make a call
 slower, never different.
@@ -20,9 +20,13 @@ An entry is armed only when the full path could not have chosen anything else:
   must stay below the threading threshold: big calls always take the full path);
 * ``autojit`` debug logging is off (each routed call would be logged).
 
-The table is armed under one (``config()`` overrides, environment settings, router)
-triple, compared by identity on every call: entering ``config(...)``, re-reading the
-environment or swapping the router sends calls to the full path, which re-arms.
+The table is armed under a gate: the settings generation (``autojit.config.GENERATION``,
+one number bumped when the environment is re-read, the router is swapped or the
+``autojit`` logger's level may have changed) and this context's ``config()`` overrides
+(by identity: they are context-local, so one process-wide number cannot stand for them).
+The native table compares both on every call; a change sends calls to the full path,
+which re-arms. Nothing is read from C by a module global's name. A spec tuple starts
+with ``SPEC_VERSION``: an extension built for another layout refuses it (no fast path).
 
 Stats: fast calls are counted natively and folded into ``stats()`` (``calls``,
 ``routes["cpu"]``, ``cache_hits`` and ``fast_calls``); each one's time (allocation, kernels,
@@ -33,29 +37,38 @@ full path on purpose, so the decision log keeps being sampled (and the router se
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from autojit.config import GENERATION, LOG_LEVEL_WATCHED, OVERRIDES, Settings
+from autojit.fuse.plan import Plan
 from autojit.ir import fp_errors
+from autojit.ir.graph import Graph
 from autojit.ir.host import compile_prologue
+from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
-from autojit.policy.backends import build_schedule
-from autojit.policy.devices import HostDevice
+from autojit.routing.route import installed_router
+from autojit.runtime.arrays import HOST_ARRAY, NP_SCALAR, PY_SCALAR, ArrayKey, ScalarKey
+from autojit.runtime.devices import HostDevice
+from autojit.runtime.executable import Executable
+from autojit.runtime.schedule import KernelCall, Schedule, build_schedule
+
+if TYPE_CHECKING:   # the dispatcher imports this module: only its type is needed here
+    from autojit.dispatch.dispatcher import Dispatcher
 
 try:
     from autojit._native import fastcall as _native
 except ImportError:   # the extension did not build: every call takes the full path
     _native = None
 
-# the modules themselves (``autojit.policy.config`` the attribute is the config() function)
-config = importlib.import_module("autojit.policy.config")
-route = importlib.import_module("autojit.policy.route")
 _LOGGER = logging.getLogger("autojit")
+#: the layout of a spec tuple (fastcall.c SPEC_VERSION): (version, codes, constants,
+#: addresses, guards)
+SPEC_VERSION = 2
 MISS: Any = _native.MISS if _native is not None else object()
 MAX_WORK = 1 << 13        # loop iterations a fast call may run (more: full path, threads)
 SAMPLE_EVERY = 1024       # one call in this many takes the full path (decisions, latency)
@@ -69,9 +82,13 @@ _PY_KINDS = {"float": _PYFLOAT, "int": _PYINT, "bool": _PYBOOL}
 _BUF_ARG, _BUF_ALLOC, _BUF_CONST = 0, 1, 2
 
 if _native is not None:
-    try:   # the gate reads these on every call; Logger._cache is CPython's level cache
-        _native.configure(config._overrides, vars(config), vars(route), _LOGGER._cache,
-                          fp_errors.POLICY_VAR, fp_errors.numpy_reports_fp_errors)
+    try:   # the gate reads these on every call: two objects given once, none by name
+        if not LOG_LEVEL_WATCHED:
+            raise TypeError("logging keeps no level cache to watch")
+        if getattr(_native, "SPEC_VERSION", None) != SPEC_VERSION:
+            raise TypeError("the extension was built for another spec layout (rebuild it)")
+        _native.configure(OVERRIDES, GENERATION, fp_errors.POLICY_VAR,
+                          fp_errors.numpy_reports_fp_errors)
     except (AttributeError, TypeError) as exc:
         _LOGGER.debug("autojit: no native fast path: %s", exc)
         _native = None
@@ -99,31 +116,32 @@ def _int_ranges(int_guards: tuple[tuple[int, str], ...]) -> dict[int, tuple[int,
     return ranges
 
 
-def _layout_code(key: tuple) -> int:
+def _layout_code(key: ArrayKey) -> int:
     """An array's layout class for fastcall.c: 1 C-contiguous, 2 C-ordered strided, 0 other."""
-    return 1 if key[4] else 2 if key[5] else 0
+    return 1 if key.contiguous else 2 if key.c_strided else 0
 
 
-def _arg_codes(signature: tuple, int_guards: tuple[tuple[int, str], ...]) -> list[int]:
+def _arg_codes(signature: Sequence[ArrayKey | ScalarKey],
+               int_guards: tuple[tuple[int, str], ...]) -> list[int]:
     codes: list[int] = []
     ranges = _int_ranges(int_guards)
     for index, key in enumerate(signature):
-        if key[0] == "a":
-            ones = sum(1 << d for d, one in enumerate(key[3]) if one)
-            codes += [_ARRAY, np.dtype(key[1]).num, key[2], ones, _layout_code(key)]
-        elif key[0] == "py":
-            if index in ranges and key[1] != "int":
+        if isinstance(key, ArrayKey) and key.kind == HOST_ARRAY:
+            ones = sum(1 << d for d, one in enumerate(key.ones) if one)
+            codes += [_ARRAY, np.dtype(key.dtype).num, key.ndim, ones, _layout_code(key)]
+        elif key.kind == PY_SCALAR:
+            if index in ranges and key.dtype != "int":
                 raise Unsupported("a Python float converted to an integer dtype")
             lo, hi = ranges.get(index, (0, 0))
-            codes += [_PY_KINDS[key[1]], int(index in ranges), lo, hi, 0]
-        elif key[0] == "np":
-            codes += [_NPSCALAR, np.dtype(key[1]).num, 0, 0, 0]
+            codes += [_PY_KINDS[key.dtype], int(index in ranges), lo, hi, 0]
+        elif key.kind == NP_SCALAR:
+            codes += [_NPSCALAR, np.dtype(key.dtype).num, 0, 0, 0]
         else:
-            raise Unsupported(f"argument kind {key[0]!r}")
+            raise Unsupported(f"argument kind {key.kind!r}")
     return codes
 
 
-def _symbol_codes(graph: Any) -> tuple[list[int], dict[str, int], int]:
+def _symbol_codes(graph: Graph) -> tuple[list[int], dict[str, int], int]:
     """Return (codes, symbol -> index, the router's element-count rule): the index of the
     one size symbol, -1 for the product of all sizes, -2 for 1 (no symbols)."""
     guards = dict(graph.guards)
@@ -141,7 +159,7 @@ def _symbol_codes(graph: Any) -> tuple[list[int], dict[str, int], int]:
     return codes, {name: i for i, name in enumerate(names)}, single
 
 
-def _check_plan(plan: Any, schedule: Any, argument_count: int) -> None:
+def _check_plan(plan: Plan, schedule: Schedule, argument_count: int) -> None:
     kernels_only = tuple(("kernel", i) for i in range(len(plan.kernels)))
     if (not 1 <= len(plan.kernels) <= MAX_CALLS or schedule.libraries or schedule.views
             or tuple(schedule.order) != kernels_only):
@@ -156,7 +174,7 @@ def _check_plan(plan: Any, schedule: Any, argument_count: int) -> None:
             raise Unsupported("a result that is not a fresh allocation")
 
 
-def _call_codes(call: Any, kernel: Any, argument_count: int, allocations: int,
+def _call_codes(call: KernelCall, kernel: Kernel, argument_count: int, allocations: int,
                 symbol: Callable[[str], int]) -> list[int]:
     """Return one kernel launch's codes: counts, buffers, scalars, loops, strides."""
     allocs = argument_count + allocations
@@ -178,10 +196,11 @@ def _call_codes(call: Any, kernel: Any, argument_count: int, allocations: int,
     return codes
 
 
-def encode_spec(plan: Any, signature: tuple, addresses: Sequence[int],
-                guards: tuple = ()) -> tuple:
-    """Return ``(codes, constants, addresses, guards)``, the native form of a plan of
-    kernels only; ``guards`` are the entry's ``Guards.checks`` (policy/guards.py), which
+def encode_spec(plan: Plan, signature: Sequence[ArrayKey | ScalarKey],
+                addresses: Sequence[int], guards: tuple = ()) -> tuple:
+    """Return ``(SPEC_VERSION, codes, constants, addresses, guards)``, the native form of a
+    plan of
+    kernels only; ``guards`` are the entry's ``Guards.checks`` (dispatch/guards.py), which
     the native table checks by identity on every call.
 
     ``codes`` lists, in order: counts (arguments, symbols, element-count rule, allocations,
@@ -215,14 +234,19 @@ def encode_spec(plan: Any, signature: tuple, addresses: Sequence[int],
     header = [argument_count, len(index), single, len(schedule.allocations),
               len(schedule.constants), len(plan.kernels), len(schedule.outputs),
               int(schedule.output_tuple)]
-    return (tuple(header + codes), tuple(schedule.constants),
+    return (SPEC_VERSION, tuple(header + codes), tuple(schedule.constants),
             tuple(int(a) for a in addresses), tuple(guards))
 
 
 def _same(gate: tuple, other: tuple) -> bool:
-    """Return True when two (overrides, environment settings, router) gates are the same
-    objects: what the native table compares on every call."""
-    return len(gate) == len(other) and all(a is b for a, b in zip(gate, other))
+    """Return True when two (overrides, generation) gates are the same: what the native
+    table compares on every call (the overrides by identity)."""
+    return len(gate) == len(other) and gate[0] is other[0] and gate[1] == other[1]
+
+
+def _gate() -> tuple[tuple, int]:
+    """Return this call's gate: the context's config() overrides and the generation."""
+    return OVERRIDES.get(), int(GENERATION[0])
 
 
 def fast_with_prologue(hosted: tuple, args: tuple) -> Any:
@@ -245,27 +269,28 @@ class FastPath:
     no count is lost on re-arming)."""
 
     def __init__(self) -> None:
-        self.table: Any = None
+        self.table: Callable[[tuple], Any] | None = None
         self._gate: tuple = ()
         # id(entry) -> (entry, spec or None); holding the entry keeps its programs alive
-        self._specs: dict[int, tuple] = {}
+        self._specs: dict[int, tuple[Executable, tuple | None]] = {}
         self._armed: tuple[int, ...] = ()      # ids of the entries in ``table``
         # the one armed entry with a host prologue (``dispatcher._hosted``) and its gate
         self._hosted_id: int | None = None
         self._hosted_gate: tuple = ()
         self._lock = threading.Lock()
 
-    def after_cpu_call(self, dispatcher: Any, entry: Any, settings: Any, n: int) -> None:
+    def after_cpu_call(self, dispatcher: Dispatcher, entry: Executable, settings: Settings,
+                       n: int) -> None:
         """Arm ``entry`` (just run on the CPU with ``n`` elements) when calls like this one
         cannot be routed anywhere else; a no-op when it is armed already."""
-        gate = (config._overrides.get(), config._environment_settings, route._ROUTER)
+        gate = _gate()   # read before what it stands for: a change after re-arms next call
         if _native is None or id(entry) in self._armed and _same(self._gate, gate):
             return
-        router = gate[2]
+        router = installed_router()
         if (settings.disable or settings.force not in (None, "cpu") or router is None
                 or settings.residency == "device" or type(router.devices["cpu"]) is not HostDevice
                 or (settings.force is None and n >= settings.gpu_min_elems)
-                or _LOGGER.isEnabledFor(logging.DEBUG)):
+                or _LOGGER.disabled or _LOGGER.isEnabledFor(logging.DEBUG)):
             return
         prologue = entry.plan.graph.prologue
         if prologue and id(entry) == self._hosted_id and _same(self._hosted_gate, gate):
@@ -278,7 +303,7 @@ class FastPath:
         if settings.num_threads > 1:
             work = min(work, getattr(settings, "thread_min_work", MAX_WORK) - 1)
         if prologue:   # its own table: the call arguments are the prologue's, one entry's
-            table = _native.Table(gate[0], gate[1], gate[2], dispatcher._stats.fast, (spec,),
+            table = _native.Table(gate[0], gate[1], dispatcher._stats.fast, (spec,),
                                   n_limit, work, SAMPLE_EVERY - 1)
             with self._lock:
                 self._hosted_id, self._hosted_gate = id(entry), gate
@@ -287,27 +312,27 @@ class FastPath:
         with self._lock:
             keep = self._armed if _same(self._gate, gate) else ()
             ids = (id(entry), *(i for i in keep if i != id(entry)))[:MAX_SPECS]
-            self.table = _native.Table(gate[0], gate[1], gate[2], dispatcher._stats.fast,
+            self.table = _native.Table(gate[0], gate[1], dispatcher._stats.fast,
                                        tuple(self._specs[i][1] for i in ids), n_limit, work,
                                        SAMPLE_EVERY - 1)
             self._gate, self._armed = gate, ids
         dispatcher._fast = self.table
 
-    def _spec(self, dispatcher: Any, entry: Any) -> tuple | None:
+    def _spec(self, dispatcher: Dispatcher, entry: Executable) -> tuple | None:
         """Return the entry's native spec (encoded once), or None when it cannot have one."""
         found = self._specs.get(id(entry))
         if found is not None:
             return found[1]
         spec = None
         try:
-            if any(key[0] not in ("a", "py", "np") for key in entry.signature):
+            if any(key.kind not in (HOST_ARRAY, PY_SCALAR, NP_SCALAR) for key in entry.signature):
                 raise Unsupported("GPU arguments")
-            programs = dispatcher.programs(entry, "cpu")
+            programs = entry.programs("cpu")
             signature = entry.signature + tuple(   # the host prologue's values follow
-                ("py", step.result_type) for step in entry.plan.graph.prologue)
+                ScalarKey(PY_SCALAR, step.result_type) for step in entry.plan.graph.prologue)
             spec = encode_spec(entry.plan, signature, [p.address for p in programs],
                                entry.guards.checks)
-            _native.Table((), None, None, _SCRATCH, (spec,), 0, 0, 0)   # validates it
+            _native.Table((), 0, _SCRATCH, (spec,), 0, 0, 0)   # validates it
         except (Unsupported, ValueError, AttributeError, TypeError) as exc:
             _LOGGER.debug("%s: no fast path for %s: %s", dispatcher.__qualname__,
                           entry.signature, exc)

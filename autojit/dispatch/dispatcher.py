@@ -1,4 +1,9 @@
-"""The decorated function: signature → cache → route → run, with fallback and stats."""
+"""The decorated function: signature → Executable → route → run, with fallback and stats.
+
+Settings are resolved here, once per call (``current_settings(options)``: the decorator's
+options over ``config()`` over the environment), and passed down to the router, the
+device and the target; nothing below reads them again.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,23 @@ import time
 import types
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from autojit.cache import disk_cache
+from autojit.config import Settings, check_options, current_settings
+from autojit.dispatch.fastpath import MISS, FastPath, fast_with_prologue
+from autojit.dispatch.guards import Guards, Unguardable, collect
+from autojit.dispatch.signature import describe_argument, signature_of
+from autojit.dispatch.static_args import (
+    MAX_SPECIALISATIONS,
+    CallForm,
+    CallShape,
+    call_shape,
+    callable_name,
+    specialise,
+    split_call,
+    static_positions,
+)
 from autojit.errors import (
     AutojitError,
     BroadcastError,
@@ -23,39 +42,24 @@ from autojit.errors import (
 )
 from autojit.fuse.plan import Plan, plan_kernels
 from autojit.ir.fp_errors import numpy_reports_fp_errors
-from autojit.lower_cpu.budget import CompileBudgetError, check_budget, check_outlines
-from autojit.policy import disk_cache
-from autojit.policy.backends import (
+from autojit.lower_cpu.budget import CompileBudgetError, check_outlines
+from autojit.observe.registry import register
+from autojit.observe.report import log_decision
+from autojit.observe.stats import FunctionStats
+from autojit.routing.route import Router, choose_route, current_router
+from autojit.routing.rules import BucketState, Decision, cpu_rerun
+from autojit.runtime.arrays import GPU_ARRAY, HOST_ARRAY, Signature
+from autojit.runtime.binding import (
     CALL_MISS,
     CALL_OK,
     SIZES_MISS,
-    Backend,
-    CpuBackend,
-    GpuBackend,
     bind_sizes,
     call_arguments,
     check_call,
     guards_hold,
 )
-from autojit.policy.config import Settings, check_options, current_settings
-from autojit.policy.fastpath import MISS, FastPath, fast_with_prologue
-from autojit.policy.guards import NO_GUARDS, Guards, Unguardable, collect
-from autojit.policy.observe import log_decision
-from autojit.policy.registry import register
-from autojit.policy.route import Router, choose_route, current_router
-from autojit.policy.rules import BucketState, Decision, cpu_rerun
-from autojit.policy.signature import Signature, describe_argument, signature_of
-from autojit.policy.static_args import (
-    MAX_SPECIALISATIONS,
-    CallForm,
-    CallShape,
-    call_shape,
-    callable_name,
-    specialise,
-    split_call,
-    static_positions,
-)
-from autojit.policy.stats import FunctionStats, transfer_counts
+from autojit.runtime.devices import transfer_counts
+from autojit.runtime.executable import Executable
 from autojit.tracer import trace_function
 from autojit.tracer.state import CURRENT_TRACE
 
@@ -68,22 +72,6 @@ _LOGGER = logging.getLogger("autojit")
 #: runs as plain Python for environments it has not seen: one that changes every call
 #: (a counter) would otherwise compile on every call
 MAX_GUARD_RETRACES = 16
-BACKENDS: dict[str, Backend] = {"cpu": CpuBackend(), "gpu": GpuBackend()}
-
-
-@dataclass
-class Entry:
-    """One compiled version: a plan (or the reason there is none) and its programs."""
-
-    signature: Signature
-    plan: Plan | None
-    reason: str | None = None
-    programs: dict[str, list[Any]] = field(default_factory=dict)
-    routing: Any = field(default=None, compare=False, repr=False)   # route.RouteTable
-    disk: Any = field(default=None, compare=False, repr=False)  # disk_cache.DiskSlot or None
-    # what the trace read besides the arguments (globals, cells, defaults, helpers): the
-    # entry answers only while they hold (policy/guards.py)
-    guards: Guards = field(default=NO_GUARDS, compare=False, repr=False)
 
 
 def _signature_of_callable(fn: Callable) -> pyinspect.Signature:
@@ -119,15 +107,16 @@ class Dispatcher:
         self._bind_always = bool(self._static) or any(
             p.kind is p.KEYWORD_ONLY and p.default is p.empty
             for p in self._signature.parameters.values())
-        self._cache: dict[Signature, list[Entry]] = {}
+        self._cache: dict[Signature, list[Executable]] = {}
         self._lock = threading.RLock()
         self._warned = False
         self._stats = FunctionStats()
         self._last_signature: Signature | None = None
         self._guard_retraces = 0
-        self._fastpath = FastPath()   # repeat calls served natively (policy/fastpath.py)
-        self._fast: Any = None        # its native table, once a signature is armed
-        self._hosted: Any = None      # (host prologue replay, native table): one entry
+        self._fastpath = FastPath()   # repeat calls served natively (dispatch/fastpath.py)
+        self._fast: Callable[[tuple], Any] | None = None   # its native table, once armed
+        # (host prologue replay, native table): the one armed Executable with a prologue
+        self._hosted: tuple[Callable, Callable[[tuple], Any]] | None = None
         # a function's attributes are copied as any decorator does; a callable object's
         # (an instance's own state: ``options``, ``fn``, ...) would overwrite the Dispatcher's
         functools.update_wrapper(self, fn, updated=functools.WRAPPER_UPDATES
@@ -181,7 +170,8 @@ class Dispatcher:
         given = args
         if entry.plan.graph.prologue:   # Python-scalar arithmetic: its values, replayed
             args = tuple(call_arguments(entry.plan, args))
-        result = self._run_compiled(entry, args, sizes, router, decision, state, n, given)
+        result = self._run_compiled(entry, args, sizes, router, decision, state, n, given,
+                                    settings)
         if entry.plan is None or entry.plan.cpu_refusal:   # it ran as Python
             return result
         if decision.route == "cpu" and not (decision.to_device or decision.fetch_inputs):
@@ -205,58 +195,59 @@ class Dispatcher:
         self._stats.count_call("python")
         return self.fn(*args, **kwargs)
 
-    def _run_compiled(self, entry: Entry, args: tuple, sizes: dict, router: Router,
+    def _run_compiled(self, entry: Executable, args: tuple, sizes: dict, router: Router,
                       decision: Decision, state: BucketState, n: int,
-                      given: tuple) -> Any:
+                      given: tuple, settings: Settings) -> Any:
         """Run on the decided device; a GPU failure reruns on the CPU (contract 2), a CPU
         compile failure as Python on the arguments as ``given`` (before any host prologue)."""
         if decision.route == "gpu":
-            done = self._run_gpu(entry, args, sizes, router, decision, state)
+            done = self._run_gpu(entry, args, sizes, router, decision, state, settings)
             if done is not None:
                 self._stats.record("gpu", decision, n, done[1])
                 router.observe(state, "gpu", n, done[1])
                 return done[0]
             decision = cpu_rerun(decision, entry.routing.resident)
-        if "cpu" not in entry.programs and not self._cpu_compiles(entry):
+        if "cpu" not in entry.programs_by_target and not self._cpu_compiles(entry, settings):
             return self._run_python(given, {})
-        result, seconds = router.devices["cpu"].run(self, entry, args, sizes, decision)
+        result, seconds = router.devices["cpu"].run(entry, args, sizes, decision, settings)
         if decision.to_device or decision.fetch_inputs:
             result = self._place_cpu_result(router, args, result, decision)
         self._stats.record("cpu", decision, n, seconds)
         router.observe(state, "cpu", n, seconds)
         return result
 
-    def _cpu_compiles(self, entry: Entry) -> bool:
+    def _cpu_compiles(self, entry: Executable, settings: Settings) -> bool:
         """Compile the entry's CPU programs; an internal error doing so (LLVM rejecting
         the IR autojit wrote) makes the entry a fallback with the reason, not the caller's
         exception. A plan the CPU refuses (``Plan.cpu_refusal``) runs as Python on the CPU
         route and keeps its kernels for the GPU."""
         if entry.plan is not None and entry.plan.cpu_refusal:
-            self._note_fallback(entry.plan.cpu_refusal)
+            self._note_fallback(entry.plan.cpu_refusal, settings)
             return False
         try:
-            self.programs(entry, "cpu")
+            entry.programs("cpu")
         except CompileBudgetError as exc:   # too big to compile in time: Python from now on
             reason = str(exc)
             _LOGGER.debug("%s: %s", self.__qualname__, reason)
             entry.plan, entry.reason = None, reason
-            self._note_fallback(reason)
+            self._note_fallback(reason, settings)
             return False
         except Exception as exc:  # an autojit bug: run the Python from now on
             reason = f"internal error while compiling ({type(exc).__name__}: {exc})"
             _LOGGER.debug("%s: %s", self.__qualname__, reason, exc_info=True)
             entry.plan, entry.reason = None, reason
-            self._note_fallback(reason)
+            self._note_fallback(reason, settings)
             return False
         return True
 
-    def _run_gpu(self, entry: Entry, args: tuple, sizes: dict, router: Router,
-                 decision: Decision, state: BucketState) -> tuple[Any, float] | None:
+    def _run_gpu(self, entry: Executable, args: tuple, sizes: dict, router: Router,
+                 decision: Decision, state: BucketState,
+                 settings: Settings) -> tuple[Any, float] | None:
         """Return (result, seconds) from the GPU, or None when it failed (inputs untouched:
         the GPU works on copies, so the CPU rerun sees the caller's data unchanged)."""
         gpu = router.devices["gpu"]
         try:
-            result, seconds = gpu.run(self, entry, args, sizes, decision)
+            result, seconds = gpu.run(entry, args, sizes, decision, settings)
         except Exception as exc:  # compile error, launch error, out of memory, ...
             self._stats.gpu_failed(exc)
             router.gpu_done(state, exc)
@@ -280,7 +271,7 @@ class Dispatcher:
         self._stats.add_transfers(*transfer_counts(args, result, "cpu", decision, gpu))
         return result
 
-    def _specialisation(self, key: Any, form: CallForm) -> Callable:
+    def _specialisation(self, key: tuple, form: CallForm) -> Callable:
         """Return the function for calls of this form (static values, keyword arguments): a
         Dispatcher of its own (sharing this one's stats), or beyond MAX_SPECIALISATIONS the
         plain Python function."""
@@ -305,14 +296,15 @@ class Dispatcher:
         return specialise(self.fn, self._signature, form)(*dynamic)
 
     # -- cache -------------------------------------------------------------------------------
-    def _entry_for(self, args: tuple, settings: Settings) -> tuple[Entry | None, dict]:
+    def _entry_for(self, args: tuple,
+                   settings: Settings) -> tuple[Executable | None, dict]:
         """Return the entry for these arguments (tracing on a miss) and the size values."""
         signature = signature_of(args)
         if signature is None:
             self._note_fallback("an argument is not a NumPy array (exactly ndarray: "
                                 "subclasses such as np.matrix or masked arrays run as they "
                                 "are) or scalar of a supported dtype (bool, int8-64, "
-                                "uint8-64, float32, float64)")
+                                "uint8-64, float32, float64)", settings)
             return None, {}
         found = self._lookup(signature, args)
         if found is not None:
@@ -326,7 +318,7 @@ class Dispatcher:
             return self._trace_guarded(signature, args, settings)
 
     def _trace_guarded(self, signature: Signature, args: tuple,
-                       settings: Settings) -> tuple[Entry | None, dict]:
+                       settings: Settings) -> tuple[Executable | None, dict]:
         """Trace on a miss; a miss because the environment changed (an entry's guards
         failed) counts towards MAX_GUARD_RETRACES, beyond which calls run as Python."""
         entries = self._cache.get(signature, ())
@@ -335,12 +327,13 @@ class Dispatcher:
             if self._guard_retraces >= MAX_GUARD_RETRACES:
                 self._note_fallback(f"the globals, closure variables or defaults it reads "
                                     f"changed more than {MAX_GUARD_RETRACES} times (one "
-                                    "compile each)")
+                                    "compile each)", settings)
                 return None, {}
             self._guard_retraces += 1
         return self._trace(signature, args, settings, changed)
 
-    def _lookup(self, signature: Signature, args: tuple) -> tuple[Entry | None, dict] | None:
+    def _lookup(self, signature: Signature,
+                args: tuple) -> tuple[Executable | None, dict] | None:
         """Return (entry, sizes) from the memory cache, (None, {}) when NumPy would raise
         for these arguments, or None on a miss."""
         for entry in self._cache.get(signature, ()):
@@ -368,15 +361,15 @@ class Dispatcher:
         return None
 
     def _trace(self, signature: Signature, args: tuple, settings: Settings,
-               environment_changed: bool = False) -> tuple[Entry | None, dict]:
+               environment_changed: bool = False) -> tuple[Executable | None, dict]:
         self._stats.add("cache_misses", 1)
         self._explain_miss(signature, environment_changed)
         try:
             guards = collect(self.fn)   # before the trace: the values it is about to read
         except Unguardable as exc:
-            entry = Entry(signature, None, str(exc))
+            entry = self._executable(signature, None, str(exc))
             self._cache.setdefault(signature, []).append(entry)
-            self._note_fallback(str(exc))
+            self._note_fallback(str(exc), settings)
             return entry, {}
         slot = disk_cache.open_slot(self.fn, self.__qualname__, signature, settings)
         found = self._load_from_disk(slot, signature, args, guards)
@@ -385,23 +378,24 @@ class Dispatcher:
         started = time.perf_counter()
         try:
             graph = trace_function(self.fn, args, self.__qualname__)
-            contiguous = [bool(k[0] in "ag" and k[4]) for k in signature]
-            c_strided = [bool(k[0] in "ag" and k[5]) for k in signature]
+            arrays = [k.kind in (HOST_ARRAY, GPU_ARRAY) for k in signature]
+            contiguous = [a and bool(k.contiguous) for a, k in zip(arrays, signature)]
+            c_strided = [a and bool(k.c_strided) for a, k in zip(arrays, signature)]
             # over the CPU's compile budget: Python, decided before the kernels are emitted
             check = (None if settings.force == "gpu"
                      else functools.partial(check_outlines, len(graph.nodes)))
-            entry = Entry(signature, plan_kernels(graph, contiguous, settings.fusion_max_ops,
-                                                  check, c_strided), guards=guards)
+            entry = self._executable(signature, plan_kernels(
+                graph, contiguous, settings.fusion_max_ops, check, c_strided), guards=guards)
         except (BroadcastError, CallRaisesError):
             return None, {}   # depends on these arguments' values: run Python, cache nothing
         except (TraceError, CompileBudgetError) as exc:
-            entry = Entry(signature, None, str(exc), guards=guards)
-            self._note_fallback(str(exc))
+            entry = self._executable(signature, None, str(exc), guards=guards)
+            self._note_fallback(str(exc), settings)
         except Exception as exc:  # an autojit bug while planning: run the Python instead
             reason = f"internal error while planning ({type(exc).__name__}: {exc})"
             _LOGGER.debug("%s: %s", self.__qualname__, reason, exc_info=True)
-            entry = Entry(signature, None, reason)
-            self._note_fallback(reason)
+            entry = self._executable(signature, None, reason)
+            self._note_fallback(reason, settings)
         self._stats.add("compile_seconds", time.perf_counter() - started)
         if slot is not None and entry.plan is not None:
             entry.disk = disk_cache.store_plan(slot, entry.plan)
@@ -414,18 +408,18 @@ class Dispatcher:
         return entry, sizes
 
     def _load_from_disk(self, slot: disk_cache.DiskSlot | None, signature: Signature,
-                        args: tuple, guards: Guards) -> tuple[Entry, dict] | None:
+                        args: tuple, guards: Guards) -> tuple[Executable, dict] | None:
         """Return (entry, sizes) for a plan the disk cache holds (no trace), or None."""
         if slot is None:
             return None
-        found = disk_cache.load_plan(slot, args)
+        found = disk_cache.load_plan(slot, functools.partial(_fits, args=args))
         self._stats.add("disk_misses" if found is None else "disk_hits", 1)
         if found is None:
             return None
         plan, sizes, slot = found
-        entry = Entry(signature, plan, disk=slot, guards=guards)
+        entry = self._executable(signature, plan, disk=slot, guards=guards)
         self._cache.setdefault(signature, []).append(entry)
-        return entry, sizes
+        return entry, dict(sizes)
 
     def _explain_miss(self, signature: Signature, environment_changed: bool = False) -> None:
         previous, self._last_signature = self._last_signature, signature
@@ -444,43 +438,33 @@ class Dispatcher:
         self._stats.add("recompiles", why)
         _LOGGER.debug("%s recompiles: %s", self.__qualname__, why)
 
-    def _recheck_fallback(self, found: tuple[Entry | None, dict],
-                          settings: Settings) -> tuple[Entry | None, dict]:
+    def _recheck_fallback(self, found: tuple[Executable | None, dict],
+                          settings: Settings) -> tuple[Executable | None, dict]:
         """Return ``found``; in strict mode a cached fallback raises as a fresh one does."""
         entry = found[0]
         if settings.strict and entry is not None and entry.plan is None:
-            self._note_fallback(entry.reason or "cannot be compiled")
+            self._note_fallback(entry.reason or "cannot be compiled", settings)
         return found
 
-    def _note_fallback(self, reason: str) -> None:
-        """Record a fallback to Python; warn once, or raise StrictFallbackError in strict mode."""
+    def _note_fallback(self, reason: str, settings: Settings | None = None) -> None:
+        """Record a fallback to Python; warn once, or raise StrictFallbackError in strict mode
+        (``settings``: the call's; resolved here for a fallback outside a call's)."""
         self._stats.add("fallbacks", reason)
-        if current_settings(self.options).strict:
+        if (settings or current_settings(self.options)).strict:
             raise StrictFallbackError.for_function(self.fn, self.__qualname__, reason)
         if not self._warned:
             self._warned = True
             warnings.warn(f"autojit: {self.__qualname__} runs as plain Python: {reason}",
                           FallbackWarning, stacklevel=5)
 
-    def programs(self, entry: Entry, backend: str) -> list[Any]:
-        """Return (compiling once) the entry's programs for ``backend``."""
-        programs = entry.programs.get(backend)
-        if programs is None:
-            with self._lock:
-                programs = entry.programs.get(backend)
-                if programs is None and entry.disk is not None:
-                    programs = disk_cache.load_programs(entry.disk, backend)
-                if programs is None:
-                    if backend == "cpu":   # over the budget: falls back, with the reason
-                        check_budget(entry.plan.kernels)
-                    started = time.perf_counter()
-                    programs = [BACKENDS[backend].compile(k) for k in entry.plan.kernels]
-                    self._stats.add("compiles", 1)
-                    self._stats.add("compile_seconds", time.perf_counter() - started)
-                    if entry.disk is not None:
-                        disk_cache.store_programs(entry.disk, backend, programs)
-                entry.programs[backend] = programs
-        return programs
+    def _executable(self, signature: Signature, plan: Plan | None, reason: str | None = None,
+                    **fields: Any) -> Executable:
+        """Return a new Executable whose compiles count in this function's stats."""
+        return Executable(signature, plan, reason, on_compile=self._compiled, **fields)
+
+    def _compiled(self, seconds: float) -> None:
+        self._stats.add("compiles", 1)
+        self._stats.add("compile_seconds", seconds)
 
     # -- introspection -----------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -518,7 +502,7 @@ class Dispatcher:
         if entry.plan.cpu_refusal and route == "cpu":
             return Inspection(self.__qualname__, entry, None, "python", entry.plan.cpu_refusal)
         try:
-            programs = self.programs(entry, "cpu")
+            programs = entry.programs("cpu")
         except CompileBudgetError as exc:   # what a call would do: run as Python
             return Inspection(self.__qualname__, entry, None, "python", str(exc))
         return Inspection(self.__qualname__, entry, programs, route, reason, sizes)
@@ -528,3 +512,12 @@ class Dispatcher:
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         return self if instance is None else functools.partial(self, instance)
+
+
+def _fits(plan: Plan, args: tuple) -> dict[str, int] | None:
+    """Return the size values of a call of ``plan`` with ``args``, or None when the plan
+    does not answer it (a disk-cached plan traced for other sizes or scalar types)."""
+    sizes = bind_sizes(plan, args)
+    if sizes is None or check_call(plan, args) != CALL_OK or not guards_hold(plan, sizes, args):
+        return None
+    return dict(sizes)

@@ -9,7 +9,7 @@ import logging
 import threading
 from typing import Any
 
-from autojit.policy.devices import Load
+from autojit.runtime.devices import Load
 
 _LOGGER = logging.getLogger("autojit")
 

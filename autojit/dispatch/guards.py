@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from autojit.policy.cache_key import _is_library_file, library_version
+from autojit.cache.cache_key import _is_library_file, library_version
 
 #: arrays up to this many bytes are also compared by content on every call
 ARRAY_BYTES = 4096
@@ -293,7 +293,7 @@ class _Walk:
         elif isinstance(value, types.MethodType):
             self.value(value.__func__)
             self.value(value.__self__)
-        elif type(value).__module__ == "autojit.policy.dispatcher" and hasattr(value, "fn"):
+        elif type(value).__module__ == "autojit.dispatch.dispatcher" and hasattr(value, "fn"):
             self.value(value.fn)       # an @autoroute helper: what its function reads
         elif isinstance(value, type):
             if not _is_library_object(value):

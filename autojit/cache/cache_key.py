@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from autojit._version import __version__
+
 _SCALARS = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 _MAX_ITEMS = 100_000          # elements of containers hashed by value before giving up
 _AUTOJIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -244,7 +246,7 @@ class _Walk:
 
 
 def _is_dispatcher(value: Any) -> bool:
-    return type(value).__module__ == "autojit.policy.dispatcher" and hasattr(value, "fn")
+    return type(value).__module__ == "autojit.dispatch.dispatcher" and hasattr(value, "fn")
 
 
 def _global_names(code: types.CodeType) -> frozenset[str]:
@@ -295,7 +297,6 @@ def _autojit_sources() -> str:
 def environment_digest() -> str:
     """Return the digest of what every trace depends on besides the function: autojit
     (version and sources), the Python bytecode format and NumPy."""
-    from autojit import __version__
     return _digest("autojit", __version__, _autojit_sources(), sys.version,
                    sys.implementation.cache_tag, "numpy", np.__version__)
 

@@ -8,13 +8,11 @@ A decision line (``AUTOJIT_LOG=debug``), one per call::
 
 from __future__ import annotations
 
-import atexit
 import logging
-import sys
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import Any, Protocol
 
-from autojit.policy.stats import latency_summary
+from autojit.observe.stats import FunctionStats, latency_summary
 
 _LOGGER = logging.getLogger("autojit")
 DECISIONS_KEPT = 128
@@ -30,7 +28,23 @@ def log_decision(function: str, decision: Any, n: int) -> None:
                   decision.reason, n, _ms(decision.cpu_s), _ms(decision.gpu_s))
 
 
-def aggregate(dispatchers: Iterable[Any], router: Any | None) -> dict[str, Any]:
+class Observed(Protocol):
+    """What a decorated function shows the observers: its name, ``stats()`` and the raw
+    ``FunctionStats`` (decision log and latency windows)."""
+
+    __qualname__: str
+    _stats: FunctionStats
+
+    def stats(self) -> dict[str, Any]: ...
+
+
+class Snapshotted(Protocol):
+    """The router as the observers see it (``routing.route.Router.snapshot``)."""
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+def aggregate(dispatchers: Iterable[Observed], router: Snapshotted | None) -> dict[str, Any]:
     """Return totals over ``dispatchers`` plus each one's ``stats()`` and the router's state."""
     functions: dict[str, dict[str, Any]] = {}
     decisions: list[tuple[int, dict[str, Any]]] = []
@@ -180,18 +194,3 @@ def summary_text(stats: dict[str, Any]) -> str:
                             for r, v in s["latency"].items())
         lines.append(f"  {name}: {s['calls']} calls {s['routes']}; {latency or 'no timings'}")
     return "\n".join(lines) + "\n"
-
-
-def print_summary_at_exit(out: TextIO | None = None) -> None:
-    """Print the summary to stderr when ``AUTOJIT_STATS=1`` (registered with atexit)."""
-    from autojit.policy.config import current_settings
-    from autojit.policy.registry import process_stats
-    if not current_settings().stats_at_exit:
-        return
-    try:
-        (out or sys.stderr).write(summary_text(process_stats()))
-    except Exception as exc:  # never fail an interpreter exit over statistics
-        _LOGGER.debug("stats summary failed: %s", exc)
-
-
-atexit.register(print_summary_at_exit)

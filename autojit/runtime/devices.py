@@ -1,12 +1,16 @@
 """The ``Device`` protocol the router uses, and the two real devices: the host CPU (LLVM
-programs called in-process) and the CUDA GPU (NVRTC programs launched through CuPy).
+programs called in-process) and the CUDA GPU (NVRTC programs launched through CuPy), with
+the transfers between them.
 
-A simulated device (``simulated.py``) implements the same protocol, so every routing rule
-is tested on machines without a GPU.
+A device runs an :class:`~autojit.runtime.executable.Executable` (never a dispatcher) under
+the call's settings, resolved once by the dispatcher. A simulated device
+(``routing/simulated.py``) implements the same protocol, so every routing rule is tested
+on machines without a GPU.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 import logging
@@ -17,12 +21,52 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from autojit.policy.backends import CpuBackend, run_plan
-from autojit.policy.rules import Decision
-from autojit.policy.signature import is_cupy_array
+import numpy as np
+
+from autojit.config import Settings
+from autojit.runtime.arrays import is_cupy_array
+from autojit.runtime.executable import Executable
+from autojit.runtime.targets import TARGETS, cpu_target
 
 _LOGGER = logging.getLogger("autojit")
-_CPU = CpuBackend()
+
+
+def _driver_loadable() -> bool:
+    """Return True when the CUDA driver library loads (a dlopen: far cheaper than
+    ``ctypes.util.find_library``, which runs ldconfig and gcc)."""
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll", "libcuda.dylib"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+@functools.cache
+def gpu_usable() -> bool:
+    """Return True when a CUDA device can run kernels; probed once per process.
+
+    Without a CUDA driver library CuPy is not even imported (it would only fail later).
+    """
+    if not _driver_loadable():
+        _LOGGER.debug("no CUDA driver library: GPU route disabled")
+        return False
+    try:
+        from autojit.lower_gpu import gpu_available
+        return gpu_available()
+    except Exception as exc:  # a broken CUDA install must not break CPU users
+        _LOGGER.debug("GPU probe failed: %s", exc)
+        return False
+
+
+class Placement(Protocol):
+    """Where a call's data goes (``routing.rules.Decision`` has these): ``fetch_inputs``,
+    copy GPU arguments to the host first (a CPU run of device data); ``to_host``, copy GPU
+    results back (None: when the inputs came from the host)."""
+
+    fetch_inputs: bool
+    to_host: bool | None
 
 
 @dataclass(frozen=True)
@@ -45,8 +89,8 @@ class Device(Protocol):
     def fingerprint(self) -> str: ...
     def holds(self, value: Any) -> bool: ...
     def sample_load(self) -> Load: ...
-    def run(self, dispatcher: Any, entry: Any, args: Sequence[Any], sizes: dict[str, int],
-            decision: Decision) -> tuple[Any, float]: ...
+    def run(self, executable: Executable, args: Sequence[Any], sizes: dict[str, int],
+            placement: Placement, settings: Settings) -> tuple[Any, float]: ...
     def to_host(self, value: Any) -> Any: ...
     def to_device(self, value: Any) -> Any: ...
 
@@ -109,16 +153,15 @@ class HostDevice:
             free = total = 1 << 62
         return Load(utilisation, free, total)
 
-    def run(self, dispatcher: Any, entry: Any, args: Sequence[Any], sizes: dict[str, int],
-            decision: Decision) -> tuple[Any, float]:
-        """Run the entry's plan on the CPU; return (result, seconds)."""
-        programs = dispatcher.programs(entry, "cpu")      # compiling is not running: untimed
+    def run(self, executable: Executable, args: Sequence[Any], sizes: dict[str, int],
+            placement: Placement, settings: Settings) -> tuple[Any, float]:
+        """Run the executable on the CPU, split over threads as ``settings`` say; return
+        (result, seconds)."""
+        programs = executable.programs("cpu")      # compiling is not running: untimed
         started = time.perf_counter()
-        if decision.fetch_inputs:
+        if placement.fetch_inputs:
             args = tuple(fetch(a) for a in args)
-        options = getattr(dispatcher, "options", ())    # the decorator's, e.g. num_threads
-        backend = CpuBackend(options) if options else _CPU
-        result = run_plan(entry.plan, programs, backend, args, sizes)
+        result = executable.run(cpu_target(settings), programs, args, sizes)
         return result, time.perf_counter() - started
 
     def to_host(self, value: Any) -> Any:
@@ -138,7 +181,6 @@ class CudaDevice:
         self._nvml: Any = None
 
     def usable(self) -> bool:
-        from autojit.policy.route import gpu_usable
         return gpu_usable()
 
     def fingerprint(self) -> str:
@@ -179,13 +221,12 @@ class CudaDevice:
         free, total = cupy.cuda.runtime.memGetInfo()
         return Load(0.0, int(free) + pooled, int(total))
 
-    def run(self, dispatcher: Any, entry: Any, args: Sequence[Any], sizes: dict[str, int],
-            decision: Decision) -> tuple[Any, float]:
-        """Run the entry's plan on the GPU (synchronised); return (result, seconds)."""
-        from autojit.policy.gpu_route import run_on_gpu
-        dispatcher.programs(entry, "gpu")                # compiling is not running: untimed
+    def run(self, executable: Executable, args: Sequence[Any], sizes: dict[str, int],
+            placement: Placement, settings: Settings) -> tuple[Any, float]:
+        """Run the executable on the GPU (synchronised); return (result, seconds)."""
+        executable.programs("gpu")                # compiling is not running: untimed
         started = time.perf_counter()
-        result = run_on_gpu(dispatcher, entry, tuple(args), sizes, to_host=decision.to_host)
+        result = run_on_gpu(executable, tuple(args), sizes, to_host=placement.to_host)
         return result, time.perf_counter() - started
 
     def to_host(self, value: Any) -> Any:
@@ -200,3 +241,45 @@ def machine_key(devices: Sequence[Device]) -> str:
     """Return a short stable key of the machine's devices (the calibration file name)."""
     text = ";".join(f"{d.name}={d.fingerprint()}" for d in devices)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def run_on_gpu(executable: Executable, args: tuple, sizes: dict[str, int],
+               to_host: bool | None = None) -> Any:
+    """Run ``executable`` through CuPy; return its results, copied to the host when
+    ``to_host`` (None: when the inputs came from the host). Inputs are copied to the device,
+    so a failure part-way never changes a host argument."""
+    import cupy
+
+    from_host = not any(is_cupy_array(a) for a in args) if to_host is None else to_host
+    device_args = tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+    programs = executable.programs("gpu")
+    result = executable.run(TARGETS["gpu"], programs, device_args, sizes)
+    cupy.cuda.get_current_stream().synchronize()
+    if not from_host:
+        return result
+    return map_results(fetch, result)
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or is_cupy_array(value)
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, tuple):
+        return sum(_nbytes(v) for v in value)
+    return int(value.nbytes) if _is_array(value) else 0
+
+
+def transfer_counts(args: Sequence[Any], result: Any, route: str, decision: Any,
+                    gpu: Device) -> tuple[int, int, int, int]:
+    """Return (bytes to the GPU, bytes to the host, GPU input bytes already there, all GPU
+    input bytes) for a call that ran on ``route`` with arguments ``args``."""
+    arrays = [a for a in args if _is_array(a)]
+    on_gpu = sum(int(a.nbytes) for a in arrays if gpu.holds(a))
+    on_host = sum(int(a.nbytes) for a in arrays) - on_gpu
+    if route == "gpu":
+        back = _nbytes(result) if decision.to_host else 0
+        return on_host, back, on_gpu, on_host + on_gpu
+    fetched = on_gpu if decision.fetch_inputs else 0
+    placed = _nbytes(result) if decision.to_device else 0
+    return placed, fetched, 0, 0

@@ -1,4 +1,4 @@
-"""A simulated device: a real :class:`~autojit.policy.devices.Device` whose kernels run on
+"""A simulated device: a real :class:`~autojit.runtime.devices.Device` whose kernels run on
 the CPU (so results stay checkable against NumPy) while it reports the time a device with
 the given launch latency, bandwidths, flop rate, utilisation and memory would have taken.
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from autojit.policy.backends import CpuBackend, run_plan
-from autojit.policy.costmodel import (
+from autojit.config import Settings
+from autojit.routing.costmodel import (
     INFINITE,
     DeviceParams,
     PlanCost,
@@ -29,10 +29,11 @@ from autojit.policy.costmodel import (
     estimate,
     measure_work,
 )
-from autojit.policy.devices import Load, map_results
-from autojit.policy.route import Router
-from autojit.policy.rules import Decision
-from autojit.policy.signature import register_array_type
+from autojit.routing.route import Router
+from autojit.runtime.arrays import register_array_type
+from autojit.runtime.devices import Load, Placement, map_results
+from autojit.runtime.executable import Executable
+from autojit.runtime.targets import CpuBackend, cpu_target
 
 SIM_CPU = DeviceParams(overhead_s=4e-6, launch_s=1e-6, bandwidth=8e9, flop_rate=3e9)
 SIM_GPU = DeviceParams(overhead_s=20e-6, launch_s=6e-6, bandwidth=4e11, flop_rate=2e12,
@@ -79,8 +80,8 @@ class DeviceArray(np.ndarray):
 class _FailingBackend(CpuBackend):
     """The CPU backend, raising on its ``after``-th launch (a failure part-way through)."""
 
-    def __init__(self, after: int, error: Exception) -> None:
-        super().__init__()
+    def __init__(self, after: int, error: Exception, like: CpuBackend) -> None:
+        super().__init__(like.threads, like.entries)
         self.after, self.error, self.launched = after, error, 0
 
     def launch(self, *args: Any) -> None:
@@ -159,40 +160,43 @@ class SimulatedDevice:
         return map_results(lambda v: v.view(DeviceArray) if isinstance(v, np.ndarray) else v,
                            value)
 
-    def run(self, dispatcher: Any, entry: Any, args: Sequence[Any], sizes: dict[str, int],
-            decision: Decision) -> tuple[Any, float]:
+    def run(self, executable: Executable, args: Sequence[Any], sizes: dict[str, int],
+            placement: Placement, settings: Settings) -> tuple[Any, float]:
         """Run the plan on the CPU; return (result, simulated seconds). Raises the injected
         failure, or SimulatedOutOfMemory when the working set exceeds free memory."""
         self.runs += 1
-        work = self.work(entry, args, sizes)
+        work = self.work(executable, args, sizes)
         injected = self._take_failure()
         if self.name == "gpu" and work.working_set > self.total_bytes - self.used_bytes:
             self.out_of_memory += 1
             injected = (SimulatedOutOfMemory(
                 f"working set {work.working_set} B > free {self.total_bytes - self.used_bytes} B"
             ), 0)
-        programs = dispatcher.programs(entry, "cpu")
+        programs = executable.programs("cpu")
         host_args = tuple(np.asarray(a) if isinstance(a, DeviceArray) else a for a in args)
+        target = cpu_target(settings)
         if injected is not None:
             self.failures += 1
             error, after = injected
-            run_plan(entry.plan, programs, _FailingBackend(after, error), host_args, sizes)
-        result = run_plan(entry.plan, programs, CpuBackend(), host_args, sizes)
-        seconds = self.seconds(work, decision.to_host) * self._noise()
+            executable.run(_FailingBackend(after, error, target), programs, host_args,
+                           sizes)
+        result = executable.run(target, programs, host_args, sizes)
+        seconds = self.seconds(work, placement.to_host) * self._noise()
         if self.spike_every and self.runs % self.spike_every == 0:
             seconds *= self.spike_factor
         self.clock.advance(seconds)
         self.busy_s += seconds
-        if self.name == "gpu" and not decision.to_host:
+        if self.name == "gpu" and not placement.to_host:
             result = self.to_device(result)
         return result, seconds
 
     # -- the simulated truth -----------------------------------------------------------------
-    def work(self, entry: Any, args: Sequence[Any], sizes: dict[str, int]) -> Work:
+    def work(self, executable: Executable, args: Sequence[Any], sizes: dict[str, int]) -> Work:
         """Return the Work of this call, with inputs this device holds counted as resident."""
-        cached = self._costs.get(id(entry.plan))
-        if cached is None or cached[0] is not entry.plan:
-            cached = self._costs[id(entry.plan)] = (entry.plan, cost_plan(entry.plan))
+        plan = executable.plan
+        cached = self._costs.get(id(plan))
+        if cached is None or cached[0] is not plan:
+            cached = self._costs[id(plan)] = (plan, cost_plan(plan))
         on_device = frozenset(i for i, a in enumerate(args)
                               if self.name == "gpu" and isinstance(a, DeviceArray))
         return measure_work(cached[1], sizes, on_device)

@@ -17,8 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from autojit.policy.signature import is_cupy_array
-
 DECISIONS_KEPT = 128
 LATENCIES_KEPT = 2048
 ROUTES = ("cpu", "gpu", "python")
@@ -65,7 +63,7 @@ class FunctionStats:
     latencies: dict[str, collections.deque] = field(default_factory=_windows)
     latency_sum: dict[str, float] = field(default_factory=lambda: dict.fromkeys(ROUTES, 0.0))
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    # what the native fast path (policy/fastpath.py) counts: [0] calls, [1] latencies
+    # what the native fast path (dispatch/fastpath.py) counts: [0] calls, [1] latencies
     # recorded, [2] their sum in ns, [3:] a ring of the latest latencies in ns
     fast: np.ndarray = field(default_factory=lambda: np.zeros(3 + LATENCIES_KEPT, np.int64),
                              repr=False)
@@ -178,28 +176,3 @@ def latency_summary(windows: dict[str, list[float]]) -> dict[str, dict[str, floa
     """Return p50 and p99 (seconds) per route that has samples."""
     return {route: {"p50": percentile(s, 0.5), "p99": percentile(s, 0.99), "samples": len(s)}
             for route, s in windows.items() if s}
-
-
-def _is_array(value: Any) -> bool:
-    return isinstance(value, np.ndarray) or is_cupy_array(value)
-
-
-def _nbytes(value: Any) -> int:
-    if isinstance(value, tuple):
-        return sum(_nbytes(v) for v in value)
-    return int(value.nbytes) if _is_array(value) else 0
-
-
-def transfer_counts(args: Sequence[Any], result: Any, route: str, decision: Any,
-                    gpu: Any) -> tuple[int, int, int, int]:
-    """Return (bytes to the GPU, bytes to the host, GPU input bytes already there, all GPU
-    input bytes) for a call that ran on ``route`` with arguments ``args``."""
-    arrays = [a for a in args if _is_array(a)]
-    on_gpu = sum(int(a.nbytes) for a in arrays if gpu.holds(a))
-    on_host = sum(int(a.nbytes) for a in arrays) - on_gpu
-    if route == "gpu":
-        back = _nbytes(result) if decision.to_host else 0
-        return on_host, back, on_gpu, on_host + on_gpu
-    fetched = on_gpu if decision.fetch_inputs else 0
-    placed = _nbytes(result) if decision.to_device else 0
-    return placed, fetched, 0, 0

@@ -1,7 +1,8 @@
 """Calibration: measure each device's cost-model parameters with four probe plans.
 
-Each probe is an ordinary autojit plan run through ``Device.run`` — the same path real
-calls take — so the real CPU, the real GPU and the simulated device are calibrated alike:
+Each probe is an ordinary autojit plan, compiled into a real
+:class:`~autojit.runtime.executable.Executable` and run through ``Device.run`` — the same
+path real calls take — so the real CPU, the real GPU and the simulated device are calibrated alike:
 
 * ``x + 1.0`` on 8 elements: per-call overhead plus one launch;
 * the same chain split into 4 kernels: the per-launch cost;
@@ -21,17 +22,20 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
-from autojit.fuse.plan import Plan, plan_kernels
-from autojit.policy.backends import bind_sizes
-from autojit.policy.costmodel import INFINITE, DeviceParams, cost_plan
-from autojit.policy.devices import Device, machine_key
-from autojit.policy.rules import Decision
+from autojit.config import Settings
+from autojit.fuse.plan import plan_kernels
+from autojit.routing.costmodel import INFINITE, DeviceParams, cost_plan
+from autojit.routing.rules import Decision
+from autojit.runtime.arrays import ArrayKey
+from autojit.runtime.binding import bind_sizes
+from autojit.runtime.devices import Device, machine_key
+from autojit.runtime.executable import Executable
 from autojit.tracer import trace_function
 
 _LOGGER = logging.getLogger("autojit")
@@ -54,63 +58,53 @@ def _sines(x: np.ndarray) -> np.ndarray:
     return x
 
 
-@dataclass
-class _ProbeEntry:
-    """What ``Device.run`` reads from a dispatcher's cache entry."""
+class Calibrated(Protocol):
+    """The router as calibration sees it: its devices, and where a new calibration goes."""
 
-    plan: Plan
-    signature: tuple = ()
-    programs: dict[str, list[Any]] = field(default_factory=dict)
-    routing: Any = None
+    devices: dict[str, Device]
+
+    def set_params(self, params: dict[str, DeviceParams], source: str) -> None: ...
 
 
-class _ProbeCompiler:
-    """Stands in for the Dispatcher: compiles a probe's programs once per backend."""
-
-    def programs(self, entry: _ProbeEntry, backend: str) -> list[Any]:
-        from autojit.policy.dispatcher import BACKENDS
-        if backend not in entry.programs:
-            entry.programs[backend] = [BACKENDS[backend].compile(k) for k in entry.plan.kernels]
-        return entry.programs[backend]
-
-
-def _probe(fn: Callable, max_ops: int = 128) -> _ProbeEntry:
+def _probe(fn: Callable, max_ops: int = 128) -> Executable:
     graph = trace_function(fn, (np.ones(4),), fn.__name__)
-    signature = (("a", "d", 1, (False,), True, False),)
-    return _ProbeEntry(plan_kernels(graph, [True], max_ops), signature)
+    signature = (ArrayKey("a", "d", 1, (False,), True, False),)
+    return Executable(signature, plan_kernels(graph, [True], max_ops))
 
 
 class _Bench:
     """Times probes on one device: median seconds as the device reports them."""
 
-    def __init__(self, device: Device) -> None:
-        self.device, self.compiler = device, _ProbeCompiler()
+    def __init__(self, device: Device, settings: Settings) -> None:
+        self.device, self.settings = device, settings
 
-    def time(self, entry: _ProbeEntry, n: int, resident: bool, repeats: int) -> float:
+    def time(self, probe: Executable, n: int, resident: bool, repeats: int) -> float:
         host = np.linspace(0.0, 1.0, n)
         arg = self.device.to_device(host) if resident else host
-        sizes = bind_sizes(entry.plan, (arg,)) or {}
+        assert probe.plan is not None
+        sizes = dict(bind_sizes(probe.plan, (arg,)) or {})
         decision = Decision(self.device.name, "calibration", to_host=not resident)
-        self.device.run(self.compiler, entry, (arg,), sizes, decision)   # compile, warm up
-        return statistics.median(
-            self.device.run(self.compiler, entry, (arg,), sizes, decision)[1]
-            for _ in range(repeats))
+        run = self.device.run
+        run(probe, (arg,), sizes, decision, self.settings)   # compile, warm up
+        return statistics.median(run(probe, (arg,), sizes, decision, self.settings)[1]
+                                 for _ in range(repeats))
 
-    def grown(self, entry: _ProbeEntry, resident: bool, fixed: float) -> tuple[int, float]:
+    def grown(self, probe: Executable, resident: bool, fixed: float) -> tuple[int, float]:
         """Return (n, seconds beyond ``fixed``) for a size that runs about TARGET_S."""
         n = 1 << 16
-        seconds = self.time(entry, n, resident, 3)
+        seconds = self.time(probe, n, resident, 3)
         if seconds < TARGET_S:
             scale = TARGET_S / max(seconds - fixed, 1e-9)
             limit = getattr(self.device, "probe_limit", MAX_ELEMENTS)
             n = int(min(limit, max(n, n * scale)))
-            seconds = self.time(entry, n, resident, 3)
+            seconds = self.time(probe, n, resident, 3)
         return n, max(seconds - fixed, 1e-9)
 
 
-def calibrate_device(device: Device) -> DeviceParams:
-    """Return ``device``'s measured DeviceParams (runs the probes; well under a second)."""
-    bench = _Bench(device)
+def calibrate_device(device: Device, settings: Settings | None = None) -> DeviceParams:
+    """Return ``device``'s measured DeviceParams (runs the probes; well under a second)
+    under ``settings`` (the CPU's thread split; default: the defaults)."""
+    bench = _Bench(device, settings or Settings())
     add, chain, sines = _probe(_add), _probe(_chain, max_ops=1), _probe(_sines)
     one = bench.time(add, 8, True, 25)
     four = bench.time(chain, 8, True, 25)
@@ -118,6 +112,7 @@ def calibrate_device(device: Device) -> DeviceParams:
     overhead = max(one - launch, 1e-7)
     n, seconds = bench.grown(add, True, one)
     bandwidth = 16.0 * n / seconds
+    assert sines.plan is not None
     flops = sum(kernel.flops for kernel in cost_plan(sines.plan).kernels)
     n_c, seconds_c = bench.grown(sines, True, one)
     flop_rate = flops * n_c / seconds_c
@@ -136,15 +131,15 @@ DEFAULTS: dict[str, DeviceParams] = {
 }
 
 
-def calibrate(devices: Sequence[Device], failures: list[str] | None = None
-              ) -> dict[str, DeviceParams]:
+def calibrate(devices: Sequence[Device], failures: list[str] | None = None,
+              settings: Settings | None = None) -> dict[str, DeviceParams]:
     """Return measured params of every usable device in ``devices``, by route name; a
     device whose probes raise gets :data:`DEFAULTS` (and a line in ``failures``)."""
     started = time.perf_counter()
     params = {}
     for device in (d for d in devices if d.usable()):
         try:
-            params[device.name] = calibrate_device(device)
+            params[device.name] = calibrate_device(device, settings)
         except Exception as exc:  # calibration must never fail a call
             _LOGGER.debug("calibrating %s failed: %s", device.name, exc)
             params[device.name] = DEFAULTS.get(device.name, DeviceParams())
@@ -180,8 +175,9 @@ def store(path: Path, params: dict[str, DeviceParams], seconds: float) -> None:
     os.replace(partial, path)
 
 
-def load_or_calibrate(router: Any, cache_dir: str,
-                      force: bool = False) -> tuple[dict[str, DeviceParams], str]:
+def load_or_calibrate(router: Calibrated, cache_dir: str, force: bool = False,
+                      settings: Settings | None = None
+                      ) -> tuple[dict[str, DeviceParams], str]:
     """Return (params by route, where they came from): the stored calibration of this
     machine, or a fresh one (stored when every device is persistent)."""
     devices = [d for d in router.devices.values() if d.usable()]
@@ -193,7 +189,7 @@ def load_or_calibrate(router: Any, cache_dir: str,
             return found, f"loaded {path}"
     started = time.perf_counter()
     failures: list[str] = []
-    params = calibrate(devices, failures)
+    params = calibrate(devices, failures, settings)
     seconds = time.perf_counter() - started
     if failures:
         return params, f"defaults after failed calibration ({'; '.join(failures)})"
@@ -206,8 +202,9 @@ def load_or_calibrate(router: Any, cache_dir: str,
     return params, f"calibrated in {seconds:.2f} s, stored {path}"
 
 
-def recalibrate(router: Any, cache_dir: str) -> tuple[dict[str, DeviceParams], str]:
+def recalibrate(router: Calibrated, cache_dir: str, settings: Settings | None = None
+                ) -> tuple[dict[str, DeviceParams], str]:
     """Calibrate now (``autojit calibrate``), store it and make ``router`` use it."""
-    params, source = load_or_calibrate(router, cache_dir, force=True)
+    params, source = load_or_calibrate(router, cache_dir, force=True, settings=settings)
     router.set_params(params, source)
     return params, source

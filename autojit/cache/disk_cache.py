@@ -20,6 +20,7 @@ to stay consistent. Eviction takes a lock only so that two processes do not both
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import logging
@@ -27,17 +28,12 @@ import os
 import pickle
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from autojit.errors import CacheWarning
-from autojit.fuse.plan import Plan
-from autojit.ir.graph import SourceLoc
-from autojit.lower_cpu import entries
-from autojit.policy import disk_files
-from autojit.policy.backends import CALL_OK, bind_sizes, check_call, guards_hold
-from autojit.policy.cache_key import (
+from autojit.cache import disk_files
+from autojit.cache.cache_key import (
     Unkeyable,
     cpu_tag,
     environment_digest,
@@ -45,7 +41,11 @@ from autojit.policy.cache_key import (
     gpu_tag,
     key_digest,
 )
-from autojit.policy.config import Settings, current_settings
+from autojit.config import Settings
+from autojit.errors import CacheWarning
+from autojit.fuse.plan import Plan
+from autojit.ir.graph import SourceLoc
+from autojit.lower_cpu import entries
 
 _LOGGER = logging.getLogger("autojit")
 _UNWRITABLE: set[str] = set()        # roots we already warned about, once per process
@@ -86,8 +86,8 @@ def open_slot(fn: Any, name: str, signature: tuple, settings: Settings) -> DiskS
     except Unkeyable as exc:
         _LOGGER.debug("%s is not cached on disk: %s", name, exc)
         return None
-    key = key_digest(fingerprint.digest, repr(signature), settings.fusion_max_ops,
-                     environment_digest())
+    key = key_digest(fingerprint.digest, repr(tuple(map(tuple, signature))),
+                     settings.fusion_max_ops, environment_digest())
     return DiskSlot(disk_files.layout_root(settings.cache_dir), key, name,
                     fingerprint.origins, int(settings.cache_max_mb * 2**20))
 
@@ -131,9 +131,11 @@ def _plan_files(slot: DiskSlot) -> list[str]:
     return [path for _, path in sorted(found, reverse=True)]
 
 
-def load_plan(slot: DiskSlot, args: Sequence[Any]) -> tuple[Plan, dict, DiskSlot] | None:
-    """Return (plan, size values, slot with variant and plan id) of a stored plan whose
-    guards hold for ``args``; None on a miss."""
+def load_plan(slot: DiskSlot, fits: Callable[[Plan], Mapping[str, int] | None]
+              ) -> tuple[Plan, Mapping[str, int], DiskSlot] | None:
+    """Return (plan, size values, slot with variant and plan id) of a stored plan that
+    ``fits`` the call (its size values, or None when it does not: the caller binds the
+    call, ``runtime.binding``); None on a miss."""
     for path in _plan_files(slot):
         found = _read(path, slot, "plan")
         if found is None:
@@ -142,9 +144,8 @@ def load_plan(slot: DiskSlot, args: Sequence[Any]) -> tuple[Plan, dict, DiskSlot
         if not isinstance(plan, Plan):
             discard(path, "its payload is not a plan")
             continue
-        sizes = bind_sizes(plan, args)
-        if sizes is None or check_call(plan, args) != CALL_OK or not guards_hold(
-                plan, sizes, args):
+        sizes = fits(plan)
+        if sizes is None:
             continue
         disk_files.touch(path)
         origins = tuple(tuple(o) for o in header.get("origins", ()))
@@ -344,21 +345,42 @@ def relocate_plan(plan: Plan, stored: tuple[tuple[str, int], ...],
 
 
 # -- the ``autojit cache`` command -----------------------------------------------------------
+class EntryPlace(NamedTuple):
+    """Where a call keeps extra entry points: its settings' cache folder and bound."""
+
+    cache_dir: str
+    cache_max_mb: float
+
+    @classmethod
+    def of(cls, settings: Settings) -> EntryPlace:
+        return cls(settings.cache_dir, settings.cache_max_mb)
+
+
+#: the running call's EntryPlace: set by the CPU target around the split kernel calls that
+#: link extra entry points (``runtime.targets.CpuBackend.launch``), from the settings the
+#: dispatcher resolved for the call; None (outside such a call): nothing is stored
+ENTRY_PLACE: contextvars.ContextVar[EntryPlace | None] = contextvars.ContextVar(
+    "autojit_entry_place", default=None)
+
+
 class EntryFiles:
     """The disk's ``EntryStore`` (``autojit.lower_cpu.entries``): object code of extra entry
     points (the team's chunk loop, thread partials), one group per module text, evicted
-    with the rest. Settings are read at each use, so ``config(cache_max_mb=0)`` holds."""
+    with the rest. Where they go is the running call's (``ENTRY_PLACE``), so
+    ``config(cache_max_mb=0)`` and a decorator's ``cache_max_mb=0`` hold."""
 
     kind = "entries"
 
     def _slot(self, text: str) -> tuple[DiskSlot, str, str] | None:
-        settings = current_settings()
+        place = ENTRY_PLACE.get()
+        if place is None or place.cache_max_mb <= 0 or not place.cache_dir:
+            return None
         code_kind = backend_tag("cpu")
-        if settings.cache_max_mb <= 0 or not settings.cache_dir or code_kind is None:
+        if code_kind is None:
             return None
         key = key_digest(self.kind, text, environment_digest())
-        slot = DiskSlot(disk_files.layout_root(settings.cache_dir), key, "native entries",
-                        (), int(settings.cache_max_mb * 2**20), variant=self.kind)
+        slot = DiskSlot(disk_files.layout_root(place.cache_dir), key, "native entries",
+                        (), int(place.cache_max_mb * 2**20), variant=self.kind)
         return slot, slot.path(code_kind), code_kind
 
     def load(self, text: str) -> bytes | None:

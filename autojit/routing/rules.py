@@ -13,13 +13,11 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from autojit.config import Settings
 from autojit.errors import DeviceUnavailableError
-from autojit.policy.breaker import CLOSED, Breaker
-
-if TYPE_CHECKING:
-    from autojit.policy.config import Settings
+from autojit.routing.breaker import CLOSED, Breaker
 
 REFRESH_CALLS = 64          # a model decision is re-checked against observations this often
 STABLE_CALLS = 1 << 20      # decisions that only a new epoch or new settings change

@@ -89,7 +89,7 @@ class OutputPool:
 
 
 def _configured_limit() -> int:
-    from autojit.policy.config import current_settings
+    from autojit.config import current_settings
     return int(current_settings().output_pool_mb * (1 << 20))
 
 

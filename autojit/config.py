@@ -17,6 +17,7 @@ import logging
 import math
 import numbers
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -362,6 +363,56 @@ _MEMO: dict[tuple, Settings] = {}
 _overrides: contextvars.ContextVar[tuple[tuple[str, Any], ...]] = contextvars.ContextVar(
     "autojit_config", default=())
 
+#: The settings generation: one number, bumped whenever something a warm call's route was
+#: decided under changes process-wide (the environment is re-read, the router is swapped,
+#: the ``autojit`` logger's level may have changed). The native fast path
+#: (``dispatch/fastpath.py``) compares it, and the identity of this context's ``config()``
+#: overrides (``OVERRIDES``: context-local, so a number shared by all threads cannot stand
+#: for it), on every call; a change sends calls to the full path, which re-arms. An int64
+#: cell the extension reads directly: no module global is looked up by name from C.
+GENERATION = np.zeros(1, np.int64)
+#: the context variable holding this context's ``config()`` overrides (read by identity)
+OVERRIDES = _overrides
+_GENERATION_LOCK = threading.Lock()
+
+
+def bump_generation() -> int:
+    """Invalidate every armed fast path (they re-arm on their next full call); return the
+    new generation."""
+    with _GENERATION_LOCK:
+        GENERATION[0] += 1
+        return int(GENERATION[0])
+
+
+def generation() -> int:
+    """Return the current settings generation."""
+    return int(GENERATION[0])
+
+
+class _BumpingCache(dict):
+    """The ``autojit`` logger's level cache: ``logging`` clears every logger's cache when
+    any level changes (``setLevel``, ``logging.disable``), and clearing this one bumps the
+    generation, so the fast path sees a change of the log level without reading it."""
+
+    def clear(self) -> None:
+        super().clear()
+        bump_generation()
+
+
+def _watch_log_level() -> bool:
+    """Make level changes of the ``autojit`` logger bump the generation; False when this
+    Python's ``logging`` keeps no per-logger cache to watch (then there is no fast path)."""
+    cache = getattr(_LOGGER, "_cache", None)
+    if type(cache) is _BumpingCache:
+        return True
+    if type(cache) is not dict:
+        return False
+    _LOGGER._cache = _BumpingCache(cache)   # type: ignore[attr-defined]
+    return True
+
+
+LOG_LEVEL_WATCHED = _watch_log_level()
+
 
 def _read_environment() -> tuple[dict[str, Any], list[ConfigError]]:
     """Return the fields the ``AUTOJIT_*`` variables set (an empty value sets nothing) and
@@ -414,6 +465,7 @@ def _install(values: dict[str, Any]) -> Settings:
     set_checks(_environment_settings.checks)   # the pipeline's switch (ir/verify.py)
     if _environment_settings.log == "debug":
         _enable_debug_log()
+    bump_generation()
     return _environment_settings
 
 

@@ -10,9 +10,7 @@ router's ``epoch`` changes (new load sample, breaker change, calibration) or it 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
-import functools
 import logging
 import math
 import operator
@@ -21,9 +19,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from autojit.policy.breaker import Breaker
-from autojit.policy.config import Settings
-from autojit.policy.costmodel import (
+from autojit import config
+from autojit.config import Settings
+from autojit.routing.breaker import Breaker
+from autojit.routing.calibration import load_or_calibrate
+from autojit.routing.costmodel import (
     DeviceParams,
     PlanCost,
     cost_plan,
@@ -31,10 +31,11 @@ from autojit.policy.costmodel import (
     gpu_slowdown_for,
     measure_work,
 )
-from autojit.policy.devices import CudaDevice, Device, HostDevice, Load
-from autojit.policy.load import load_changed
-from autojit.policy.rules import BucketState, Context, Decision, decide
-from autojit.policy.signature import is_cupy_array
+from autojit.routing.load import LoadSampler, load_changed
+from autojit.routing.rules import BucketState, Context, Decision, decide
+from autojit.runtime.arrays import GPU_ARRAY, is_cupy_array
+from autojit.runtime.devices import CudaDevice, Device, HostDevice, Load
+from autojit.runtime.executable import Executable
 
 _LOGGER = logging.getLogger("autojit")
 
@@ -42,35 +43,6 @@ RATIO_RANGE = (0.05, 20.0)  # a correction never moves an estimate further than 
 LATENCY_MARGIN = 2.0        # GPU p99 above 2x the CPU estimate opens the latency breaker
 LATENCY_MIN_SAMPLES = 16
 SAMPLE_INTERVAL_S = 0.1     # load is sampled at most every 100 ms, by a background thread
-
-
-def _driver_loadable() -> bool:
-    """Return True when the CUDA driver library loads (a dlopen: far cheaper than
-    ``ctypes.util.find_library``, which runs ldconfig and gcc)."""
-    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll", "libcuda.dylib"):
-        try:
-            ctypes.CDLL(name)
-            return True
-        except OSError:
-            continue
-    return False
-
-
-@functools.cache
-def gpu_usable() -> bool:
-    """Return True when a CUDA device can run kernels; probed once per process.
-
-    Without a CUDA driver library CuPy is not even imported (it would only fail later).
-    """
-    if not _driver_loadable():
-        _LOGGER.debug("no CUDA driver library: GPU route disabled")
-        return False
-    try:
-        from autojit.lower_gpu import gpu_available
-        return gpu_available()
-    except Exception as exc:  # a broken CUDA install must not break CPU users
-        _LOGGER.debug("GPU probe failed: %s", exc)
-        return False
 
 
 def call_elements(args: Sequence[Any]) -> int:
@@ -94,10 +66,11 @@ class RouteTable:
     __slots__ = ("router", "cost", "on_device", "resident", "count", "symbol", "buckets",
                  "bucket", "host_writes")
 
-    def __init__(self, router: Router, entry: Any) -> None:
+    def __init__(self, router: Router, entry: Executable) -> None:
         self.router = router
         self.cost: PlanCost = cost_plan(entry.plan)
-        self.on_device = frozenset(i for i, key in enumerate(entry.signature) if key[0] == "g")
+        self.on_device = frozenset(i for i, key in enumerate(entry.signature)
+                                   if key.kind == GPU_ARRAY)
         self.resident = bool(self.on_device)
         # writes into NumPy arguments must land in host memory: such calls stay on the CPU
         self.host_writes = not self.resident and any(
@@ -140,12 +113,12 @@ class Router:
         self.explorations = 0
         self._lock = threading.RLock()
         self._want_sampler = sampler
-        self._sampler: Any = None
+        self._sampler: LoadSampler | None = None
         self._overridden: dict[tuple, DeviceParams] = {}
         self._latency_breakers: list[Breaker] = []
 
     # -- the hot path ------------------------------------------------------------------------
-    def choose(self, entry: Any, sizes: dict[str, int],
+    def choose(self, entry: Executable, sizes: dict[str, int],
                settings: Settings) -> tuple[Decision, BucketState, int]:
         """Return (decision, bucket state, element count) for a call of ``entry``."""
         table = entry.routing
@@ -161,7 +134,7 @@ class Router:
         return self._refresh(entry, sizes, settings)
 
     # -- the slow path -----------------------------------------------------------------------
-    def _refresh(self, entry: Any, sizes: dict[str, int],
+    def _refresh(self, entry: Executable, sizes: dict[str, int],
                  settings: Settings) -> tuple[Decision, BucketState, int]:
         with self._lock:
             table = entry.routing
@@ -181,7 +154,7 @@ class Router:
             self.explorations += decision.explore
             return decision, state, n
 
-    def preview(self, entry: Any, sizes: dict[str, int], settings: Settings) -> Decision:
+    def preview(self, entry: Executable, sizes: dict[str, int], settings: Settings) -> Decision:
         """Return the decision a call would get, changing no routing state (for inspect)."""
         with self._lock:
             table = entry.routing if getattr(entry, "routing", None) is not None else \
@@ -278,7 +251,7 @@ class Router:
         """Return True when the GPU is allowed by the settings and usable."""
         return "gpu" in settings.backends and self.devices["gpu"].usable()
 
-    def results_on_device(self, table: Any, settings: Settings) -> bool:
+    def results_on_device(self, table: RouteTable | _ArgsOnly, settings: Settings) -> bool:
         """Return True when this call's results should live on the GPU."""
         if settings.residency == "host":
             return False
@@ -290,8 +263,8 @@ class Router:
         """Return ``name``'s calibrated parameters (calibrating on first need), with the
         ``AUTOJIT_COST`` overrides applied."""
         if self.params is None:
-            from autojit.policy.calibration import load_or_calibrate
-            self.params, self.calibration_source = load_or_calibrate(self, settings.cache_dir)
+            self.params, self.calibration_source = load_or_calibrate(
+                self, settings.cache_dir, settings=settings)
         key = (name, settings.cost)
         found = self._overridden.get(key)
         if found is None:
@@ -309,7 +282,6 @@ class Router:
         if "gpu" not in self.loads:
             self.sample_now()
         if self._want_sampler and self._sampler is None:
-            from autojit.policy.load import LoadSampler
             self._sampler = LoadSampler(self, SAMPLE_INTERVAL_S)
             self._sampler.start()
 
@@ -366,9 +338,17 @@ def current_router() -> Router:
     return router
 
 
+def installed_router() -> Router | None:
+    """Return the process's router if one is installed (None before the first call)."""
+    return _ROUTER
+
+
 def _install(router: Router | None) -> Router | None:
+    """Make ``router`` the process's router; calls armed under another one miss the fast
+    path's gate from now on (``config.bump_generation``)."""
     global _ROUTER
     _ROUTER = router
+    config.bump_generation()
     return router
 
 
@@ -384,7 +364,7 @@ def use_router(router: Router) -> Iterator[Router]:
         _install(previous)
 
 
-def choose_route(settings: Settings, args: Sequence[Any], entry: Any = None,
+def choose_route(settings: Settings, args: Sequence[Any], entry: Executable | None = None,
                  sizes: dict[str, int] | None = None) -> tuple[str, str]:
     """Return (route, reason) for a call with ``args`` (of ``entry`` when given), changing
     no routing state."""

@@ -1,0 +1,1 @@
+"""The persistent compile cache: keys, files, disk slots (docs/architecture.md)."""

@@ -1,0 +1,2 @@
+"""The decorated function: signature -> Executable -> route -> run -> fallback
+(docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""Statistics, the registry of decorated functions, reports (docs/architecture.md)."""

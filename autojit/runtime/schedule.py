@@ -1,0 +1,290 @@
+"""The plan runner: a plan flattened once into a :class:`Schedule` (allocations, kernel
+operands, views and results by slot), then run on a target at each call: allocate the
+call's buffers, launch its kernels, return the results as NumPy would.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autojit.fuse.buffers import plan_buffers
+from autojit.fuse.partition import memory_param
+from autojit.fuse.plan import Plan
+from autojit.ir.kernel import Kernel
+from autojit.ir.ops import Op
+from autojit.ir.views import apply_view
+from autojit.runtime.binding import _may_overlap, argument_overlaps
+from autojit.runtime.targets import Target
+
+
+def _nothing() -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """Where one kernel's operands come from, precomputed so a warm call only looks up.
+
+    ``buffers`` index the call's slots (arguments, then allocations, then constants);
+    ``strides`` are (buffer position, array axis) of each runtime stride, in meta order.
+    """
+
+    buffers: tuple[int, ...]
+    scalars: tuple[int | tuple[str, ...], ...]   # argument index, or size symbols to multiply
+    loop: tuple[tuple[str, ...], ...]
+    strides: tuple[tuple[int, int | None], ...]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A plan flattened for execution: allocations, kernel operands and results by slot."""
+
+    allocations: tuple[tuple[tuple, np.dtype], ...]
+    constants: tuple[np.ndarray, ...]
+    calls: tuple[KernelCall, ...]
+    outputs: tuple[tuple[int, bool], ...]
+    output_tuple: bool
+    views: tuple[tuple[int, tuple[str, Any]], ...] = ()   # (base slot, step), in slot order
+    # the views taken before each step (first entry: before any step; last: after all), in
+    # slot order: a view of an argument after a write, or of a computed value, is taken once
+    # that value is in memory (a reshape may copy: a.ravel() of an F-ordered argument, or
+    # v.T.reshape(-1)), before the first step reading it
+    view_batches: tuple[tuple[int, ...], ...] = ((),)
+    overlaps: tuple[tuple[int, int], ...] = ()   # Overlaps.copy: checked at every call
+    libraries: tuple[tuple[str, tuple[int, ...], int], ...] = ()   # (name, inputs, output)
+    order: tuple[tuple[str, int], ...] = ()
+    # the buffer plan (autojit.fuse.buffers): allocations made before any step; per step,
+    # (allocation, allocation whose buffer it takes or -1, clear the donor's slot) made
+    # before it, and the allocations released after it
+    upfront: tuple[int, ...] = ()
+    allocate: tuple[tuple[tuple[int, int, bool], ...], ...] = ()
+    release: tuple[tuple[int, ...], ...] = ()
+    # derived once (run_plan reads them at every call): the slots after the arguments as
+    # they start (allocations and views empty, the constants in place), where the views'
+    # slots begin past the arguments, and whether any view is taken between steps
+    blank: tuple[Any, ...] = field(init=False, repr=False, compare=False)
+    view_offset: int = field(init=False, repr=False, compare=False)
+    views_between: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        derived = {"blank": (None,) * len(self.allocations) + self.constants
+                   + (None,) * len(self.views),
+                   "view_offset": len(self.allocations) + len(self.constants),
+                   "views_between": any(self.view_batches[1:-1])}
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
+
+
+def _scalar_source(node: Any) -> int | tuple[str, ...]:
+    return node.attr("index") if node.op is Op.ARG else node.attr("symbols")
+
+
+def build_schedule(plan: Plan, argument_count: int) -> Schedule:
+    """Return the Schedule of ``plan`` (computed once per plan, then cached on it)."""
+    cached = plan.schedule_cache.get(argument_count)
+    if cached is not None:
+        return cached
+    graph = plan.graph
+    slots = {n: argument_count + i for i, n in enumerate(plan.allocations)}
+    constants: list[np.ndarray] = []
+    views: list[tuple[int, tuple[str, Any]]] = []
+    written_views: set[int] = set()     # view positions over a write or a computed value
+    constant_nodes = [n for n in graph.nodes if n.op in (Op.CONST, Op.FILL)]
+    first_view = argument_count + len(plan.allocations) + len(constant_nodes)
+
+    def slot(node_id: int) -> int:
+        chain = []                # views of views (x = x[1:] in a loop): walked, not recursed
+        while node_id not in slots and graph.node(node_id).op is Op.VIEW:
+            chain.append(node_id)
+            node_id = graph.node(node_id).inputs[0]
+        base = leaf_slot(node_id)
+        for view in reversed(chain):   # a view of an argument, taken again at every call
+            source = graph.node(graph.node(view).inputs[0])
+            if source.op not in (Op.ARG, Op.VIEW) or base - first_view in written_views:
+                written_views.add(len(views))
+            views.append((base, graph.node(view).attr("step")))
+            base = slots[view] = first_view + len(views) - 1
+        return base
+
+    def leaf_slot(node_id: int) -> int:
+        node = graph.node(node_id)
+        if node_id in slots:
+            return slots[node_id]
+        if node.op in (Op.ARG, Op.WRITE):   # a write's result is its argument's memory
+            return memory_param(graph, node_id)
+        constants.append(np.asarray(node.attr("value"), dtype=node.type.dtype))
+        slots[node_id] = argument_count + len(plan.allocations) + len(constants) - 1
+        return slots[node_id]
+
+    calls = []
+    for kernel in plan.kernels:
+        ndims = [len(graph.node(b.value).type.shape) for b in kernel.buffers]
+        strides = tuple((b, kernel.array_axis(b, d, ndims[b]))
+                        for b, d in kernel.runtime_strides())
+        calls.append(KernelCall(
+            tuple(slot(b.value) for b in kernel.buffers),
+            tuple(_scalar_source(graph.node(s.value)) for s in kernel.scalars),
+            kernel.loop_sizes, strides))
+    libraries = tuple((call.name, tuple(slot(i) for i in call.inputs), slot(call.output))
+                      for call in plan.libraries)
+    outputs = tuple((slot(o), s) for o, s in zip(graph.outputs, graph.scalar_outputs))
+    allocations = tuple((graph.node(n).type.shape, graph.node(n).type.dtype)
+                        for n in plan.allocations)
+    constants += [np.empty(0)] * (len(constant_nodes) - len(constants))   # unused slots
+    at = _view_steps(plan.steps, calls, libraries, views, written_views, first_view)
+    batches = tuple(tuple(v for v, step in enumerate(at) if step == position)
+                    for position in range(-1, len(plan.steps) + 1))
+    schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs,
+                        graph.output_tuple, tuple(views), batches,
+                        argument_overlaps(plan).copy, libraries, plan.steps,
+                        *_lifetimes(plan))
+    plan.schedule_cache[argument_count] = schedule
+    return schedule
+
+
+def _view_steps(steps: Sequence[tuple[str, int]], calls: Sequence[KernelCall],
+                libraries: Sequence[tuple[str, tuple[int, ...], int]],
+                views: Sequence[tuple[int, tuple[str, Any]]], written: set[int],
+                first_view: int) -> tuple[int, ...]:
+    """Return, per view, the step before which it is taken: -1 for views of arguments as
+    they were at the call, else the first step reading it (or a view taken of it), which
+    runs after the step computing what it views (the partition orders them so)."""
+    at = [-1 if v not in written else len(steps) for v in range(len(views))]
+    for position, (kind, index) in reversed(list(enumerate(steps))):
+        read = calls[index].buffers if kind == "kernel" else libraries[index][1]
+        for slot in read:
+            if slot - first_view in written:
+                at[slot - first_view] = position
+    for v in reversed(range(len(views))):   # a view's base is taken no later than it
+        base = views[v][0] - first_view
+        if base in written:
+            at[base] = min(at[base], at[v])
+    return tuple(at)
+
+
+def _lifetimes(plan: Plan) -> tuple[tuple[int, ...],
+                                     tuple[tuple[tuple[int, int, bool], ...], ...],
+                                     tuple[tuple[int, ...], ...]]:
+    """Return the Schedule's ``upfront``, ``allocate`` and ``release`` from the buffer plan."""
+    buffers = plan_buffers(plan).allocations
+    # a donor to a later step keeps its slot until the taker takes it over
+    later = {a.reuses for a in buffers if a.reuses is not None and not a.in_place}
+    steps = range(len(plan.steps))
+    upfront = tuple(i for i, a in enumerate(buffers) if a.first < 0)
+    allocate = tuple(tuple((i, -1 if a.reuses is None else a.reuses, not a.in_place)
+                           for i, a in enumerate(buffers) if a.first == s) for s in steps)
+    release = tuple(tuple(i for i, a in enumerate(buffers) if a.last == s and i not in later)
+                    for s in steps)
+    return upfront, allocate, release
+
+
+def _take_over(buffer: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    """Return ``buffer``'s memory as an array of ``shape`` and ``dtype`` (it fits: the
+    buffer plan only pairs byte counts that are the same product of sizes, and a fresh
+    buffer's item size at least the taker's). A buffer taken over before is a view of a
+    narrower size: the memory is its fresh allocation, the base."""
+    if buffer.shape == shape and buffer.dtype == dtype:
+        return buffer
+    while isinstance(buffer.base, type(buffer)):
+        buffer = buffer.base
+    nbytes = math.prod(shape) * dtype.itemsize
+    return buffer.reshape(-1).view("uint8")[:nbytes].view(dtype).reshape(shape)
+
+
+def _allocate(backend: Target, schedule: Schedule, values: list[Any], first: int,
+              index: int, donor: int, clear: bool, sizes: dict[str, int],
+              fresh: list[Any]) -> None:
+    """Put allocation ``index`` in its slot: fresh memory, or the buffer of ``donor`` (whose
+    slot is cleared when it is dead already; an in-place step still reads it). ``fresh``
+    holds each allocation's physical buffer: a donor may itself be a smaller item size's
+    view of it (bool over int64), which cannot hold the taker's wider items."""
+    shape, dtype = schedule.allocations[index]
+    concrete = tuple(sizes[d] if d.__class__ is str else d for d in shape)
+    if donor < 0:
+        values[first + index] = fresh[index] = backend.empty(concrete, dtype)
+        return
+    fresh[index] = fresh[donor]
+    values[first + index] = _take_over(fresh[donor], concrete, dtype)
+    if clear:
+        values[first + donor] = fresh[donor] = None   # the memory moved to the taker
+
+
+def _meta(call: KernelCall, arrays: Sequence[Any], sizes: dict[str, int]) -> list[int]:
+    meta = [math.prod(sizes[s] for s in product) for product in call.loop]
+    for buffer, axis in call.strides:
+        array = arrays[buffer]
+        meta.append(array.strides[axis] // array.itemsize if axis is not None else 0)
+    return meta
+
+
+def _run_library(backend: Target, name: str, inputs: list[Any], out: Any) -> None:
+    """Run a library step with the backend's array module (NumPy's BLAS, CuPy's cuBLAS)."""
+    getattr(backend, "before_library", _nothing)()
+    xp = getattr(backend, "array_module", np)
+    function = getattr(xp, name)
+    if out.ndim == 0:
+        out[...] = function(*inputs)
+    else:
+        function(*inputs, out=out)
+
+
+def _launch(backend: Target, kernel: Kernel, program: Any, call: KernelCall,
+            values: list[Any], args: Sequence[Any], sizes: dict[str, int]) -> None:
+    """Launch one kernel on its slots (a function, so its operand list dies with it)."""
+    arrays = [values[i] for i in call.buffers]
+    scalars = [args[s] if s.__class__ is int else math.prod(sizes[n] for n in s)
+               for s in call.scalars] if call.scalars else ()
+    backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
+
+
+def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: int) -> None:
+    """Take the views of ``batch`` (see ``Schedule.view_batches``)."""
+    for v in schedule.view_batches[batch]:
+        base, step = schedule.views[v]
+        values[first_view + v] = apply_view(values[base], step)
+
+
+def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequence[Any],
+             sizes: dict[str, int]) -> Any:
+    """Run every kernel of ``plan``; return the function's result as NumPy would."""
+    first = len(args)
+    schedule = plan.schedule_cache.get(first) or build_schedule(plan, first)
+    values = [*args, *schedule.blank]
+    if schedule.overlaps:
+        for written, other in schedule.overlaps:   # read from a copy: evaluate, then write
+            if values[other] is args[other] and _may_overlap(args[written], args[other]):
+                values[other] = args[other].copy(order="K")
+    fresh: list[Any] = [None] * len(schedule.allocations)
+    for index in schedule.upfront:
+        _allocate(backend, schedule, values, first, index, -1, False, sizes, fresh)
+    first_view = first + schedule.view_offset
+    batches = schedule.view_batches
+    if batches[0]:
+        _take_views(schedule, values, first_view, 0)
+    between = schedule.views_between
+    for position, (kind, index) in enumerate(schedule.order):
+        if between and batches[position + 1]:
+            _take_views(schedule, values, first_view, position + 1)
+        for allocation, donor, clear in schedule.allocate[position]:
+            _allocate(backend, schedule, values, first, allocation, donor, clear, sizes,
+                      fresh)
+        if kind == "library":
+            name, inputs, output = schedule.libraries[index]
+            _run_library(backend, name, [values[i] for i in inputs], values[output])
+        else:
+            _launch(backend, plan.kernels[index], programs[index], schedule.calls[index],
+                    values, args, sizes)
+        for allocation in schedule.release[position]:   # dead: give the memory back now
+            values[first + allocation] = fresh[allocation] = None
+    if batches[-1]:
+        _take_views(schedule, values, first_view, len(batches) - 1)
+    results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
+               else values[i] for i, is_scalar in schedule.outputs]
+    if not results and not schedule.output_tuple:
+        return None                              # the function only wrote into arguments
+    return tuple(results) if schedule.output_tuple else results[0]
