@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from autojit.errors import ConfigError, ConfigWarning
-from autojit.ir.verify import set_checks
 
 _LOGGER = logging.getLogger("autojit")
 
@@ -458,11 +457,24 @@ def _load_environment_at_import() -> Settings:
     return _install(values)
 
 
+#: called with the environment's settings at each install: process-wide switches below the
+#: dispatcher (``AUTOJIT_CHECKS`` -> ``ir.verify.set_checks``) follow the environment this
+#: way, with config importing nothing of the pipeline
+_ENVIRONMENT_LISTENERS: list[Callable[[Settings], None]] = []
+
+
+def on_environment(listener: Callable[[Settings], None]) -> None:
+    """Call ``listener`` with the environment's settings now and after each reload."""
+    _ENVIRONMENT_LISTENERS.append(listener)
+    listener(_environment_settings)
+
+
 def _install(values: dict[str, Any]) -> Settings:
     global _environment_settings
     _environment_settings = Settings(**values)
     _MEMO.clear()
-    set_checks(_environment_settings.checks)   # the pipeline's switch (ir/verify.py)
+    for listener in _ENVIRONMENT_LISTENERS:
+        listener(_environment_settings)
     if _environment_settings.log == "debug":
         _enable_debug_log()
     bump_generation()

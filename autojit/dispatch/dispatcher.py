@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autojit.cache import disk_cache
-from autojit.config import Settings, check_options, current_settings
+from autojit.config import Settings, check_options, current_settings, on_environment
 from autojit.dispatch.fastpath import MISS, FastPath, fast_with_prologue
 from autojit.dispatch.guards import Guards, Unguardable, collect
 from autojit.dispatch.signature import describe_argument, signature_of
@@ -42,6 +42,7 @@ from autojit.errors import (
 )
 from autojit.fuse.plan import Plan, plan_kernels
 from autojit.ir.fp_errors import numpy_reports_fp_errors
+from autojit.ir.verify import set_checks
 from autojit.lower_cpu.budget import CompileBudgetError, check_outlines
 from autojit.observe.registry import register
 from autojit.observe.report import log_decision
@@ -62,6 +63,9 @@ from autojit.runtime.devices import transfer_counts
 from autojit.runtime.executable import Executable
 from autojit.tracer import trace_function
 from autojit.tracer.state import CURRENT_TRACE
+
+# the pipeline's verify switch (AUTOJIT_CHECKS, process-wide) follows the environment
+on_environment(lambda settings: set_checks(settings.checks))
 
 #: why a call ran as Python under an error policy compiled code cannot honour (ir/fp_errors.py)
 FP_POLICY_REASON = ("np.errstate/np.seterr asks NumPy to raise, call, print or log FP errors; "

@@ -24,7 +24,6 @@ layer norm (16384, 1024) f32 20.7 / 51.5 / 24.1 (the gain over mmap views: huge 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 
@@ -39,26 +38,27 @@ MIN_BYTES = 32 << 20
 
 class OutputPool:
     """Idle blocks of big results, bounded in bytes, least recently freed first out.
-    ``limit_bytes`` is a number or a function returning it (read at each big request)."""
+    ``limit_bytes`` is the bound where a request names none (the process's pool is asked
+    with the call's ``output_pool_mb``: the CPU target carries it)."""
 
-    def __init__(self, limit_bytes: int | Callable[[], int]) -> None:
-        self._limit = limit_bytes if callable(limit_bytes) else lambda: limit_bytes
+    def __init__(self, limit_bytes: int = 0) -> None:
+        self.limit_bytes = limit_bytes
         # the NumPy mem_handler capsule; every array from it keeps it (and its blocks) alive
         self._handler = _native.new_pool(MIN_BYTES) if _native is not None else None
 
-    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """Return an uninitialised C-contiguous array, on recycled pages when it is big."""
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype,
+              limit_bytes: int | None = None) -> np.ndarray:
+        """Return an uninitialised C-contiguous array, on recycled pages when it is big,
+        keeping at most ``limit_bytes`` idle (default: the pool's own bound)."""
         dtype = np.dtype(dtype)
         if self._handler is None or math.prod(shape) * dtype.itemsize < MIN_BYTES:
             return np.empty(shape, dtype)
-        self.limit_bytes = self._limit()
-        if self.limit_bytes <= 0:   # off: nothing idle, and blocks still out unmapped on free
+        limit = self.limit_bytes if limit_bytes is None else limit_bytes
+        if limit <= 0:   # off: nothing idle, and blocks still out unmapped on free
             _native.clear(self._handler, 0)
             return np.empty(shape, dtype)
         # a block the system cannot map: NULL to NumPy, which raises its own MemoryError
-        return _native.empty(self._handler, tuple(shape), dtype, int(self.limit_bytes))
-
-    limit_bytes = 0
+        return _native.empty(self._handler, tuple(shape), dtype, int(limit))
 
     def clear(self) -> None:
         """Unmap every idle block (their memory goes back to the system)."""
@@ -88,10 +88,6 @@ class OutputPool:
         return self._stats()[3]
 
 
-def _configured_limit() -> int:
-    from autojit.config import current_settings
-    return int(current_settings().output_pool_mb * (1 << 20))
-
-
-#: the process's pool, bounded by ``AUTOJIT_OUTPUT_POOL_MB`` / ``config(output_pool_mb=...)``
-OUTPUT_POOL = OutputPool(_configured_limit)
+#: the process's pool; each request names its bound, the call's ``AUTOJIT_OUTPUT_POOL_MB`` /
+#: ``config(output_pool_mb=...)`` (``targets.CpuBackend.pool_bytes``)
+OUTPUT_POOL = OutputPool()

@@ -71,16 +71,21 @@ class CpuBackend:
 
     name = "cpu"
 
-    def __init__(self, threads: Threads = ONE_THREAD, entries: EntryPlace | None = None) -> None:
-        # ``entries``: where the extra entry points a split call links are kept on disk
-        self.threads, self.entries = threads, entries
+    def __init__(self, threads: Threads = ONE_THREAD, entries: EntryPlace | None = None,
+                 pool_bytes: int | None = None) -> None:
+        # ``entries``: where the extra entry points a split call links are kept on disk;
+        # ``pool_bytes``: how much of dropped big results the output pool keeps for reuse
+        # (None: no pool, NumPy's own allocation)
+        self.threads, self.entries, self.pool_bytes = threads, entries, pool_bytes
 
     def compile(self, kernel: Kernel) -> Any:
         from autojit.lower_cpu import compile_kernel
         return compile_kernel(kernel)
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        return OUTPUT_POOL.empty(shape, dtype)    # big results on recycled pages
+        if self.pool_bytes is None:
+            return np.empty(shape, dtype)
+        return OUTPUT_POOL.empty(shape, dtype, self.pool_bytes)   # big results, recycled
 
     @staticmethod
     def before_library() -> None:
@@ -159,8 +164,8 @@ class EmulatedCudaBackend:
 
 
 @functools.lru_cache(maxsize=64)
-def _cpu_target(threads: Threads, entries: EntryPlace) -> CpuBackend:
-    return CpuBackend(threads, entries)
+def _cpu_target(threads: Threads, entries: EntryPlace, pool_bytes: int) -> CpuBackend:
+    return CpuBackend(threads, entries, pool_bytes)
 
 
 #: id(settings) -> (settings, its CPU target): a warm call's lookup costs one dict get
@@ -174,7 +179,8 @@ def cpu_target(settings: Settings) -> CpuBackend:
     if found is not None and found[0] is settings:
         return found[1]
     target = _cpu_target(Threads(settings.num_threads, settings.thread_min_work,
-                                 settings.thread_spin_us * 1e-6), EntryPlace.of(settings))
+                                 settings.thread_spin_us * 1e-6), EntryPlace.of(settings),
+                         int(settings.output_pool_mb * (1 << 20)))
     if len(_BY_SETTINGS) > 256:
         _BY_SETTINGS.clear()
     _BY_SETTINGS[id(settings)] = (settings, target)

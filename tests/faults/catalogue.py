@@ -967,7 +967,7 @@ def check_allocator_memory_error() -> None:
     pool = backends.OUTPUT_POOL
     asked: list[tuple[int, ...]] = []
 
-    def refuse(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    def refuse(shape: tuple[int, ...], dtype: Any, limit: int | None = None) -> np.ndarray:
         asked.append(shape)
         raise MemoryError(f"Unable to allocate array with shape {shape}")
 

@@ -144,11 +144,9 @@ def test_idle_blocks_are_bounded_and_zero_turns_recycling_off():
 
 
 def test_turning_recycling_off_unmaps_the_blocks_still_out_when_they_die():
-    limit = [4 * BLOCK]
-    pool = OutputPool(lambda: limit[0])
+    pool = OutputPool(4 * BLOCK)
     out = pool.empty(BIG, np.float64)
-    limit[0] = 0
-    plain = pool.empty(BIG, np.float64)
+    plain = pool.empty(BIG, np.float64, limit_bytes=0)   # a call with output_pool_mb=0
     assert plain.flags.owndata and pool.mapped == 1
     del out
     assert pool.idle_bytes == 0

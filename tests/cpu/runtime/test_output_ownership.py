@@ -8,6 +8,7 @@ import pytest
 
 from tests.support.oracle import assert_calls_match_numpy, assert_same_ownership, assert_same_value
 
+import autojit
 from autojit import autoroute
 from autojit.runtime import output_pool
 
@@ -56,3 +57,19 @@ def test_several_big_outputs_and_changing_sizes():
     first, second = autoroute(_two, force="cpu")(np.ones(BIG))
     assert_same_ownership((first, second), _two(np.ones(BIG)), "outputs")
     assert not np.shares_memory(first, second)
+
+
+def test_the_calls_pool_setting_bounds_the_pool() -> None:
+    """``config(output_pool_mb=0)`` reaches the pool through the call's CPU target (the
+    pool reads no settings): a result dropped under it is not kept for reuse."""
+    f = autoroute(lambda x: x * 2.0, force="cpu")
+    x = np.ones(BIG)
+    f(x)
+    output_pool.OUTPUT_POOL.clear()
+    with autojit.config(output_pool_mb=0):
+        del_me = f(x)
+        del del_me
+        assert output_pool.OUTPUT_POOL.idle_bytes == 0
+    kept = f(x)
+    del kept
+    assert output_pool.OUTPUT_POOL.idle_bytes > 0

@@ -10,7 +10,8 @@ import sys
 
 import numpy as np
 import pytest
-from oracle import compare_results
+
+from tests.support.oracle import compare_results
 
 import autojit
 from autojit import autoroute

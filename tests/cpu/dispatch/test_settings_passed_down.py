@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from oracle import assert_matches_numpy
+
+from tests.support.oracle import assert_matches_numpy
 
 import autojit
 from autojit import autoroute
@@ -17,7 +18,7 @@ from autojit.cache import disk_cache, disk_files
 from autojit.config import current_settings
 from autojit.runtime.targets import cpu_target
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 #: modules below the dispatcher still reading settings themselves, and why
 STILL_READING = {"autojit/runtime/output_pool.py": "its bound; rewritten for NEP 49"}
 
