@@ -479,7 +479,7 @@ class Dispatcher:
 
     def inspect(self, *args: Any, **kwargs: Any) -> Any:
         """Return an Inspection of every stage for these arguments (nothing is run)."""
-        from autojit.inspect.inspection import Inspection
+        from autojit.explain.inspection import Inspection
         if kwargs or self._bind_always:
             if self._has_varargs:
                 return Inspection(self.__qualname__, None, None, "python",

@@ -19,7 +19,7 @@ import autojit
 from autojit import autoroute
 from autojit.cache import disk_cache, disk_files
 from autojit.errors import CacheWarning
-from autojit.inspect.cli import main
+from autojit.explain.cli import main
 
 #: Runs ``model.f`` in a fresh process and prints what happened as JSON. With ``--hit`` the
 #: trace is made to fail: a disk hit must not trace (nor compile: ``stats()["compiles"]``).
