@@ -47,8 +47,8 @@ from autojit.lower_cpu.budget import CompileBudgetError, check_outlines
 from autojit.observe.registry import register
 from autojit.observe.report import log_decision
 from autojit.observe.stats import FunctionStats
+from autojit.routing.decisions import BucketState, Decision, cpu_rerun
 from autojit.routing.route import Router, choose_route, current_router
-from autojit.routing.rules import BucketState, Decision, cpu_rerun
 from autojit.runtime.arrays import GPU_ARRAY, HOST_ARRAY, Signature
 from autojit.runtime.binding import (
     CALL_MISS,

@@ -322,7 +322,7 @@ class ZeroSign(enum.StrEnum):
 class Combine:
     """How a reduction or scan combines its accumulator ``a`` with an element ``b``: the
     one statement of NumPy's NaN, tie and zero-sign rules both renderers render through
-    their own scalar tables (``lower_cpu/reduce.py``, ``lower_gpu/rules.py``).
+    their own scalar tables (``lower_cpu/reduce.py``, ``lower_gpu/cuda_rules.py``).
 
     ``op``: arithmetic and logical combines, ``a op b`` (ADD/MUL wrap on integers);
     ``beats``: extrema, the comparison (GT: max, LT: min) under which ``a`` is kept over

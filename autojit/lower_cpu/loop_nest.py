@@ -37,11 +37,11 @@ from autojit.errors import InternalError
 from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import Op, rule_kind
 from autojit.ir.zero_sign import zero_sign_blind
+from autojit.lower_cpu.llvm_rules import LLVM_RULES, BodyContext, Rule, llvm_type, memory_type
 from autojit.lower_cpu.loops import I64, PTR, VOID, LoopBody, advance, counted_loop, i64, load_slot
 from autojit.lower_cpu.mathlib import MathCalls
 from autojit.lower_cpu.pairwise import emit_pairwise
 from autojit.lower_cpu.reduce import Accumulator
-from autojit.lower_cpu.rules import LLVM_RULES, BodyContext, Rule, llvm_type, memory_type
 from autojit.lower_cpu.scan import ScanAccumulator
 
 __all__ = ["LoopBody", "LoopNest", "Offsets", "load_scalar", "read_arguments"]

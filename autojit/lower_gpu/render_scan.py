@@ -63,10 +63,10 @@ import numpy as np
 
 from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import SCAN_KINDS, Op
+from autojit.lower_gpu.cuda_rules import REDUCE_RULES, c_type, float_literal, int_literal
 from autojit.lower_gpu.kernel_text import Names, decode, render_instr
 from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
 from autojit.lower_gpu.rows import RowEmitter
-from autojit.lower_gpu.rules import REDUCE_RULES, c_type, float_literal, int_literal
 
 #: elements a thread owns per tile: enough to amortise the team scan, few enough that a
 #: warp's chunks stay within the lines one tile brings into L1

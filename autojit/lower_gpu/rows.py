@@ -28,10 +28,7 @@ import numpy as np
 from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import ARG_KINDS, Op
 from autojit.ir.zero_sign import indexed_reduces
-from autojit.lower_gpu.kernel_text import Names, decode, render_instr, signature, size_product
-from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
-from autojit.lower_gpu.reduce_launch import can_split, partial_words
-from autojit.lower_gpu.rules import (
+from autojit.lower_gpu.cuda_rules import (
     accumulator_type,
     c_type,
     reduce_combine,
@@ -39,6 +36,9 @@ from autojit.lower_gpu.rules import (
     zero_code,
     zero_coded_result,
 )
+from autojit.lower_gpu.kernel_text import Names, decode, render_instr, signature, size_product
+from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
+from autojit.lower_gpu.reduce_launch import can_split, partial_words
 
 __all__ = ["EXTRA_PARAMS", "GRID_STRIDE_HEAD", "HOISTED", "RowEmitter"]
 

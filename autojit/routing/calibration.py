@@ -31,7 +31,7 @@ import numpy as np
 from autojit.config import Settings
 from autojit.fuse.plan import plan_kernels
 from autojit.routing.costmodel import INFINITE, DeviceParams, cost_plan
-from autojit.routing.rules import Decision
+from autojit.routing.decisions import Decision
 from autojit.runtime.arrays import ArrayKey
 from autojit.runtime.binding import bind_sizes
 from autojit.runtime.devices import Device, machine_key

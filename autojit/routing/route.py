@@ -31,8 +31,8 @@ from autojit.routing.costmodel import (
     gpu_slowdown_for,
     measure_work,
 )
+from autojit.routing.decisions import BucketState, Context, Decision, decide
 from autojit.routing.load import LoadSampler, load_changed
-from autojit.routing.rules import BucketState, Context, Decision, decide
 from autojit.runtime.arrays import GPU_ARRAY, is_cupy_array
 from autojit.runtime.devices import CudaDevice, Device, HostDevice, Load
 from autojit.runtime.executable import Executable

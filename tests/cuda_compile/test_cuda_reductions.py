@@ -38,11 +38,11 @@ from autojit.ir.abi import loop_extent
 from autojit.lower_gpu import (
     CudaBinary,
     cuda_reduce_gaps,
+    cuda_rules,
     device,
     gpu_available,
     launch,
     render_cuda,
-    rules,
     run_emulated,
 )
 from autojit.lower_gpu.emulate import build_emulation, emulated_launch
@@ -97,7 +97,7 @@ def test_every_reduce_kind_and_dtype_kind_has_a_cuda_rule() -> None:
 
 
 def test_a_missing_reduce_rule_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(rules.REDUCE_RULES, ("argmin", "u"))
+    monkeypatch.delitem(cuda_rules.REDUCE_RULES, ("argmin", "u"))
     assert cuda_reduce_gaps() == [("argmin", "u")]
 
 

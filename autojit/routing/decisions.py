@@ -1,4 +1,4 @@
-"""The routing rules: one ordered table; the first rule that answers decides, with a reason.
+"""Routing decisions: one ordered table of rules; the first that answers decides, with a reason.
 
 Hard constraints come first (forced route, no GPU, GPU breaker open, data already on the
 GPU, the ``AUTOJIT_GPU_MIN_ELEMS`` floor, free GPU memory, the latency breaker); the cost
