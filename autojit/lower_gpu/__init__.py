@@ -1,4 +1,4 @@
-"""GPU backend: Kernel -> CUDA C (``render_cuda``) -> cubin (``compile_cuda``, NVRTC) ->
+"""GPU lowering: Kernel -> CUDA C (``render_cuda``) -> cubin (``compile_cuda``, NVRTC) ->
 launch (``launch``, CuPy). ``run_emulated`` runs the same CUDA C on the CPU with g++.
 
 Nothing here imports ``cuda`` or ``cupy`` at import time.
