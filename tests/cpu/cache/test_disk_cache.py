@@ -78,7 +78,7 @@ MODEL = textwrap.dedent('''
 
 def _environment(cache: Path, folder: Path) -> dict[str, str]:
     # the checkout under test after the project folder (not whichever autojit is installed)
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     env = dict(os.environ, AUTOJIT_CACHE_DIR=str(cache),
                PYTHONPATH=os.pathsep.join([str(folder), str(root)]))
     env.pop("AUTOJIT_FORCE", None)
