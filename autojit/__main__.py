@@ -2,7 +2,7 @@
 
 import sys
 
-from autojit.inspect.cli import main
+from autojit.explain.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -36,7 +36,8 @@ class CallRaisesError(TraceError):
 
 
 class CompileError(AutojitError):
-    """A backend compiler rejected generated code; carries numbered source and the log."""
+    """A compiler (LLVM, NVRTC, g++) rejected generated code; carries numbered source and
+    the log."""
 
     def __init__(self, message: str, source: str = "", log: str = "") -> None:
         self.source, self.log = source, log
@@ -47,7 +48,7 @@ class CompileError(AutojitError):
 
 
 class InternalError(AutojitError):
-    """A bug in autojit, never in the user's code: no rule for an op on a backend, no
+    """A bug in autojit, never in the user's code: no rule for an op in a renderer, no
     decomposition of a graph op, malformed IR (``ir.verify``). ``op`` is the op (an ``Op``
     or a name such as ``"reduce.max"``), ``dtype`` its dtype when known. The dispatcher
     treats it as a failed compile: the call runs as plain Python, the reason recorded."""
@@ -64,7 +65,7 @@ class InternalError(AutojitError):
     @classmethod
     def no_rule(cls, target: str, op: object, dtype: object) -> InternalError:
         """Return the error of a renderer (``target``: LLVM, CUDA) without a rule for
-        ``op`` on ``dtype``: the same words on every backend."""
+        ``op`` on ``dtype``: the same words from every renderer."""
         name = getattr(op, "value", op)
         return cls(f"no {target} rule for {name} on {dtype}", op, dtype)
 

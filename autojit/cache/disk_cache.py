@@ -2,7 +2,7 @@
 
 The dispatcher asks :func:`open_slot` where a (function, signature) lives before tracing,
 :func:`load_plan` for a Plan whose guards hold (a hit skips the trace and the fusion), and
-:func:`load_programs` for a backend's compiled kernels (a hit skips LLVM or NVRTC). After a
+:func:`load_programs` for a target's compiled kernels (a hit skips LLVM or NVRTC). After a
 miss it stores what it made with :func:`store_plan` and :func:`store_programs`.
 
 What the key covers and why is in ``cache_key``; the file format, atomic writes and eviction
@@ -11,7 +11,7 @@ one is a warning (once per folder), a corrupt, truncated or other-format entry i
 with one :class:`~autojit.errors.CacheWarning` and rewritten by the compile that follows.
 
 Concurrency: entries are written atomically and named by content (a key, a variant, and a
-backend tag), and each backend file names the plan it was compiled from (``plan_id``, a
+target tag), and each target's code file names the plan it was compiled from (``plan_id``, a
 digest of the kernels). Processes racing on one entry write equal files, and a reader that
 pairs a plan with another plan's code sees the mismatch and recompiles: no lock is needed
 to stay consistent. Eviction takes a lock only so that two processes do not both evict.
@@ -155,23 +155,23 @@ def load_plan(slot: DiskSlot, fits: Callable[[Plan], Mapping[str, int] | None]
     return None
 
 
-def backend_tag(backend: str) -> str | None:
-    """Return the file kind of ``backend``'s code on this machine (``cpu-<tag>``,
+def target_tag(target: str) -> str | None:
+    """Return the file kind of ``target``'s code on this machine (``cpu-<tag>``,
     ``gpu-<tag>``), or None when the machine cannot say (no GPU: nothing to cache)."""
     try:
-        if backend == "cpu":
+        if target == "cpu":
             return f"cpu-{cpu_tag()}"
         from autojit.lower_gpu.compile import nvrtc_version
         from autojit.lower_gpu.device import device_arch
         return f"gpu-{gpu_tag(device_arch(), nvrtc_version())}"
     except Exception as exc:  # a broken device or toolkit must not break the call
-        _LOGGER.debug("no disk cache for %s code: %s", backend, exc)
+        _LOGGER.debug("no disk cache for %s code: %s", target, exc)
         return None
 
 
-def load_programs(slot: DiskSlot, backend: str) -> list[Any] | None:
-    """Return ``backend``'s compiled kernels for the slot's plan, or None on a miss."""
-    kind = backend_tag(backend)
+def load_programs(slot: DiskSlot, target: str) -> list[Any] | None:
+    """Return ``target``'s compiled kernels for the slot's plan, or None on a miss."""
+    kind = target_tag(target)
     found = None if kind is None else _read(slot.path(kind), slot, kind)
     if found is None:
         return None
@@ -180,7 +180,7 @@ def load_programs(slot: DiskSlot, backend: str) -> list[Any] | None:
     if header.get("plan_id") != slot.plan_id:   # another plan's code (a race, or an edit)
         return None
     try:
-        programs = _revive(backend, records)
+        programs = _revive(target, records)
     except Exception as exc:  # the loader declined every way to link it
         discard(path, f"its code cannot be loaded ({type(exc).__name__}: {exc})")
         return None
@@ -188,9 +188,9 @@ def load_programs(slot: DiskSlot, backend: str) -> list[Any] | None:
     return programs
 
 
-def _revive(backend: str, records: list[Any]) -> list[Any]:
+def _revive(target: str, records: list[Any]) -> list[Any]:
     """Return live programs from stored records (CPU: linked; GPU: CudaBinary as stored)."""
-    if backend == "cpu":
+    if target == "cpu":
         from autojit.lower_cpu.program import load_program
         return [load_program(**record) for record in records]
     from autojit.lower_gpu.compile import CudaBinary
@@ -295,12 +295,12 @@ def store_plan(slot: DiskSlot, plan: Plan) -> DiskSlot:
     return slot
 
 
-def store_programs(slot: DiskSlot, backend: str, programs: Sequence[Any]) -> None:
-    """Store ``backend``'s compiled kernels for the slot's plan. CPU: object code, the IR
+def store_programs(slot: DiskSlot, target: str, programs: Sequence[Any]) -> None:
+    """Store ``target``'s compiled kernels for the slot's plan. CPU: object code, the IR
     texts, and the assembly listing when it was already made. A listing is a second code
     generation (~45% of a kernel's compile time), so it is not made just to be stored; on a
     hit without one, ``inspect`` derives it from the cached optimised IR on demand."""
-    if backend == "cpu":
+    if target == "cpu":
         if not all(getattr(p, "object_code", b"") for p in programs):
             return
         records: list[Any] = [
@@ -312,7 +312,7 @@ def store_programs(slot: DiskSlot, backend: str, programs: Sequence[Any]) -> Non
         if not all(isinstance(p, CudaBinary) for p in programs):
             return
         records = list(programs)
-    kind = backend_tag(backend)
+    kind = target_tag(target)
     if kind is not None:
         _write(slot, slot.path(kind), kind, records)
 
@@ -357,7 +357,7 @@ class EntryPlace(NamedTuple):
 
 
 #: the running call's EntryPlace: set by the CPU target around the split kernel calls that
-#: link extra entry points (``runtime.targets.CpuBackend.launch``), from the settings the
+#: link extra entry points (``runtime.targets.CpuTarget.launch``), from the settings the
 #: dispatcher resolved for the call; None (outside such a call): nothing is stored
 ENTRY_PLACE: contextvars.ContextVar[EntryPlace | None] = contextvars.ContextVar(
     "autojit_entry_place", default=None)
@@ -375,7 +375,7 @@ class EntryFiles:
         place = ENTRY_PLACE.get()
         if place is None or place.cache_max_mb <= 0 or not place.cache_dir:
             return None
-        code_kind = backend_tag("cpu")
+        code_kind = target_tag("cpu")
         if code_kind is None:
             return None
         key = key_digest(self.kind, text, environment_digest())

@@ -116,7 +116,7 @@ def touch(path: str) -> None:
 
 @dataclass
 class Group:
-    """One compiled version on disk: its plan file and backend files, as eviction sees it."""
+    """One compiled version on disk: its plan file and code files, as eviction sees it."""
 
     key: str
     variant: str

@@ -47,8 +47,8 @@ from autojit.lower_cpu.budget import CompileBudgetError, check_outlines
 from autojit.observe.registry import register
 from autojit.observe.report import log_decision
 from autojit.observe.stats import FunctionStats
+from autojit.routing.decisions import BucketState, Decision, Route, cpu_rerun
 from autojit.routing.route import Router, choose_route, current_router
-from autojit.routing.rules import BucketState, Decision, cpu_rerun
 from autojit.runtime.arrays import GPU_ARRAY, HOST_ARRAY, Signature
 from autojit.runtime.binding import (
     CALL_MISS,
@@ -168,7 +168,7 @@ class Dispatcher:
         decision, state, n = router.choose(entry, sizes, settings)
         if _LOGGER.isEnabledFor(logging.DEBUG):
             log_decision(self.__qualname__, decision, n)
-        if decision.route == "python":
+        if decision.route == Route.PYTHON:
             self._stats.note_decision(decision, n)
             return self._run_python(args, {})
         given = args
@@ -178,7 +178,7 @@ class Dispatcher:
                                     settings)
         if entry.plan is None or entry.plan.cpu_refusal:   # it ran as Python
             return result
-        if decision.route == "cpu" and not (decision.to_device or decision.fetch_inputs):
+        if decision.route == Route.CPU and not (decision.to_device or decision.fetch_inputs):
             self._fastpath.after_cpu_call(self, entry, settings, n)
         return result
 
@@ -204,7 +204,7 @@ class Dispatcher:
                       given: tuple, settings: Settings) -> Any:
         """Run on the decided device; a GPU failure reruns on the CPU (contract 2), a CPU
         compile failure as Python on the arguments as ``given`` (before any host prologue)."""
-        if decision.route == "gpu":
+        if decision.route == Route.GPU:
             done = self._run_gpu(entry, args, sizes, router, decision, state, settings)
             if done is not None:
                 self._stats.record("gpu", decision, n, done[1])
@@ -479,7 +479,7 @@ class Dispatcher:
 
     def inspect(self, *args: Any, **kwargs: Any) -> Any:
         """Return an Inspection of every stage for these arguments (nothing is run)."""
-        from autojit.inspect.inspection import Inspection
+        from autojit.explain.inspection import Inspection
         if kwargs or self._bind_always:
             if self._has_varargs:
                 return Inspection(self.__qualname__, None, None, "python",

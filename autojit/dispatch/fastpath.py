@@ -165,7 +165,7 @@ def _check_plan(plan: Plan, schedule: Schedule, argument_count: int) -> None:
             or tuple(schedule.order) != kernels_only):
         raise Unsupported("library steps, views, or too many kernels")
     if any(node.op in (Op.VIEW, Op.WRITE) for node in plan.graph.nodes):
-        # a write needs the full path's overlap check (backends.argument_overlaps)
+        # a write needs the full path's overlap check (runtime.binding.argument_overlaps)
         raise Unsupported("views or writes into arguments")
     if not schedule.outputs:
         raise Unsupported("no results")

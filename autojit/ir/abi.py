@@ -1,4 +1,4 @@
-"""Packing a call's arrays into a kernel's ``(data, meta)`` arguments, for every backend."""
+"""Packing a call's arrays into a kernel's ``(data, meta)`` arguments, for every target."""
 
 from __future__ import annotations
 

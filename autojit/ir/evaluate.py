@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from autojit.ir.graph import Graph
-from autojit.ir.kernel import Kernel
+from autojit.ir.kernel import Kernel, Level
 from autojit.ir.ops import ARG_KINDS, OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op
 from autojit.ir.views import apply_view, view_shape
 
@@ -169,7 +169,7 @@ def evaluate_kernel(kernel: Kernel, buffers: Sequence[np.ndarray],
                 values[ins.id] = scan_array(ins.attr, whole, row_axes).astype(ins.dtype,
                                                                              copy=False)
                 continue
-            if ins.op is Op.LOAD and ins.level == "outer":
+            if ins.op is Op.LOAD and ins.level == Level.OUTER:
                 array = np.asarray(buffers[ins.attr])   # constant along the row dimensions
                 shape = array.shape[: array.ndim - kernel.row_dims] + (1,) * kernel.row_dims
                 values[ins.id] = np.lib.stride_tricks.as_strided(array, shape, array.strides)
@@ -199,7 +199,7 @@ def run_strided(kernel: Kernel, arrays: Sequence[np.ndarray], scalars: Sequence[
     per_row = extent[: kernel.outer_rank] + [1] * kernel.row_dims
     runtime = iter(int(m) for m in meta[kernel.rank:])
     outer_stores = {ins.attr for ins in kernel.body
-                    if ins.op is Op.STORE and ins.level == "outer"}
+                    if ins.op is Op.STORE and ins.level == Level.OUTER}
     views = []
     for i, (buffer, array) in enumerate(zip(kernel.buffers, arrays, strict=True)):
         strides = [s if s is not None else next(runtime) for s in buffer.strides]

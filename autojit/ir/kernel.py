@@ -5,7 +5,7 @@ size symbols (``()`` means 1). Every buffer is indexed with one element stride p
 dimension: an ``int`` is known when compiling (0 for a broadcast dimension, 1 for a
 contiguous inner one), ``None`` arrives at run time.
 
-Calling convention, identical on every backend::
+Calling convention, identical on every target::
 
     void <name>(void **data, const int64_t *meta)
 

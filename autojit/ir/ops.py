@@ -8,8 +8,9 @@ Two levels share one enum:
   (LLVM and CUDA C) translates through its own rule table.
 
 A graph op that is not a primitive carries a ``decompose`` rule (see ``decompose.py``) that
-rewrites it into primitives. Adding an op is one row here, plus a renderer rule in each
-backend if it is a new primitive; ``tests/unit/test_op_table.py`` fails when a rule is missing.
+rewrites it into primitives. Adding an op is one row here, plus a rule in each renderer
+(LLVM, CUDA) if it is a new primitive; ``tests/unit/test_op_table.py`` fails when a rule is
+missing.
 """
 
 from __future__ import annotations
@@ -322,7 +323,7 @@ class ZeroSign(enum.StrEnum):
 class Combine:
     """How a reduction or scan combines its accumulator ``a`` with an element ``b``: the
     one statement of NumPy's NaN, tie and zero-sign rules both renderers render through
-    their own scalar tables (``lower_cpu/reduce.py``, ``lower_gpu/rules.py``).
+    their own scalar tables (``lower_cpu/reduce.py``, ``lower_gpu/cuda_rules.py``).
 
     ``op``: arithmetic and logical combines, ``a op b`` (ADD/MUL wrap on integers);
     ``beats``: extrema, the comparison (GT: max, LT: min) under which ``a`` is kept over
@@ -441,7 +442,7 @@ def sequential_reduction(kind: str, dtype: np.dtype) -> bool:
 
 def ordered_reduction(kind: str, dtype: np.dtype) -> bool:
     """Whether a reduction's value depends on the order NumPy combines the elements in:
-    float sums and products. The CPU backend adds them exactly as NumPy does (``fuse.plan``:
+    float sums and products. The CPU renderer adds them exactly as NumPy does (``fuse.plan``:
     pairwise along NumPy's inner loop, one after another across outer loops), so no
     two-stage split (``fuse.split_reduce``) may regroup them."""
     return kind in (Reduction.ADD, Reduction.MUL) and np.dtype(dtype).kind == "f"

@@ -118,10 +118,10 @@ def _check_position(kernel: Kernel, ins, positions: dict[int, tuple[str, int, bo
         level, phase, reduced = positions[a]
         if level == "any":
             continue
-        if level == "row" and not reduced:
-            visible = ins.level == "row" and ins.phase == phase
+        if level == Level.ROW and not reduced:
+            visible = ins.level == Level.ROW and ins.phase == phase
         else:
-            visible = ins.phase > phase or (ins.level == "outer" and ins.phase == phase)
+            visible = ins.phase > phase or (ins.level == Level.OUTER and ins.phase == phase)
         if not visible:
             raise VerifyError(f"{kernel.name} %{ins.id} at {ins.level}.{ins.phase} cannot "
                               f"read %{a} ({level}.{phase})")
@@ -159,7 +159,7 @@ def verify_kernel(kernel: Kernel) -> None:
         elif ins.op not in (Op.LOAD, Op.LOAD_SCALAR, Op.CONST, Op.CAST, Op.SELECT, Op.INDEX):
             _check_instruction_types(kernel, ins, dtypes)
         _check_position(kernel, ins, positions)
-        if ins.level == "row" and ins.op is not Op.REDUCE and (
+        if ins.level == Level.ROW and ins.op is not Op.REDUCE and (
                 ins.op is Op.SCAN or any(a in scanned for a in ins.args)):
             scanned.add(ins.id)
         anywhere = ins.op in (Op.CONST, Op.LOAD_SCALAR)
@@ -179,8 +179,8 @@ def _check_reloads(kernel: Kernel, reloads: list[Instr]) -> None:
         buf = kernel.buffers[load.attr]
         store = next(i for i in kernel.body if i.op is Op.STORE and i.attr == load.attr)
         earlier = [i for i in kernel.body if i.op is Op.STORE and i.phase < load.phase
-                   and i.level == "row" and kernel.buffers[i.attr].value == buf.value]
-        if (load.level != "row" or store.level != "row" or store.phase != load.phase
+                   and i.level == Level.ROW and kernel.buffers[i.attr].value == buf.value]
+        if (load.level != Level.ROW or store.level != Level.ROW or store.phase != load.phase
                 or store.id < load.id or not earlier):
             raise VerifyError(f"{kernel.name} %{load.id}: load of output {buf.name} is not "
                               "a spilled value read back before its final store")

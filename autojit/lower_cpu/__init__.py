@@ -1,4 +1,4 @@
-"""CPU backend: render a Kernel to LLVM IR, optimise it at O3, JIT-compile and call it.
+"""CPU lowering: render a Kernel to LLVM IR, optimise it at O3, JIT-compile and call it.
 
 The names below are imported on first use (PEP 562), so that loading cached object code
 (``autojit.lower_cpu.program``) does not pull in llvmlite.

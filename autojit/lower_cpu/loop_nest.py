@@ -34,14 +34,14 @@ import llvmlite.ir as ir
 import numpy as np
 
 from autojit.errors import InternalError
-from autojit.ir.kernel import Instr, Kernel
+from autojit.ir.kernel import Instr, Kernel, Level
 from autojit.ir.ops import Op, rule_kind
 from autojit.ir.zero_sign import zero_sign_blind
+from autojit.lower_cpu.llvm_rules import LLVM_RULES, BodyContext, Rule, llvm_type, memory_type
 from autojit.lower_cpu.loops import I64, PTR, VOID, LoopBody, advance, counted_loop, i64, load_slot
 from autojit.lower_cpu.mathlib import MathCalls
 from autojit.lower_cpu.pairwise import emit_pairwise
 from autojit.lower_cpu.reduce import Accumulator
-from autojit.lower_cpu.rules import LLVM_RULES, BodyContext, Rule, llvm_type, memory_type
 from autojit.lower_cpu.scan import ScanAccumulator
 
 __all__ = ["LoopBody", "LoopNest", "Offsets", "load_scalar", "read_arguments"]
@@ -165,7 +165,7 @@ class LoopNest:
 
     # -- bodies and the walk --------------------------------------------------------------
 
-    def emit_level(self, offsets: Offsets, level: str, phase: int,
+    def emit_level(self, offsets: Offsets, level: Level, phase: int,
                    indices: list[ir.Value]) -> None:
         """Emit the instructions of one (level, phase), each through its (op, kind) rule."""
         b, kernel = self.builder, self.kernel
@@ -228,10 +228,10 @@ class LoopNest:
                     if acc.ins.phase == p:
                         self.values[acc.ins.id] = acc.result(b)
                         self.dtypes[acc.ins.id] = acc.ins.dtype
-                self.emit_level(offsets, "outer", p, indices)
+                self.emit_level(offsets, Level.OUTER, p, indices)
             return
         if depth == kernel.rank:
-            self.emit_level(offsets, "row", max(phase, 0), indices)
+            self.emit_level(offsets, Level.ROW, max(phase, 0), indices)
             return
 
         def inner(index: ir.Value) -> None:
@@ -281,7 +281,7 @@ class LoopNest:
         """Emit ``emit_pairwise`` over ``size`` positions, ``element(i)`` emitting one."""
         phase = sums[0].ins.phase
         element_code = [ins for ins in self.kernel.body
-                        if ins.level == "row" and ins.phase == phase]
+                        if ins.level == Level.ROW and ins.phase == phase]
 
         def visit(pos: ir.Value, into: Callable[[int], Callable[[ir.Value], None]]) -> None:
             saved = dict(self.values)

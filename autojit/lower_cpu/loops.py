@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import llvmlite.ir as ir
 
-from autojit.lower_cpu.rules import I64
+from autojit.lower_cpu.llvm_rules import I64
 
 __all__ = ["I64", "PTR", "VOID", "advance", "counted_loop", "i64", "load_slot"]
 

@@ -18,9 +18,9 @@ import llvmlite.ir as ir
 
 from autojit.ir.kernel import Instr
 from autojit.ir.ops import OP_TABLE
+from autojit.lower_cpu.llvm_rules import llvm_type
 from autojit.lower_cpu.loops import I64, counted_loop, i64
 from autojit.lower_cpu.reduce import Accumulator
-from autojit.lower_cpu.rules import llvm_type
 
 __all__ = ["Visit", "emit_pairwise"]
 

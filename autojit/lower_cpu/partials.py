@@ -35,8 +35,9 @@ from collections.abc import Callable
 
 import llvmlite.ir as ir
 
-from autojit.ir.kernel import Kernel
+from autojit.ir.kernel import Kernel, Level
 from autojit.ir.verify import check_kernel
+from autojit.lower_cpu.llvm_rules import llvm_type
 from autojit.lower_cpu.loop_nest import LoopNest, Offsets, read_arguments
 from autojit.lower_cpu.loops import I64, PTR, VOID, counted_loop, i64, load_slot
 from autojit.lower_cpu.mathlib import MathCalls
@@ -48,7 +49,6 @@ from autojit.lower_cpu.partials_layout import (
     tree_sums,
 )
 from autojit.lower_cpu.reduce import Accumulator
-from autojit.lower_cpu.rules import llvm_type
 
 I8 = ir.IntType(8)
 
@@ -194,7 +194,7 @@ def _finish_rows(phase: int, block: ir.Value, carry: ir.Value, chunks: ir.Value)
         for acc in accumulators:
             nest.values[acc.ins.id] = acc.result(b)
             nest.dtypes[acc.ins.id] = acc.ins.dtype
-        nest.emit_level(offsets, "outer", phase, indices)
+        nest.emit_level(offsets, Level.OUTER, phase, indices)
         _store_carried(nest, carry, linear, phase)
     return emit
 

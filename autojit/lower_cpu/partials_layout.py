@@ -10,7 +10,7 @@ importing the renderer. A partials record is ``RECORD_BYTES``: the accumulator a
 
 from __future__ import annotations
 
-from autojit.ir.kernel import Instr, Kernel
+from autojit.ir.kernel import Instr, Kernel, Level
 from autojit.ir.ops import Op
 
 __all__ = ["CARRY_BYTES", "POSITION_OFFSET", "RECORD_BYTES", "carried", "partial_symbols",
@@ -42,4 +42,4 @@ def carried(kernel: Kernel) -> tuple[Instr, ...]:
     used = {a for ins in kernel.body for a in ins.args if by_id[a].phase < ins.phase}
     return tuple(ins for ins in kernel.body if ins.id in used
                  and ins.op not in (Op.CONST, Op.LOAD_SCALAR, Op.STORE)
-                 and (ins.op is Op.REDUCE or ins.level == "outer"))
+                 and (ins.op is Op.REDUCE or ins.level == Level.OUTER))

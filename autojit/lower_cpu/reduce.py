@@ -35,7 +35,7 @@ import numpy as np
 from autojit.ir.kernel import Instr
 from autojit.ir.ops import REDUCE_KINDS, NanRule, Op, zero_coded
 from autojit.ir.ops import Combine as CombineSpec
-from autojit.lower_cpu.rules import (
+from autojit.lower_cpu.llvm_rules import (
     ARITH_METHODS,
     BITWISE_METHODS,
     COMPARE_SYMBOLS,

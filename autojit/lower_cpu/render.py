@@ -1,4 +1,4 @@
-"""Render a Kernel as an LLVM IR module; each instruction goes through ``rules.LLVM_RULES``.
+"""Render a Kernel as an LLVM IR module; each instruction goes through ``llvm_rules.LLVM_RULES``.
 
 The loops are ``loop_nest.LoopNest``'s (axes, bounds, strides, bodies; the thread partials
 of ``partials.py`` emit the same nest). Float sums NumPy adds pairwise (``Kernel.pairwise``)
@@ -48,10 +48,10 @@ import llvmlite.ir as ir
 
 from autojit.ir.kernel import Kernel
 from autojit.ir.verify import check_kernel
+from autojit.lower_cpu.llvm_rules import llvm_rule_gaps
 from autojit.lower_cpu.loop_nest import LoopNest, read_arguments
 from autojit.lower_cpu.loops import PTR, VOID
 from autojit.lower_cpu.mathlib import MathCalls
-from autojit.lower_cpu.rules import llvm_rule_gaps
 
 __all__ = ["llvm_rule_gaps", "render_llvm"]
 

@@ -21,8 +21,8 @@ import numpy as np
 from autojit.ir.kernel import Instr
 from autojit.ir.ops import SCAN_KINDS
 from autojit.ir.ops import Combine as CombineSpec
+from autojit.lower_cpu.llvm_rules import constant, llvm_type
 from autojit.lower_cpu.reduce import render_combine
-from autojit.lower_cpu.rules import constant, llvm_type
 
 Combine = Callable[[ir.IRBuilder, ir.Value, ir.Value], ir.Value]
 

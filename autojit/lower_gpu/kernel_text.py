@@ -18,7 +18,7 @@ import numpy as np
 from autojit.errors import InternalError
 from autojit.ir.kernel import Instr, Kernel
 from autojit.ir.ops import Op, rule_kind
-from autojit.lower_gpu.rules import CALLED_NAMES, CUDA_RULES, Operands, c_type
+from autojit.lower_gpu.cuda_rules import CALLED_NAMES, CUDA_RULES, Operands, c_type
 
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 # Names the emitter itself declares inside the kernel, C/C++ words and the math functions

@@ -61,12 +61,12 @@ from typing import Any
 
 import numpy as np
 
-from autojit.ir.kernel import Instr, Kernel
+from autojit.ir.kernel import Instr, Kernel, Level
 from autojit.ir.ops import SCAN_KINDS, Op
+from autojit.lower_gpu.cuda_rules import REDUCE_RULES, c_type, float_literal, int_literal
 from autojit.lower_gpu.kernel_text import Names, decode, render_instr
 from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
 from autojit.lower_gpu.rows import RowEmitter
-from autojit.lower_gpu.rules import REDUCE_RULES, c_type, float_literal, int_literal
 
 #: elements a thread owns per tile: enough to amortise the team scan, few enough that a
 #: warp's chunks stay within the lines one tile brings into L1
@@ -181,11 +181,11 @@ class ScanEmitter(RowEmitter):
                 " : aj_row;"]
 
     def scans(self, phase: int) -> list[Instr]:
-        return [ins for ins in self.buckets.get((phase, "row"), []) if ins.op is Op.SCAN]
+        return [ins for ins in self.buckets.get((phase, Level.ROW), []) if ins.op is Op.SCAN]
 
     def operand_lines(self, phase: int, indent: str) -> list[str]:
         """Return the index decoding and the instructions the phase's scan operands need."""
-        body, scans = self.buckets[(phase, "row")], self.scans(phase)
+        body, scans = self.buckets[(phase, Level.ROW)], self.scans(phase)
         needed = {ins.args[0] for ins in scans}
         for ins in reversed(body):
             if ins.id in needed:
@@ -270,7 +270,7 @@ class ScanEmitter(RowEmitter):
         scans = self.scans(phase)
         if not scans:
             return super().row_loop(phase)
-        body = self.buckets[(phase, "row")]
+        body = self.buckets[(phase, Level.ROW)]
         lines = self.accumulators(phase) + self.split_totals(phase) + self.carries(phase)
         lines += ["    for (long long aj_t0 = aj_begin; aj_t0 < aj_end; aj_t0 += aj_tile) {",
                   "      const long long aj_lo = aj_t0 + aj_lane * aj_items;",

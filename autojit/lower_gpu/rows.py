@@ -25,13 +25,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from autojit.ir.kernel import Instr, Kernel
+from autojit.ir.kernel import Instr, Kernel, Level
 from autojit.ir.ops import ARG_KINDS, Op
 from autojit.ir.zero_sign import indexed_reduces
-from autojit.lower_gpu.kernel_text import Names, decode, render_instr, signature, size_product
-from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
-from autojit.lower_gpu.reduce_launch import can_split, partial_words
-from autojit.lower_gpu.rules import (
+from autojit.lower_gpu.cuda_rules import (
     accumulator_type,
     c_type,
     reduce_combine,
@@ -39,6 +36,9 @@ from autojit.lower_gpu.rules import (
     zero_code,
     zero_coded_result,
 )
+from autojit.lower_gpu.kernel_text import Names, decode, render_instr, signature, size_product
+from autojit.lower_gpu.preamble import REDUCE_PREAMBLE
+from autojit.lower_gpu.reduce_launch import can_split, partial_words
 
 __all__ = ["EXTRA_PARAMS", "GRID_STRIDE_HEAD", "HOISTED", "RowEmitter"]
 
@@ -76,7 +76,7 @@ class RowEmitter:
         self.split = can_split(kernel)
         self.words = partial_words(kernel)
         self.indexed = indexed_reduces(kernel)   # argmax/argmin, coded float max/min
-        self.buckets: dict[tuple[int, str], list[Instr]] = defaultdict(list)
+        self.buckets: dict[tuple[int, Level], list[Instr]] = defaultdict(list)
         for ins in kernel.body:
             if ins.op not in HOISTED:
                 self.buckets[ins.phase, ins.level].append(ins)
@@ -135,7 +135,7 @@ class RowEmitter:
     def accumulators(self, phase: int) -> list[str]:
         """Return the declarations of the phase's REDUCE accumulators, at their starts."""
         return [f"    {self.acc_type(ins)} aj_acc{ins.id} = {self.start(ins)};"
-                for ins in self.buckets.get((phase, "row"), []) if ins.op is Op.REDUCE]
+                for ins in self.buckets.get((phase, Level.ROW), []) if ins.op is Op.REDUCE]
 
     def row_line(self, ins: Instr) -> str:
         """Return one line of the row loop (REDUCE accumulates, STORE only when valid)."""
@@ -151,7 +151,7 @@ class RowEmitter:
 
     def row_loop(self, phase: int) -> list[str]:
         """Return the phase's accumulators and its loop over the team's row elements."""
-        body = self.buckets.get((phase, "row"), [])
+        body = self.buckets.get((phase, Level.ROW), [])
         if not body:
             return []
         lines = self.accumulators(phase)
@@ -162,7 +162,7 @@ class RowEmitter:
         return lines + ["    }"]
 
     def reductions(self, phase: int) -> list[Instr]:
-        return [ins for ins in self.buckets.get((phase, "row"), []) if ins.op is Op.REDUCE]
+        return [ins for ins in self.buckets.get((phase, Level.ROW), []) if ins.op is Op.REDUCE]
 
     def combine(self, phase: int) -> list[str]:
         """Return the team reductions of the phase, ``combine_tail``, and the results."""
@@ -181,7 +181,7 @@ class RowEmitter:
     def outer_lines(self, phase: int) -> list[str]:
         """Return the phase's once-per-row instructions; stores by the team's lane 0."""
         lines = []
-        for ins in self.buckets.get((phase, "outer"), []):
+        for ins in self.buckets.get((phase, Level.OUTER), []):
             line = render_instr(self.kernel, self.names, ins, self.dtypes, self.outer_dims)
             lines.append(f"    if (aj_leader) {line}" if ins.op is Op.STORE else f"    {line}")
         return lines

@@ -86,7 +86,7 @@ class FunctionStats:
 
     def note_decision(self, decision: Any, n: int) -> None:
         """Keep a decision whose call is counted elsewhere (plain Python runs)."""
-        self.decisions.append((next(_SEQUENCE), n, decision.route, decision))
+        self.decisions.append((next(_SEQUENCE), n, str(decision.route), decision))
 
     def gpu_failed(self, error: BaseException) -> None:
         """Count a GPU failure (the call reran on the CPU) and keep its message."""

@@ -7,11 +7,19 @@ failure. RunMat retries a failed GPU every 100 ms; so does the default cool-down
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
 from collections.abc import Callable
 
-CLOSED, OPEN, HALF_OPEN = "closed", "open", "half-open"
+
+class BreakerState(enum.StrEnum):
+    """A breaker's state; the values are the strings snapshots and reasons have always shown."""
+
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half-open"
+
 
 FAILURE_THRESHOLD = 3        # consecutive failures that open the breaker
 COOLDOWN_S = 0.1             # RunMat: retry the GPU every 100 ms
@@ -26,7 +34,7 @@ class Breaker:
                  on_change: Callable[[], None] | None = None) -> None:
         self.threshold, self.cooldown_s, self.clock = threshold, cooldown_s, clock
         self.on_change = on_change
-        self.state = CLOSED
+        self.state = BreakerState.CLOSED
         self.failures = 0
         self.opened_at = 0.0
         self.reason = ""
@@ -35,7 +43,7 @@ class Breaker:
         self._probe_started = 0.0
         self._lock = threading.Lock()
 
-    def _set(self, state: str) -> None:
+    def _set(self, state: BreakerState) -> None:
         changed = state != self.state
         self.state = state
         if changed and self.on_change is not None:
@@ -44,14 +52,14 @@ class Breaker:
     def allow(self) -> bool:
         """Return True when the route may be taken now; after the cool-down, True once
         (the half-open probe) until that probe reports success or failure."""
-        if self.state == CLOSED:
+        if self.state == BreakerState.CLOSED:
             return True
         with self._lock:
-            if self.state == OPEN and self.clock() - self.opened_at >= self.cooldown_s:
-                self._set(HALF_OPEN)
+            if self.state == BreakerState.OPEN and self.clock() - self.opened_at >= self.cooldown_s:
+                self._set(BreakerState.HALF_OPEN)
             now = self.clock()
             stale = now - self._probe_started >= PROBE_TIMEOUT_S
-            if self.state == HALF_OPEN and (not self._probing or stale):
+            if self.state == BreakerState.HALF_OPEN and (not self._probing or stale):
                 self._probing, self._probe_started = True, now
                 return True
             return False
@@ -62,21 +70,21 @@ class Breaker:
 
     def cooled_down(self) -> bool:
         """Return True when an open breaker's cool-down has passed (a probe is due)."""
-        return self.state == OPEN and self.clock() - self.opened_at >= self.cooldown_s
+        return self.state == BreakerState.OPEN and self.clock() - self.opened_at >= self.cooldown_s
 
     def success(self) -> None:
         """Record a successful call: closes a half-open breaker, clears the failure count."""
         self.failures = 0
-        if self.state != CLOSED:
+        if self.state != BreakerState.CLOSED:
             with self._lock:
                 self._probing = False
-                self._set(CLOSED)
+                self._set(BreakerState.CLOSED)
 
     def failure(self, reason: str) -> None:
         """Record a failed call; opens after ``threshold`` in a row, or at once when probing."""
         with self._lock:
             self.failures += 1
-            if self.state == HALF_OPEN or self.failures >= self.threshold:
+            if self.state == BreakerState.HALF_OPEN or self.failures >= self.threshold:
                 self._open(reason)
 
     def trip(self, reason: str) -> None:
@@ -87,9 +95,9 @@ class Breaker:
     def _open(self, reason: str) -> None:
         self.reason, self.opened_at, self._probing = reason, self.clock(), False
         self.trips += 1
-        self._set(OPEN)
+        self._set(BreakerState.OPEN)
 
     def snapshot(self) -> dict[str, object]:
         """Return the state, consecutive failures, times opened and the last reason."""
-        return {"state": self.state, "failures": self.failures, "trips": self.trips,
+        return {"state": str(self.state), "failures": self.failures, "trips": self.trips,
                 "reason": self.reason}

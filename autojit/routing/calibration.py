@@ -31,7 +31,7 @@ import numpy as np
 from autojit.config import Settings
 from autojit.fuse.plan import plan_kernels
 from autojit.routing.costmodel import INFINITE, DeviceParams, cost_plan
-from autojit.routing.rules import Decision
+from autojit.routing.decisions import Decision, Route
 from autojit.runtime.arrays import ArrayKey
 from autojit.runtime.binding import bind_sizes
 from autojit.runtime.devices import Device, machine_key
@@ -83,7 +83,7 @@ class _Bench:
         arg = self.device.to_device(host) if resident else host
         assert probe.plan is not None
         sizes = dict(bind_sizes(probe.plan, (arg,)) or {})
-        decision = Decision(self.device.name, "calibration", to_host=not resident)
+        decision = Decision(Route(self.device.name), "calibration", to_host=not resident)
         run = self.device.run
         run(probe, (arg,), sizes, decision, self.settings)   # compile, warm up
         return statistics.median(run(probe, (arg,), sizes, decision, self.settings)[1]

@@ -21,7 +21,7 @@ from typing import Any
 
 from autojit import config
 from autojit.config import Settings
-from autojit.routing.breaker import Breaker
+from autojit.routing.breaker import Breaker, BreakerState
 from autojit.routing.calibration import load_or_calibrate
 from autojit.routing.costmodel import (
     DeviceParams,
@@ -31,8 +31,8 @@ from autojit.routing.costmodel import (
     gpu_slowdown_for,
     measure_work,
 )
+from autojit.routing.decisions import BucketState, Context, Decision, Route, decide
 from autojit.routing.load import LoadSampler, load_changed
-from autojit.routing.rules import BucketState, Context, Decision, decide
 from autojit.runtime.arrays import GPU_ARRAY, is_cupy_array
 from autojit.runtime.devices import CudaDevice, Device, HostDevice, Load
 from autojit.runtime.executable import Executable
@@ -210,11 +210,11 @@ class Router:
         state.observed[route].append(min(max(seconds / expected, RATIO_RANGE[0]),
                                          RATIO_RANGE[1]))
         state.seen[route] += 1
-        if route == "gpu":
+        if route == Route.GPU:
             cpu = state.corrected("cpu", n) or math.inf
             state.samples["gpu"].append(seconds / cpu)
             latency = state.latency
-            if latency is not None and latency.state != "closed":
+            if latency is not None and latency.state != BreakerState.CLOSED:
                 self._judge_probe(latency, seconds, cpu)
 
     def _judge_probe(self, breaker: Breaker, seconds: float, cpu: float) -> None:
@@ -371,11 +371,11 @@ def choose_route(settings: Settings, args: Sequence[Any], entry: Executable | No
     router = current_router()
     if entry is not None and entry.plan is not None and sizes is not None:
         decision = router.preview(entry, sizes, settings)
-        return decision.route, decision.reason
+        return str(decision.route), decision.reason
     fake = _ArgsOnly(frozenset(i for i, a in enumerate(args) if is_cupy_array(a)))
     n = call_elements(args)
     decision = decide(Context(router, fake, BucketState(n, n), n, settings, preview=True))[0]
-    return decision.route, decision.reason
+    return str(decision.route), decision.reason
 
 
 class _ArgsOnly:

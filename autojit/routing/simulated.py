@@ -33,7 +33,7 @@ from autojit.routing.route import Router
 from autojit.runtime.arrays import register_array_type
 from autojit.runtime.devices import Load, Placement, map_results
 from autojit.runtime.executable import Executable
-from autojit.runtime.targets import CpuBackend, cpu_target
+from autojit.runtime.targets import CpuTarget, cpu_target
 
 SIM_CPU = DeviceParams(overhead_s=4e-6, launch_s=1e-6, bandwidth=8e9, flop_rate=3e9)
 SIM_GPU = DeviceParams(overhead_s=20e-6, launch_s=6e-6, bandwidth=4e11, flop_rate=2e12,
@@ -77,10 +77,10 @@ class DeviceArray(np.ndarray):
     safe to compile as a plain array)."""
 
 
-class _FailingBackend(CpuBackend):
-    """The CPU backend, raising on its ``after``-th launch (a failure part-way through)."""
+class _FailingTarget(CpuTarget):
+    """The CPU target, raising on its ``after``-th launch (a failure part-way through)."""
 
-    def __init__(self, after: int, error: Exception, like: CpuBackend) -> None:
+    def __init__(self, after: int, error: Exception, like: CpuTarget) -> None:
         super().__init__(like.threads, like.entries)
         self.after, self.error, self.launched = after, error, 0
 
@@ -178,7 +178,7 @@ class SimulatedDevice:
         if injected is not None:
             self.failures += 1
             error, after = injected
-            executable.run(_FailingBackend(after, error, target), programs, host_args,
+            executable.run(_FailingTarget(after, error, target), programs, host_args,
                            sizes)
         result = executable.run(target, programs, host_args, sizes)
         seconds = self.seconds(work, placement.to_host) * self._noise()

@@ -61,7 +61,7 @@ def gpu_usable() -> bool:
 
 
 class Placement(Protocol):
-    """Where a call's data goes (``routing.rules.Decision`` has these): ``fetch_inputs``,
+    """Where a call's data goes (``routing.decisions.Decision`` has these): ``fetch_inputs``,
     copy GPU arguments to the host first (a CPU run of device data); ``to_host``, copy GPU
     results back (None: when the inputs came from the host)."""
 

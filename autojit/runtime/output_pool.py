@@ -89,5 +89,5 @@ class OutputPool:
 
 
 #: the process's pool; each request names its bound, the call's ``AUTOJIT_OUTPUT_POOL_MB`` /
-#: ``config(output_pool_mb=...)`` (``targets.CpuBackend.pool_bytes``)
+#: ``config(output_pool_mb=...)`` (``targets.CpuTarget.pool_bytes``)
 OUTPUT_POOL = OutputPool()

@@ -65,7 +65,7 @@ class Threads(NamedTuple):
 ONE_THREAD = Threads()
 
 
-class CpuBackend:
+class CpuTarget:
     """LLVM-compiled kernels called in this process, split over ``threads`` (one thread by
     default; :func:`cpu_target` gives the one for a call's settings)."""
 
@@ -111,7 +111,7 @@ class CpuBackend:
             program.call(data, meta)
 
 
-class GpuBackend:
+class GpuTarget:
     """CUDA C kernels compiled by NVRTC and launched through CuPy."""
 
     name = "gpu"
@@ -136,7 +136,7 @@ class GpuBackend:
         launch(kernel, program, arrays, scalars, sizes)
 
 
-class EmulatedCudaBackend:
+class EmulatedCudaTarget:
     """Runs each kernel's generated CUDA C on the CPU (g++ with an emulation header): how
     GPU-less machines check the GPU code path (tests, ``assert_backends_agree``)."""
 
@@ -164,16 +164,16 @@ class EmulatedCudaBackend:
 
 
 @functools.lru_cache(maxsize=64)
-def _cpu_target(threads: Threads, entries: EntryPlace, pool_bytes: int) -> CpuBackend:
-    return CpuBackend(threads, entries, pool_bytes)
+def _cpu_target(threads: Threads, entries: EntryPlace, pool_bytes: int) -> CpuTarget:
+    return CpuTarget(threads, entries, pool_bytes)
 
 
 #: id(settings) -> (settings, its CPU target): a warm call's lookup costs one dict get
 #: (settings objects are shared per combination: ``config.current_settings``)
-_BY_SETTINGS: dict[int, tuple[Settings, CpuBackend]] = {}
+_BY_SETTINGS: dict[int, tuple[Settings, CpuTarget]] = {}
 
 
-def cpu_target(settings: Settings) -> CpuBackend:
+def cpu_target(settings: Settings) -> CpuTarget:
     """Return the CPU target for a call under ``settings`` (one per thread split, shared)."""
     found = _BY_SETTINGS.get(id(settings))
     if found is not None and found[0] is settings:
@@ -189,4 +189,4 @@ def cpu_target(settings: Settings) -> CpuBackend:
 
 #: the targets programs are compiled for, by route name (compiling does not depend on the
 #: call's settings; launching on the CPU does: :func:`cpu_target`)
-TARGETS: dict[str, Target] = {"cpu": CpuBackend(), "gpu": GpuBackend()}
+TARGETS: dict[str, Target] = {"cpu": CpuTarget(), "gpu": GpuTarget()}

@@ -31,7 +31,7 @@ from autojit.config import config, current_settings
 from autojit.dispatch.dispatcher import Dispatcher
 from autojit.errors import StrictFallbackError
 from autojit.runtime.arrays import is_cupy_array
-from autojit.runtime.targets import EmulatedCudaBackend
+from autojit.runtime.targets import EmulatedCudaTarget
 from autojit.testing.tolerance import (
     ERROR_RULES,
     TRANSCENDENTAL_ULPS,
@@ -169,10 +169,10 @@ def _run_emulated(args: Sequence[Any], inspection: Any) -> Outcome:
     sizes = bind_sizes(plan, args)
     if sizes is None or check_call(plan, args) != CALL_OK:
         return Outcome("cuda-emulated", skipped="NumPy raises for these arguments")
-    backend = EmulatedCudaBackend()
-    programs = [backend.compile(k) for k in plan.kernels]
+    target = EmulatedCudaTarget()
+    programs = [target.compile(k) for k in plan.kernels]
     return _called("cuda-emulated", lambda *a: run_plan(
-        plan, programs, backend, call_arguments(plan, a), sizes), args)
+        plan, programs, target, call_arguments(plan, a), sizes), args)
 
 
 def _run(dispatcher: Dispatcher, name: str, args: Sequence[Any], inspection: Any) -> Outcome:
@@ -280,8 +280,14 @@ def assert_backends_agree(fn: Callable, *args: Any, backends: Sequence[str] | No
     return report
 
 
+#: The old name of :class:`EmulatedCudaTarget` (the runtime's targets were called
+#: backends until "backend" was left to the places a call may run): kept so users' test
+#: suites that import it keep working; new code should use ``EmulatedCudaTarget``.
+EmulatedCudaBackend = EmulatedCudaTarget
+
 __all__ = [
     "BACKENDS", "DEFAULT_BACKENDS", "ERROR_RULES", "TRANSCENDENTAL_ULPS", "AgreementReport",
-    "EmulatedCudaBackend", "OpError", "OutputCheck", "Tolerance", "assert_backends_agree",
-    "available_backends", "backend_unavailable", "register_error_rule", "tally",
+    "EmulatedCudaBackend", "EmulatedCudaTarget", "OpError", "OutputCheck", "Tolerance",
+    "assert_backends_agree", "available_backends", "backend_unavailable", "register_error_rule",
+    "tally",
 ]

@@ -18,7 +18,7 @@ from autojit.fuse.plan import Plan
 from autojit.lower_gpu import CudaBinary
 from autojit.runtime.binding import bind_sizes
 from autojit.runtime.schedule import run_plan
-from autojit.runtime.targets import EmulatedCudaBackend
+from autojit.runtime.targets import EmulatedCudaTarget
 
 CASES = all_cases()
 
@@ -47,10 +47,10 @@ def test_emulated_cuda_matches_numpy(index):
     case = CASES[index]
     plans, source, _ = corpus()
     plan = plans[index]
-    backend = EmulatedCudaBackend(source)
+    target = EmulatedCudaTarget(source)
     expected, error = call_numpy(case.fn, case.args)
     assert error is None
     with np.errstate(all="ignore"):
-        actual = run_plan(plan, [source] * len(plan.kernels), backend, case.args,
+        actual = run_plan(plan, [source] * len(plan.kernels), target, case.args,
                           bind_sizes(plan, case.args))
     compare_results(actual, expected, case.ulps, case.labels)

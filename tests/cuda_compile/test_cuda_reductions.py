@@ -38,18 +38,18 @@ from autojit.ir.abi import loop_extent
 from autojit.lower_gpu import (
     CudaBinary,
     cuda_reduce_gaps,
+    cuda_rules,
     device,
     gpu_available,
     launch,
     render_cuda,
-    rules,
     run_emulated,
 )
 from autojit.lower_gpu.emulate import build_emulation, emulated_launch
 from autojit.lower_gpu.reduce_launch import is_reduction, row_extent
 from autojit.runtime.binding import bind_sizes
 from autojit.runtime.schedule import run_plan
-from autojit.runtime.targets import EmulatedCudaBackend
+from autojit.runtime.targets import EmulatedCudaTarget
 from autojit.tracer import trace_function
 
 CASES = all_cases()
@@ -97,7 +97,7 @@ def test_every_reduce_kind_and_dtype_kind_has_a_cuda_rule() -> None:
 
 
 def test_a_missing_reduce_rule_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(rules.REDUCE_RULES, ("argmin", "u"))
+    monkeypatch.delitem(cuda_rules.REDUCE_RULES, ("argmin", "u"))
     assert cuda_reduce_gaps() == [("argmin", "u")]
 
 
@@ -110,8 +110,8 @@ def test_emulated_reduction_matches_numpy(index: int) -> None:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)   # nanmax of an all-NaN row
         want = case.fn(*case.args)
-        backend = EmulatedCudaBackend(source, **case.launch)
-        got = run_plan(plan, [source] * len(plan.kernels), backend, case.args, sizes)
+        target = EmulatedCudaTarget(source, **case.launch)
+        got = run_plan(plan, [source] * len(plan.kernels), target, case.args, sizes)
     _check(case, got, want, _depth(plan, sizes, case.launch))
 
 

@@ -27,7 +27,7 @@ from autojit.lower_gpu.reduce_launch import can_split, launch_splits
 from autojit.lower_gpu.render_scan import cuda_scan_gaps
 from autojit.runtime.binding import bind_sizes
 from autojit.runtime.schedule import run_plan
-from autojit.runtime.targets import EmulatedCudaBackend
+from autojit.runtime.targets import EmulatedCudaTarget
 from autojit.tracer import trace_function
 
 CASES = all_cases()
@@ -74,8 +74,8 @@ def test_emulated_scan_matches_numpy(index: int) -> None:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         want = case.fn(*case.args)
-        backend = EmulatedCudaBackend(source, **case.launch)
-        got = run_plan(plan, [source] * len(plan.kernels), backend, case.args, sizes)
+        target = EmulatedCudaTarget(source, **case.launch)
+        got = run_plan(plan, [source] * len(plan.kernels), target, case.args, sizes)
     _check(case, got, want)
 
 

@@ -34,7 +34,7 @@ from autojit.fuse.plan import Plan
 from autojit.lower_gpu import CudaBinary
 from autojit.runtime.binding import bind_sizes
 from autojit.runtime.schedule import run_plan
-from autojit.runtime.targets import EmulatedCudaBackend
+from autojit.runtime.targets import EmulatedCudaTarget
 
 
 @dataclass(frozen=True)
@@ -102,8 +102,8 @@ def test_emulated_zero_signs_match_numpy(index: int) -> None:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)   # nanmax of an all-NaN row
         want = case.fn(*case.args)
-        backend = EmulatedCudaBackend(source, **case.launch)
-        got = run_plan(plan, [source] * len(plan.kernels), backend, case.args,
+        target = EmulatedCudaTarget(source, **case.launch)
+        got = run_plan(plan, [source] * len(plan.kernels), target, case.args,
                        bind_sizes(plan, case.args))
     _assert_bitwise(got, want, case.id)
 

@@ -16,7 +16,7 @@ from tests.support.translation_unit import ARCHS, case_plan, compile_unit
 
 from autojit.runtime.binding import CALL_OK, bind_sizes, call_arguments, check_call
 from autojit.runtime.schedule import run_plan
-from autojit.runtime.targets import EmulatedCudaBackend
+from autojit.runtime.targets import EmulatedCudaTarget
 
 
 def _comparisons(a, b):
@@ -75,7 +75,7 @@ def test_emulated_cuda_matches_numpy(index):
     expected, error = call_numpy(fn, args)
     assert error is None
     assert check_call(plan, args) == CALL_OK
-    actual = run_plan(plan, [source] * len(plan.kernels), EmulatedCudaBackend(source),
+    actual = run_plan(plan, [source] * len(plan.kernels), EmulatedCudaTarget(source),
                       call_arguments(plan, args), bind_sizes(plan, args))
     compare_results(actual, expected)
     assert type(actual[-1]) is type(expected[-1])

@@ -12,8 +12,8 @@ from autojit.errors import InternalError
 from autojit.fuse.builder import KernelBuilder
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import OP_TABLE, PRIMITIVES, Op
-from autojit.lower_gpu import cuda_rule_gaps, render_cuda, rules
-from autojit.lower_gpu.rules import float_literal, int_literal
+from autojit.lower_gpu import cuda_rule_gaps, cuda_rules, render_cuda
+from autojit.lower_gpu.cuda_rules import float_literal, int_literal
 
 F64, F32 = np.dtype("float64"), np.dtype("float32")
 
@@ -32,14 +32,14 @@ def test_every_primitive_and_kind_has_a_cuda_rule() -> None:
 
 
 def test_a_missing_rule_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(rules.CUDA_RULES, (Op.SIN, "f"))
+    monkeypatch.delitem(cuda_rules.CUDA_RULES, (Op.SIN, "f"))
     assert cuda_rule_gaps() == [(Op.SIN, "f")]
     with pytest.raises(InternalError, match="no CUDA rule for sin"):
         render_cuda(_kernel((1,)))
 
 
 def test_rule_table_has_no_rows_outside_the_op_table() -> None:
-    for op, kind in rules.CUDA_RULES:
+    for op, kind in cuda_rules.CUDA_RULES:
         assert op in PRIMITIVES and kind in OP_TABLE[op].primitive_kinds
 
 

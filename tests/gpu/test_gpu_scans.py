@@ -17,7 +17,7 @@ from autojit.fuse.plan import plan_kernels
 from autojit.lower_gpu import gpu_available
 from autojit.runtime.binding import bind_sizes
 from autojit.runtime.schedule import run_plan
-from autojit.runtime.targets import GpuBackend
+from autojit.runtime.targets import GpuTarget
 from autojit.tracer import trace_function
 
 _NO_GPU = pytest.mark.skipif(not gpu_available(), reason="no usable CUDA device")
@@ -31,10 +31,10 @@ def _on_gpu(case: Case):
     import cupy
     plan = plan_kernels(trace_function(case.fn, case.args),
                         [a.flags.c_contiguous for a in case.args])
-    backend = GpuBackend()
-    programs = [backend.compile(k) for k in plan.kernels]
+    target = GpuTarget()
+    programs = [target.compile(k) for k in plan.kernels]
     device_args = tuple(cupy.asarray(a) for a in case.args)
-    got = run_plan(plan, programs, backend, device_args, bind_sizes(plan, case.args))
+    got = run_plan(plan, programs, target, device_args, bind_sizes(plan, case.args))
     cupy.cuda.runtime.deviceSynchronize()
     return tuple(cupy.asnumpy(g) for g in got) if isinstance(got, tuple) else cupy.asnumpy(got)
 

@@ -17,11 +17,11 @@ from autojit.fuse.buffers import plan_buffers, value_bytes
 from autojit.ir.ops import Op
 from autojit.runtime.binding import bind_sizes
 from autojit.runtime.schedule import run_plan
-from autojit.runtime.targets import CpuBackend
+from autojit.runtime.targets import CpuTarget
 
 
-class CountingBackend(CpuBackend):
-    """The CPU backend, recording every allocation ``run_plan`` asks for."""
+class CountingTarget(CpuTarget):
+    """The CPU target, recording every allocation ``run_plan`` asks for."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -56,14 +56,14 @@ def test_allocations_match_report(name: str) -> None:
     report = ins.report(verbosity=1, toolchain=False)
     stored = re.findall(r"(moved to heap|escapes to caller)", report)
     reused = re.findall(r"reuses the buffer of", report)
-    backend = CountingBackend()
+    target = CountingTarget()
     sizes = bind_sizes(ins.plan, args)
-    got = run_plan(ins.plan, ins._programs, backend, args, sizes)
-    assert len(backend.allocated) == len(stored) - len(reused)
+    got = run_plan(ins.plan, ins._programs, target, args, sizes)
+    assert len(target.allocated) == len(stored) - len(reused)
     fresh = [a for a in plan_buffers(ins.plan).allocations if a.reuses is None]
     want = [ins.graph.node(a.node) for a in fresh]
     assert sorted(value_bytes(n, sizes) for n in want) == sorted(
-        int(np.prod(s)) * d.itemsize for s, d in backend.allocated)
+        int(np.prod(s)) * d.itemsize for s, d in target.allocated)
     expected = fn(*args)
     for g, e in zip(got if isinstance(got, tuple) else (got,),
                     expected if isinstance(expected, tuple) else (expected,)):
@@ -84,11 +84,11 @@ def test_peak_matches_tracemalloc(name: str) -> None:
                 for a in make_args())
     ins = autoroute(fn).inspect(*big)
     sizes = bind_sizes(ins.plan, big)
-    run_plan(ins.plan, ins._programs, CpuBackend(), big, sizes)   # warm: schedule cached
+    run_plan(ins.plan, ins._programs, CpuTarget(), big, sizes)   # warm: schedule cached
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        result = run_plan(ins.plan, ins._programs, CpuBackend(), big, sizes)
+        result = run_plan(ins.plan, ins._programs, CpuTarget(), big, sizes)
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()

@@ -12,9 +12,9 @@ import pytest
 from tests.support.corpus import all_cases
 
 from autojit.dispatch.signature import signature_of
+from autojit.explain.report import ReportInputs, format_report, report_facts
 from autojit.fuse.buffers import plan_buffers
 from autojit.fuse.plan import plan_kernels
-from autojit.inspect.report import ReportInputs, format_report, report_facts
 from autojit.ir.evaluate import run_strided
 from autojit.ir.ops import Op
 from autojit.runtime.binding import bind_sizes

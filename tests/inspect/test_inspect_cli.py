@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.nvrtc import stage_params
 
-from autojit.inspect.cli import EXIT_FAILURE, EXIT_UNTRACEABLE, EXIT_USAGE, STAGES, main
+from autojit.explain.cli import EXIT_FAILURE, EXIT_UNTRACEABLE, EXIT_USAGE, STAGES, main
 
 PROGRAMS = Path(__file__).with_name("inspect_programs.py")
 TARGET = f"{PROGRAMS}:normalise_stack"
@@ -144,6 +144,6 @@ def test_untraceable(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
 
 
 def test_spec_size_names() -> None:
-    from autojit.inspect.argspec import spec_size_names
+    from autojit.explain.argspec import spec_size_names
     assert spec_size_names("f32[B,3]:F, i64, f64[], n=4, u8[n]") == [
         ("B", None), None, (), ("n",)]

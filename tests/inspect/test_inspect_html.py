@@ -10,7 +10,7 @@ import pytest
 from tests.inspect.inspect_programs import PROGRAMS
 
 from autojit import autoroute
-from autojit.inspect import html as html_view
+from autojit.explain import html as html_view
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from autojit import autoroute
-from autojit.inspect.llvm_facts import (
+from autojit.explain.llvm_facts import (
     calls_left,
     count_instructions,
     describe_remark,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autojit.inspect.cli import main
+from autojit.explain.cli import main
 from autojit.lower_gpu.compile import nvrtc_unavailable
 
 TARGET = f"{Path(__file__).with_name('inspect_programs.py')}:normalise_stack"

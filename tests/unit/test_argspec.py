@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from autojit.errors import AutojitError
-from autojit.inspect.argspec import DEFAULT_SIZE, ArgSpecError, parse_args_spec
+from autojit.explain.argspec import DEFAULT_SIZE, ArgSpecError, parse_args_spec
 
 
 def test_brief_example_spec() -> None:

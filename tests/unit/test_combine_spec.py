@@ -21,11 +21,10 @@ from autojit.ir.ops import (
     rule_kind,
     zero_coded,
 )
+from autojit.lower_cpu import llvm_rules, threads
 from autojit.lower_cpu import reduce as cpu_reduce
-from autojit.lower_cpu import rules as cpu_rules
 from autojit.lower_cpu import scan as cpu_scan
-from autojit.lower_cpu import threads
-from autojit.lower_gpu import rules as gpu_rules
+from autojit.lower_gpu import cuda_rules
 from autojit.routing import costmodel
 
 
@@ -39,7 +38,7 @@ def test_every_reduction_and_scan_names_one_combine() -> None:
 
 def test_both_renderers_render_every_combine() -> None:
     assert cpu_reduce.llvm_reduce_gaps() == [] and cpu_scan.llvm_scan_gaps() == []
-    assert gpu_rules.cuda_reduce_gaps() == []
+    assert cuda_rules.cuda_reduce_gaps() == []
     assert set(cpu_reduce.COMBINE) | set(cpu_reduce.ARG_COMPARE) == set(REDUCE_KINDS)
 
 
@@ -75,15 +74,15 @@ def test_the_last_zero_code_merges_in_any_grouping(seed: int) -> None:
 
 def test_casts_come_from_one_conversion_table() -> None:
     assert set(CONVERSIONS) == {(s, t) for s in "biuf" for t in "biuf"}
-    assert set(cpu_rules.CAST_RULES) == set(CONVERSIONS)
-    assert set(gpu_rules._CONVERSION_RULES) == set(Conversion)
+    assert set(llvm_rules.CAST_RULES) == set(CONVERSIONS)
+    assert set(cuda_rules._CONVERSION_RULES) == set(Conversion)
     assert CONVERSIONS["f", "i"] is Conversion.SATURATE and CONVERSIONS["f", "b"] is (
         Conversion.NONZERO) and CONVERSIONS["i", "u"] is Conversion.WRAP
     f8, i4, b = np.dtype("f8"), np.dtype("i4"), np.dtype(bool)
-    operands = gpu_rules.Operands(i4, f8, ("v1",))
-    assert gpu_rules.CUDA_RULES[Op.CAST, rule_kind(Op.CAST, i4, f8)](operands).startswith(
+    operands = cuda_rules.Operands(i4, f8, ("v1",))
+    assert cuda_rules.CUDA_RULES[Op.CAST, rule_kind(Op.CAST, i4, f8)](operands).startswith(
         "aj_sat_cast<int32_t, double>(v1")
-    assert gpu_rules.CUDA_RULES[Op.CAST, "f"](gpu_rules.Operands(b, f8, ("v1",))) == "(v1 != 0)"
+    assert cuda_rules.CUDA_RULES[Op.CAST, "f"](cuda_rules.Operands(b, f8, ("v1",))) == "(v1 != 0)"
 
 
 def test_rule_kind_is_the_operand_s_for_comparisons_and_casts() -> None:
@@ -111,9 +110,9 @@ def test_both_renderers_spell_constants_from_one_exact_value() -> None:
     assert exact_constant(2**64 - 1, u8) == 2**64 - 1 and exact_constant(200, i8) == -56
     assert exact_constant(2, b) is True and np.signbit(exact_constant(-0.0, f4))
     assert exact_constant(0.1, f4) == np.float32(0.1)
-    assert str(cpu_rules.constant(u8, 2**64 - 1)) == "i64 -1"
-    assert str(cpu_rules.constant(i8, 200)) == "i8 -56"
-    assert str(cpu_rules.constant(b, 2)) == "i1 1"
-    assert gpu_rules.int_literal(200, i8) == "(int8_t)-56LL"
-    assert gpu_rules.float_literal(-0.0, f4) == "-0x0.0p+0f"
-    assert gpu_rules.CUDA_RULES[Op.CONST, "b"](gpu_rules.Operands(b, b, (), 2)) == "true"
+    assert str(llvm_rules.constant(u8, 2**64 - 1)) == "i64 -1"
+    assert str(llvm_rules.constant(i8, 200)) == "i8 -56"
+    assert str(llvm_rules.constant(b, 2)) == "i1 1"
+    assert cuda_rules.int_literal(200, i8) == "(int8_t)-56LL"
+    assert cuda_rules.float_literal(-0.0, f4) == "-0x0.0p+0f"
+    assert cuda_rules.CUDA_RULES[Op.CONST, "b"](cuda_rules.Operands(b, b, (), 2)) == "true"

@@ -13,7 +13,7 @@ from autojit.runtime.schedule import run_plan
 from autojit.tracer import trace_function
 
 
-class ReferenceBackend:
+class ReferenceTarget:
     name = "reference"
 
     def compile(self, kernel):
@@ -64,7 +64,7 @@ def test_fused_plan_on_the_reference_interpreter_matches_numpy(name, fn, args):
     graph = trace_function(fn, actual_args)
     contiguous = [bool(k[0] == "a" and k[4]) for k in signature_of(tuple(actual_args))]
     plan = plan_kernels(graph, contiguous)
-    actual = run_plan(plan, [None] * len(plan.kernels), ReferenceBackend(), actual_args,
+    actual = run_plan(plan, [None] * len(plan.kernels), ReferenceTarget(), actual_args,
                       bind_sizes(plan, actual_args))
     np.testing.assert_allclose(actual, expected, rtol=1e-12)
     for want, got in zip(expected_args, actual_args):

@@ -16,10 +16,9 @@ from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
 from autojit.ir.verify import VerifyError
 from autojit.lower_cpu import jit
+from autojit.lower_cpu.llvm_rules import LLVM_RULES
 from autojit.lower_cpu.render import render_llvm
-from autojit.lower_cpu.rules import LLVM_RULES
-from autojit.lower_gpu import render_cuda
-from autojit.lower_gpu import rules as cuda_rules
+from autojit.lower_gpu import cuda_rules, render_cuda
 
 F64 = np.dtype(np.float64)
 RENDERERS = {"LLVM": render_llvm, "CUDA": render_cuda}

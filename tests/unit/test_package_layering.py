@@ -28,7 +28,7 @@ CHECKED = ("dispatch", "routing", "runtime", "cache", "observe", "config")
 #: the version string.
 ALLOWED: dict[str, frozenset[str]] = {
     "dispatch": frozenset({"routing", "runtime", "cache", "observe", "config", "errors",
-                           "fuse", "ir", "lower_cpu", "lower_gpu", "tracer", "inspect",
+                           "fuse", "ir", "lower_cpu", "lower_gpu", "tracer", "explain",
                            "_native"}),
     "routing": frozenset({"runtime", "cache", "observe", "config", "errors", "fuse", "ir",
                           "lower_cpu", "lower_gpu", "tracer"}),

@@ -19,7 +19,7 @@ import autojit
 from autojit import autoroute
 from autojit.cache import disk_cache, disk_files
 from autojit.errors import CacheWarning
-from autojit.inspect.cli import main
+from autojit.explain.cli import main
 
 #: Runs ``model.f`` in a fresh process and prints what happened as JSON. With ``--hit`` the
 #: trace is made to fail: a disk hit must not trace (nor compile: ``stats()["compiles"]``).
@@ -323,7 +323,7 @@ def test_an_unwritable_cache_warns_once_and_still_computes(tmp_path):
 def test_gpu_binaries_round_trip_without_a_device(tmp_path, monkeypatch):
     from autojit.lower_gpu.compile import CudaBinary
 
-    monkeypatch.setattr(disk_cache, "backend_tag", lambda backend: f"{backend}-test")
+    monkeypatch.setattr(disk_cache, "target_tag", lambda target: f"{target}-test")
     slot = disk_cache.DiskSlot(str(tmp_path / "v1"), "ab" * 20, "f", (), 1 << 20,
                                "base", "plan-1")
     binaries = [CudaBinary(b"\x7fELF cubin", ".version 9.0", "", "sm_90")]

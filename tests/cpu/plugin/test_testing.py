@@ -20,7 +20,7 @@ from autojit.ir.graph import Node
 from autojit.ir.ops import Op
 from autojit.ir.types import TensorType
 from autojit.lower_cpu.jit import forget_kernels
-from autojit.lower_cpu.rules import LLVM_RULES
+from autojit.lower_cpu.llvm_rules import LLVM_RULES
 from autojit.lower_cpu.ulp_bounds import numpy_extra_ulps
 from autojit.testing import assert_backends_agree
 from autojit.testing.tolerance import Tolerance, compare_output

@@ -101,7 +101,7 @@ def test_calibration_runs_on_first_need_only():
 
 
 def test_autojit_calibrate_stores_per_machine_and_is_loaded_later(tmp_path, capsys):
-    from autojit.inspect.cli import main
+    from autojit.explain.cli import main
     assert main(["calibrate", "--cache-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^cpu: overhead .* GB/s", out, re.M) and "stored" in out

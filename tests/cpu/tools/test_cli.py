@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.nvrtc import stage_params
 
-from autojit.inspect.cli import STAGES, main
+from autojit.explain.cli import STAGES, main
 
 ROOT = Path(__file__).resolve().parents[3]
 

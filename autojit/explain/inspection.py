@@ -6,11 +6,11 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from autojit.explain.llvm_facts import LlvmFacts, collect_llvm_facts
+from autojit.explain.report import Fact, ReportInputs, format_report, report_facts
 from autojit.fuse.buffers import BufferPlan, plan_buffers, value_bytes
 from autojit.fuse.plan import Plan
 from autojit.fuse.traffic import Traffic, kernel_traffic
-from autojit.inspect.llvm_facts import LlvmFacts, collect_llvm_facts
-from autojit.inspect.report import Fact, ReportInputs, format_report, report_facts
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
 from autojit.ir.printer import format_graph, format_kernel
@@ -199,7 +199,7 @@ class Inspection:
     def fusion_graph(self) -> Any:
         """The fusion graph as a picture (Graphviz SVG, else a text diagram) that renders
         in notebooks; ``str()`` of it is the SVG or the text."""
-        from autojit.inspect.html import FusionGraph
+        from autojit.explain.html import FusionGraph
         return FusionGraph(self)
 
     def _buffers_json(self) -> list[dict[str, Any]]:
@@ -215,7 +215,7 @@ class Inspection:
                 for f in plan.fates]
 
     def _repr_html_(self) -> str:
-        from autojit.inspect.html import render_html
+        from autojit.explain.html import render_html
         return render_html(self)
 
     @property

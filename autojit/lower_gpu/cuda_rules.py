@@ -237,7 +237,7 @@ def _nan_first(symbol: str) -> Rule:
 def _nan_skipping(symbol: str) -> Rule:
     """np.fmax / np.fmin reductions, as the CPU's accumulator (``lower_cpu/reduce.py``): keep
     ``a`` when it is strictly beyond ``b`` or ``b`` is NaN, so a tie of zeros takes ``b``
-    on both backends (CUDA's ``fmax`` leaves the sign of a zero tie to the hardware)."""
+    on both renderers (CUDA's ``fmax`` leaves the sign of a zero tie to the hardware)."""
     return lambda o: f"(({o.args[0]} {symbol} {o.args[1]} || {o.args[1]} != {o.args[1]})" \
                      f" ? {o.args[0]} : {o.args[1]})"
 

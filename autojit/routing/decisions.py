@@ -1,4 +1,4 @@
-"""The routing rules: one ordered table; the first rule that answers decides, with a reason.
+"""Routing decisions: one ordered table of rules; the first that answers decides, with a reason.
 
 Hard constraints come first (forced route, no GPU, GPU breaker open, data already on the
 GPU, the ``AUTOJIT_GPU_MIN_ELEMS`` floor, free GPU memory, the latency breaker); the cost
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any
 
 from autojit.config import Settings
 from autojit.errors import DeviceUnavailableError
-from autojit.routing.breaker import CLOSED, Breaker
+from autojit.routing.breaker import Breaker, BreakerState
 
 REFRESH_CALLS = 64          # a model decision is re-checked against observations this often
 STABLE_CALLS = 1 << 20      # decisions that only a new epoch or new settings change
@@ -28,6 +29,15 @@ SAMPLES = 64                # latencies kept per (bucket, route) for the p99 che
 RATIOS = 9                  # observed/estimated ratios kept per (bucket, route); median used
 
 
+class Route(enum.StrEnum):
+    """Where a call runs. The values are the strings stats, logs, reasons and
+    ``AUTOJIT_FORCE`` have always used, so a route prints, compares and hashes as before."""
+
+    CPU = "cpu"
+    GPU = "gpu"
+    PYTHON = "python"
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """Where one call runs and why, with both corrected estimates (seconds; None: unknown).
@@ -36,7 +46,7 @@ class Decision:
     results on the GPU; ``fetch_inputs``: a CPU call first copies GPU inputs to the host.
     """
 
-    route: str
+    route: Route
     reason: str
     cpu_s: float | None = None
     gpu_s: float | None = None
@@ -49,7 +59,7 @@ class Decision:
 
     def as_dict(self) -> dict[str, Any]:
         """Return the decision as plain data (for stats and logs)."""
-        return {"route": self.route, "reason": self.reason, "n": self.n,
+        return {"route": str(self.route), "reason": self.reason, "n": self.n,
                 "cpu_estimate_s": self.cpu_s, "gpu_estimate_s": self.gpu_s,
                 "explore": self.explore}
 
@@ -112,75 +122,75 @@ class Context:
     preview: bool = False       # inspect: take no probe slot
 
 
-def _host_writes(c: Context) -> tuple[str, str] | None:
+def _host_writes(c: Context) -> tuple[Route, str] | None:
     if getattr(c.table, "host_writes", False):
-        return "cpu", "the function writes into NumPy arguments, which live on the host"
+        return Route.CPU, "the function writes into NumPy arguments, which live on the host"
     return None
 
 
-def _forced(c: Context) -> tuple[str, str] | None:
+def _forced(c: Context) -> tuple[Route, str] | None:
     force = c.settings.force
     if force is None:
         return None
-    if force == "gpu" and not c.router.gpu_ready(c.settings):
+    if force == Route.GPU and not c.router.gpu_ready(c.settings):
         raise DeviceUnavailableError(
             "AUTOJIT_FORCE/force='gpu' but no usable CUDA device was found; "
             "use force='cpu' or unset it")
-    return force, f"forced {force}"
+    return Route(force), f"forced {force}"
 
 
-def _no_gpu(c: Context) -> tuple[str, str] | None:
-    if "gpu" not in c.settings.backends:
-        return "cpu", "GPU not in AUTOJIT_BACKENDS"
-    return None if c.router.gpu_ready(c.settings) else ("cpu", "no usable GPU")
+def _no_gpu(c: Context) -> tuple[Route, str] | None:
+    if Route.GPU not in c.settings.backends:
+        return Route.CPU, "GPU not in AUTOJIT_BACKENDS"
+    return None if c.router.gpu_ready(c.settings) else (Route.CPU, "no usable GPU")
 
 
-def _gpu_breaker(c: Context) -> tuple[str, str] | None:
+def _gpu_breaker(c: Context) -> tuple[Route, str] | None:
     breaker = c.router.breaker
-    if breaker.state == CLOSED or breaker.cooled_down():
+    if breaker.state == BreakerState.CLOSED or breaker.cooled_down():
         return None
-    return "cpu", f"GPU circuit breaker {breaker.state}: {breaker.reason}"
+    return Route.CPU, f"GPU circuit breaker {breaker.state}: {breaker.reason}"
 
 
-def _resident(c: Context) -> tuple[str, str] | None:
-    return ("gpu", "CuPy arguments live on the GPU") if c.table.resident else None
+def _resident(c: Context) -> tuple[Route, str] | None:
+    return (Route.GPU, "CuPy arguments live on the GPU") if c.table.resident else None
 
 
-def _floor(c: Context) -> tuple[str, str] | None:
+def _floor(c: Context) -> tuple[Route, str] | None:
     floor = c.settings.gpu_min_elems
     if c.n >= floor:
         return None
-    return "cpu", f"{c.n} elements < AUTOJIT_GPU_MIN_ELEMS={floor}"
+    return Route.CPU, f"{c.n} elements < AUTOJIT_GPU_MIN_ELEMS={floor}"
 
 
-def _memory(c: Context) -> tuple[str, str] | None:
+def _memory(c: Context) -> tuple[Route, str] | None:
     usable = int(c.state.free_bytes * MEMORY_HEADROOM)
     if c.state.working_set <= usable:
         return None
-    return "cpu", (f"working set {_mb(c.state.working_set)} > {MEMORY_HEADROOM:.0%} of free "
+    return Route.CPU, (f"working set {_mb(c.state.working_set)} > {MEMORY_HEADROOM:.0%} of free "
                    f"GPU memory {_mb(c.state.free_bytes)}")
 
 
-def _latency(c: Context) -> tuple[str, str] | None:
+def _latency(c: Context) -> tuple[Route, str] | None:
     breaker = c.state.latency
-    if breaker is None or breaker.state == CLOSED or breaker.cooled_down():
+    if breaker is None or breaker.state == BreakerState.CLOSED or breaker.cooled_down():
         return None
-    return "cpu", f"GPU latency breaker open: {breaker.reason}"
+    return Route.CPU, f"GPU latency breaker open: {breaker.reason}"
 
 
-def _model(c: Context) -> tuple[str, str]:
-    cpu, gpu = c.state.corrected("cpu", c.n), c.state.corrected("gpu", c.n)
+def _model(c: Context) -> tuple[Route, str]:
+    cpu, gpu = c.state.corrected(Route.CPU, c.n), c.state.corrected(Route.GPU, c.n)
     if gpu is None or cpu is None:
-        return "cpu", "no GPU estimate"
-    route = "gpu" if gpu < cpu else "cpu"
-    other = "cpu" if route == "gpu" else "gpu"
+        return Route.CPU, "no GPU estimate"
+    route = Route.GPU if gpu < cpu else Route.CPU
+    other = Route.CPU if route == Route.GPU else Route.GPU
     best, worse = sorted((cpu, gpu))
     note = f"; {c.state.note}" if c.state.note else ""
     return route, f"model: {route} {_ms(best)} < {other} {_ms(worse)}{note}"
 
 
 #: The rules in order; each returns (route, reason) or None to pass.
-RULES: tuple[tuple[str, Callable[[Context], tuple[str, str] | None]], ...] = (
+RULES: tuple[tuple[str, Callable[[Context], tuple[Route, str] | None]], ...] = (
     ("host-writes", _host_writes), ("forced", _forced), ("no-gpu", _no_gpu),
     ("gpu-breaker", _gpu_breaker),
     ("resident", _resident), ("floor", _floor), ("memory", _memory),
@@ -213,7 +223,7 @@ def _valid_range(c: Context, rule: str, route: str) -> tuple[int, int, bool]:
         low = max(low, c.n)
     if rule == "model":
         low, high = _model_side(c.state, c.n, low, high)
-    if route == "gpu":
+    if route == Route.GPU:
         high = min(high, c.state.gpu_limit)
     return low, high, low <= c.n <= high
 
@@ -226,8 +236,8 @@ def _model_side(state: BucketState, n: int, low: int, high: int) -> tuple[int, i
     """
     if len(state.model) < 2:
         return low, high
-    (cpu_a, cpu_b), (gpu_a, gpu_b) = state.model["cpu"], state.model["gpu"]
-    r_cpu, r_gpu = state.ratio["cpu"], state.ratio["gpu"]
+    (cpu_a, cpu_b), (gpu_a, gpu_b) = state.model[Route.CPU], state.model[Route.GPU]
+    r_cpu, r_gpu = state.ratio[Route.CPU], state.ratio[Route.GPU]
     slope = cpu_b * r_cpu - gpu_b * r_gpu
     if slope == 0:
         return low, high
@@ -245,7 +255,7 @@ def _explore(c: Context, route: str, estimates: dict[str, float | None]) -> str 
     if state.explore_gap == 0:
         state.explore_gap = max(1, round(1 / rate))
         state.next_explore = state.explore_gap
-    other = "cpu" if route == "gpu" else "gpu"
+    other = Route.CPU if route == Route.GPU else Route.GPU
     mine, theirs = estimates[route], estimates[other]
     if state.calls < state.next_explore or mine is None or theirs is None:
         return None
@@ -268,7 +278,7 @@ def _probe_allowed(c: Context) -> bool:
     if c.preview:
         return True
     for breaker in _breakers(c):
-        if breaker.state == CLOSED:
+        if breaker.state == BreakerState.CLOSED:
             continue
         if not breaker.allow():
             for held in granted:
@@ -281,19 +291,19 @@ def _probe_allowed(c: Context) -> bool:
 def _refusal(c: Context) -> str:
     """Return why a breaker refused the GPU (open, or half-open with a probe running)."""
     for breaker in _breakers(c):
-        if breaker.state == "open":
+        if breaker.state == BreakerState.OPEN:
             return f"GPU circuit breaker open: {breaker.reason}"
     return "GPU breaker half-open: another call is probing"
 
 
 def _probing(c: Context) -> bool:
-    return any(b.state != CLOSED for b in _breakers(c))
+    return any(b.state != BreakerState.CLOSED for b in _breakers(c))
 
 
 def _placement(c: Context, route: str) -> dict[str, bool]:
     """Return the Decision flags that say where inputs come from and results go."""
     on_device = c.router.results_on_device(c.table, c.settings)
-    if route == "gpu":
+    if route == Route.GPU:
         return {"to_host": not on_device}
     return {"to_host": True, "to_device": on_device, "fetch_inputs": c.table.resident}
 
@@ -310,7 +320,7 @@ def _first_answer(c: Context) -> tuple[str, str, str]:
 def decide(c: Context) -> tuple[Decision, int]:
     """Return this call's Decision and how many calls may reuse it (0: this call only)."""
     rule, route, reason = _first_answer(c)
-    estimates = {"cpu": c.state.corrected("cpu", c.n), "gpu": c.state.corrected("gpu", c.n)}
+    estimates = {route: c.state.corrected(route, c.n) for route in (Route.CPU, Route.GPU)}
     low, high, cacheable = _valid_range(c, rule, route)
     extra: dict[str, bool] = {}
     if rule == "model":
@@ -318,9 +328,9 @@ def decide(c: Context) -> tuple[Decision, int]:
         if explored is not None:
             route, reason, cacheable = explored, f"explore {explored} ({reason})", False
             extra["explore"] = True
-    if route == "gpu" and not _probe_allowed(c):
-        return _make(c, "cpu", _refusal(c), estimates, {}), 0
-    if route == "gpu" and _probing(c):
+    if route == Route.GPU and not _probe_allowed(c):
+        return _make(c, Route.CPU, _refusal(c), estimates, {}), 0
+    if route == Route.GPU and _probing(c):
         reason, cacheable, extra["probe"] = f"breaker probe ({reason})", False, True
     c.state.low, c.state.high = low, high
     return _make(c, route, reason, estimates, extra), _REUSE[rule] if cacheable else 0
@@ -328,13 +338,13 @@ def decide(c: Context) -> tuple[Decision, int]:
 
 def _make(c: Context, route: str, reason: str, estimates: dict[str, float | None],
           extra: dict[str, bool]) -> Decision:
-    flags = _placement(c, route) if route in ("cpu", "gpu") else {}
-    return Decision(route, reason, estimates["cpu"], estimates["gpu"], c.n,
+    flags = _placement(c, route) if route in (Route.CPU, Route.GPU) else {}
+    return Decision(route, reason, estimates[Route.CPU], estimates[Route.GPU], c.n,
                     **flags, **extra)
 
 
 def cpu_rerun(decision: Decision, resident: bool) -> Decision:
     """Return the CPU decision that reruns a failed GPU call: same inputs, same placement."""
     return dataclasses.replace(
-        decision, route="cpu", reason=f"GPU failed; rerun on the CPU ({decision.reason})",
+        decision, route=Route.CPU, reason=f"GPU failed; rerun on the CPU ({decision.reason})",
         to_host=True, to_device=not decision.to_host, fetch_inputs=resident, probe=False)

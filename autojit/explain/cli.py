@@ -200,7 +200,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def _run_inspect(args: argparse.Namespace) -> int:
     """Inspect TARGET on the spec's arguments and print the chosen stages; return 0."""
-    from autojit.inspect.argspec import ArgSpecError, parse_args_spec, spec_size_names
+    from autojit.explain.argspec import ArgSpecError, parse_args_spec, spec_size_names
 
     stages = (["report"] if args.verbosity and not args.stage
               else _resolve_stages(args.stage))
