@@ -1,6 +1,6 @@
 """Golden ``-m -m`` reports (LLVM and ptxas facts left out: they vary by toolchain).
 
-Regenerate after an intended change with ``AUTOJIT_UPDATE_GOLDEN=1 pytest tests/inspect``
+Regenerate after an intended change with ``AUTOJIT_UPDATE_GOLDEN=1 pytest tests/explain``
 and review the diff: each line is one decision of the buffer plan.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.inspect.inspect_programs import PROGRAMS
+from tests.explain.inspect_programs import PROGRAMS
 
 from autojit import autoroute
 

@@ -10,7 +10,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from tests.inspect.inspect_programs import PROGRAMS, scale_into
+from tests.explain.inspect_programs import PROGRAMS, scale_into
 
 from autojit import autoroute
 from autojit.fuse.buffers import plan_buffers, value_bytes

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.inspect.inspect_programs import PROGRAMS
+from tests.explain.inspect_programs import PROGRAMS
 
 from autojit import autoroute
 from autojit.explain import html as html_view
