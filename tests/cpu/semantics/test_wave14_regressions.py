@@ -39,3 +39,31 @@ def test_uint64_mean_of_a_column_keeps_compiling_as_sizes_change():
         (np.arange(1000, dtype=np.uint64).reshape(1000, 1) * 2**40,),
         (np.arange(2, dtype=np.uint64).reshape(2, 1),),
     ])
+
+
+def _shift_in_place(a, b):
+    a <<= b
+    a >>= 1
+    return a
+
+
+_SHIFTS = {
+    "lshift": (lambda a, b: a << b, "np.left_shift"),
+    "rshift": (lambda a, b: a >> b, "np.right_shift"),
+    "int_lshift": (lambda a, b: 1 << a, "np.left_shift"),
+    "rrshift": (lambda a, b: 1024 >> a, "np.right_shift"),
+    "in_place": (_shift_in_place, "np.left_shift"),
+    "float_shift": (lambda a, b: a.astype(np.float64) << b, "np.left_shift"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SHIFTS))
+def test_shift_operators_fall_back_as_the_shift_ufunc(name):
+    """``a << b`` and ``a >> b`` on traced arrays are NumPy's shift ufuncs: they run as
+    plain Python with the ufunc's reason and the user's line (not a TypeError raised
+    while tracing), and give NumPy's answer, argument writes and exceptions."""
+    fn, ufunc = _SHIFTS[name]
+    jitted = assert_matches_numpy(fn, np.arange(6, dtype=np.int64), np.int64(2), compiled=False)
+    reasons = jitted.stats()["fallbacks"]
+    assert reasons and all(f"{ufunc} is not supported" in r for r in reasons), reasons
+    assert not any("while tracing" in r for r in reasons), reasons
