@@ -12,6 +12,8 @@ _SUMS = {
     "sum_float64": lambda a: np.sum(a, dtype=np.float64),
     "mean_axis0": lambda a: np.mean(a, axis=0),
     "mean_last": lambda a: np.mean(a, axis=-1),
+    "var": lambda a: np.var(a),
+    "var_of_row_minima": lambda a: np.var(np.min(a, axis=-1, keepdims=True), ddof=1),
 }
 #: shapes with length-1 axes around the summed ones, and empty ones
 _ODD_SHAPES = [(2, 1), (1, 2), (5, 1), (1, 5), (2, 1, 3), (3, 1, 1), (1, 1, 200),
