@@ -155,7 +155,14 @@ class LoopNest:
         return position
 
     def loop(self, dim: int, tag: str, body: LoopBody) -> None:
-        """Emit ``for i in range(n<dim>)`` (``loops.counted_loop``, blocks ``loop<tag>``)."""
+        """Emit ``for i in range(n<dim>)`` (``loops.counted_loop``, blocks ``loop<tag>``).
+        A loop of length 1 known at render time (``loop_sizes[dim] == ()``) is its body at
+        index 0, in the current block: what it computes dominates the code after it, as a
+        pairwise sum's element code must (``pairwise_dim`` skips length-1 row axes, so the
+        element at one position may sit inside such loops)."""
+        if not self.kernel.loop_sizes[dim]:
+            body(i64(0))
+            return
         counted_loop(self.builder, self.sizes[dim], tag, body)
 
     def reductions(self, phase: int) -> list[Accumulator]:

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import llvmlite.ir as ir
 import numpy as np
 
+from autojit.errors import InternalError
 from autojit.ir.kernel import Instr
 from autojit.ir.ops import REDUCE_KINDS, NanRule, Op, zero_coded
 from autojit.ir.ops import Combine as CombineSpec
@@ -45,6 +47,7 @@ from autojit.lower_cpu.llvm_rules import (
 )
 
 Combine = Callable[[ir.IRBuilder, ir.Value, ir.Value, str], ir.Value]
+_Entry = TypeVar("_Entry")
 
 _GREATER = {"i": "icmp_signed", "u": "icmp_unsigned", "b": "icmp_unsigned"}
 
@@ -126,6 +129,30 @@ ARG_COMPARE = {name: COMPARE_SYMBOLS[info.combine.beats]
                for name, info in REDUCE_KINDS.items() if info.combine.position}
 
 
+def _lookup(table: dict[str, _Entry], name: str, dtype: np.dtype) -> _Entry:
+    """Return ``table[name]``; a missing entry is an InternalError naming the reduction
+    (``InternalError.no_rule``, the CUDA renderer's words), never a KeyError."""
+    entry = table.get(name)
+    if entry is None:
+        raise InternalError.no_rule("LLVM", f"reduce.{name}", dtype)
+    return entry
+
+
+def combine_rule(name: str, dtype: np.dtype) -> Combine:
+    """Return the LLVM combine of reduction ``name`` (``COMBINE``) on ``dtype``."""
+    return _lookup(COMBINE, name, dtype)
+
+
+def arg_compare(name: str, dtype: np.dtype) -> str:
+    """Return the comparison of arg reduction ``name`` (``ARG_COMPARE``) on ``dtype``."""
+    return _lookup(ARG_COMPARE, name, dtype)
+
+
+def zero_coded_rule(name: str, dtype: np.dtype) -> Callable[..., ir.Value]:
+    """Return the vectorisable float extreme of reduction ``name`` (``ZERO_CODED``)."""
+    return _lookup(ZERO_CODED, name, dtype)
+
+
 def llvm_reduce_gaps() -> list[tuple[str, str]]:
     """Return (reduction, dtype kind) pairs without an LLVM rule (must be empty)."""
     handled = set(COMBINE) | set(ARG_COMPARE)
@@ -146,6 +173,8 @@ class Accumulator:
     @classmethod
     def allocate(cls, b: ir.IRBuilder, ins: Instr, source: np.dtype,
                  sign_matters: bool = True) -> Accumulator:
+        if ins.attr not in ARG_COMPARE:
+            combine_rule(ins.attr, source)   # a reduction without a rule fails here
         value = b.alloca(llvm_type(source), name=f"acc{ins.id}")
         indexed = ins.attr in ARG_COMPARE or cls.zero_coded_for(ins, source, sign_matters)
         index = b.alloca(I64, name=f"acc{ins.id}.at") if indexed else None
@@ -189,10 +218,11 @@ class Accumulator:
         kind = self.source.kind
         acc = b.load(self.value)
         if self.signless_extreme:
-            b.store(ZERO_CODED[self.ins.attr](b, acc, v, kind, ("nsz",)), self.value)
+            b.store(zero_coded_rule(self.ins.attr, self.source)(b, acc, v, kind, ("nsz",)),
+                    self.value)
             return
         if self.index is None:
-            b.store(COMBINE[self.ins.attr](b, acc, v, kind), self.value)
+            b.store(combine_rule(self.ins.attr, self.source)(b, acc, v, kind), self.value)
             return
         if self.zero_coded:
             bits = ir.IntType(8 * self.source.itemsize)
@@ -202,7 +232,7 @@ class Accumulator:
             is_zero = b.fcmp_ordered("==", v, ir.Constant(v.type, 0.0))
             self.merge(b, v, b.select(is_zero, code, ir.Constant(I64, 0)))
             return
-        take = _greater(b, v, acc, kind, ARG_COMPARE[self.ins.attr])
+        take = _greater(b, v, acc, kind, arg_compare(self.ins.attr, self.source))
         if kind == "f":  # the first NaN wins, as in NumPy
             take = b.or_(take, b.and_(_is_nan(b, v), b.not_(_is_nan(b, acc))))
         b.store(b.select(take, v, acc), self.value)
@@ -215,7 +245,7 @@ class Accumulator:
             self.update(b, value, index)
             return
         acc = b.load(self.value)
-        b.store(ZERO_CODED[self.ins.attr](b, acc, value, "f"), self.value)
+        b.store(zero_coded_rule(self.ins.attr, self.source)(b, acc, value, "f"), self.value)
         smax = _declare(b.module, "llvm.smax.i64", I64, 2)
         b.store(b.call(smax, [b.load(self.index), index]), self.index)
 

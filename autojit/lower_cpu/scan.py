@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 import numpy as np
 
+from autojit.errors import InternalError
 from autojit.ir.kernel import Instr
 from autojit.ir.ops import SCAN_KINDS
 from autojit.ir.ops import Combine as CombineSpec
@@ -39,6 +40,15 @@ SCAN_COMBINE: dict[str, Callable[[str], Combine]] = {
 }
 
 
+def scan_combine(name: str, dtype: np.dtype) -> Combine:
+    """Return the LLVM combine of scan ``name`` on ``dtype``; a missing entry is an
+    InternalError naming the scan (``InternalError.no_rule``), never a KeyError."""
+    make = SCAN_COMBINE.get(name)
+    if make is None:
+        raise InternalError.no_rule("LLVM", f"scan.{name}", dtype)
+    return make(np.dtype(dtype).kind)
+
+
 def llvm_scan_gaps() -> list[tuple[str, str]]:
     """Return (scan, dtype kind) pairs without an LLVM rule (must be empty)."""
     return [(name, kind) for name, info in SCAN_KINDS.items() for kind in info.kinds
@@ -58,6 +68,7 @@ class ScanAccumulator:
                  sign_matters: bool = True) -> ScanAccumulator:
         """``sign_matters`` is accepted for the ``Accumulator`` interface: the scans
         rendered here (sums, products, bitwise ones) need no zero-sign bookkeeping."""
+        scan_combine(ins.attr, source)   # a scan without a rule fails here, not at reset
         return cls(ins, np.dtype(source), b.alloca(llvm_type(source), name=f"run{ins.id}"))
 
     def reset(self, b: ir.IRBuilder) -> None:
@@ -66,7 +77,7 @@ class ScanAccumulator:
     def update(self, b: ir.IRBuilder, v: ir.Value, position: ir.Value | None = None
                ) -> ir.Value:
         """Combine ``v`` into the running value; return the new running value."""
-        combined = SCAN_COMBINE[self.ins.attr](self.source.kind)(b, b.load(self.value), v)
+        combined = scan_combine(self.ins.attr, self.source)(b, b.load(self.value), v)
         b.store(combined, self.value)
         return combined
 

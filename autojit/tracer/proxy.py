@@ -134,6 +134,10 @@ class Proxy(Traced):
     __and__, __rand__ = _binary(np.bitwise_and), _binary(np.bitwise_and, True)
     __or__, __ror__ = _binary(np.bitwise_or), _binary(np.bitwise_or, True)
     __xor__, __rxor__ = _binary(np.bitwise_xor), _binary(np.bitwise_xor, True)
+    # the shifts are ufuncs too: without them ``a << b`` fell back as a TypeError while
+    # tracing, not as the ufunc (unsupported, with the user's line)
+    __lshift__, __rlshift__ = _binary(np.left_shift), _binary(np.left_shift, True)
+    __rshift__, __rrshift__ = _binary(np.right_shift), _binary(np.right_shift, True)
     __eq__, __ne__ = _binary(np.equal), _binary(np.not_equal)  # type: ignore[assignment]
     __lt__, __le__ = _binary(np.less), _binary(np.less_equal)
     __gt__, __ge__ = _binary(np.greater), _binary(np.greater_equal)
@@ -169,3 +173,4 @@ class Proxy(Traced):
     __ifloordiv__, __imod__ = _in_place(np.floor_divide), _in_place(np.remainder)
     __ipow__, __iand__ = _in_place(np.power), _in_place(np.bitwise_and)
     __ior__, __ixor__ = _in_place(np.bitwise_or), _in_place(np.bitwise_xor)
+    __ilshift__, __irshift__ = _in_place(np.left_shift), _in_place(np.right_shift)
