@@ -194,7 +194,11 @@ def routine(math_name: str, itemsize: int) -> str | None:
     module = llvm.parse_assembly("".join(_stub(s, itemsize, arity) for s in tried))
     engine = llvm.create_mcjit_compiler(module, machine)
     engine.finalize_object()
-    _ENGINES.append(engine)      # the engine owns the stubs' code: keep it
+    # kept and never disposed: the engine owns the stubs' code, and every probe engine
+    # shares ``_machine()``, which MCJIT takes as its own, so disposing two would free it
+    # twice (a segfault when a re-import of this module dropped the list: pytester)
+    engine._owned = True
+    _ENGINES.append(engine)
     inputs = _probe_inputs(math_name, itemsize)
     for symbol in tried:
         if _matches(engine, symbol, itemsize, inputs, _UFUNCS[math_name]):
