@@ -30,6 +30,7 @@ from autojit.fuse.plan import Plan
 from autojit.ir.graph import Graph, Node
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
+from autojit.ir.types import TensorType
 
 #: decision of graph nodes that are neither computed by a step nor stored
 _LEAF_DECISIONS = {Op.CONST: "constant", Op.FILL: "constant", Op.VIEW: "view"}
@@ -275,7 +276,8 @@ def _assign_reuse(plan: Plan, allocations: list[Allocation]) -> list[Allocation]
                 result[i] = Allocation(a.node, a.first, a.last, donor)
                 continue
             donor = next((j for j in ending.get(step, ()) if result[j].first < step
-                          and j not in donated
+                          and j not in donated and (a.last is not None or _root_type(
+                              graph, result, j) == graph.node(a.node).type)
                           and _in_place(plan, step, result[j].node, a.node)), None)
             if donor is not None:
                 donated.add(donor)
@@ -319,7 +321,18 @@ def _best_donor(graph: Graph, allocations: list[Allocation], free: list[int],
             and _capacity(graph, allocations, i)
             >= node.type.dtype.itemsize * _literal_elements(node)]
     same = [i for i in fits if graph.node(allocations[i].node).type == node.type]
+    if taker.last is None:   # returned: only a fresh buffer of its own type is an owning array
+        same = fits = [i for i in same if _root_type(graph, allocations, i) == node.type]
     return (same or fits or [None])[0]
+
+
+def _root_type(graph: Graph, allocations: list[Allocation], index: int) -> TensorType:
+    """Return the type of the fresh allocation behind ``allocations[index]``: a buffer taken
+    over in another shape or dtype is a view of it, which a result must not be (NumPy's
+    own results, temporaries elided into or not, own their memory)."""
+    while allocations[index].reuses is not None:
+        index = allocations[index].reuses   # type: ignore[assignment]
+    return graph.node(allocations[index].node).type
 
 
 def _returned(graph: Graph) -> dict[int, str]:

@@ -69,9 +69,12 @@ def _view_dims(state: Any, dims: tuple[Dim, ...], step: tuple[str, Any],
     return tuple(result)
 
 
-def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Proxy:
+def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False,
+                fresh: bool = False) -> Proxy:
     """Record ``step`` applied to ``proxy`` (an argument, or a computed value, which the
-    plan then stores so the view can read it)."""
+    plan then stores so the view can read it). ``fresh``: the view is the tracer's own way
+    to a value NumPy returns as a new array (the 1-d result of a scan over every axis); the
+    plan then allocates the memory in the view's shape, so a returned one owns its data."""
     state = current_trace()
     proxy.node = state.rebase(proxy.node, user_location(3))   # after a write: its memory now
     key = view_key(proxy.node, step)
@@ -85,7 +88,8 @@ def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Pr
         raise BroadcastError(f"{type(exc).__name__}: {exc}", user_location(3)) from None
     shape = _view_dims(state, proxy.type.shape, step, sizes)
     type_ = TensorType(proxy.dtype, shape)
-    node = state.add_node(Op.VIEW, (proxy.node,), type_, (("step", step),), user_location(3))
+    attrs = (("fresh", True), ("step", step)) if fresh else (("step", step),)
+    node = state.add_node(Op.VIEW, (proxy.node,), type_, attrs, user_location(3))
     state.seen[key] = node
     return Proxy(node, type_, is_scalar=scalar and not shape)
 
@@ -138,6 +142,12 @@ def reshape(proxy: Proxy, *shape: Any, order: str = "C", **kwargs: Any) -> Proxy
     if len(shape) == 1 and isinstance(shape[0], tuple | list):
         shape = tuple(shape[0])
     return record_view(_copy_if_viewed(proxy), ("reshape", tuple(int(s) for s in shape)))
+
+
+def fresh_flat(proxy: Proxy) -> Proxy:
+    """``proxy`` (a computed, C-contiguous value) as 1-d, where NumPy's result is a new
+    array (a scan over every axis): a view the plan allocates in its own shape."""
+    return record_view(proxy, ("reshape", (-1,)), fresh=True)
 
 
 def ravel(proxy: Proxy, order: str = "C") -> Proxy:
