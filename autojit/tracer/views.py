@@ -204,6 +204,8 @@ def _squeeze(a: Proxy, axis: Any = None) -> Proxy:
     if not all(state.as_one(a.type.shape[x]) for x in axes):
         raise BroadcastError("cannot select an axis to squeeze out which has size not "
                              "equal to one", user_location(3))
+    if not axes:   # NumPy returns the array itself when there is nothing to squeeze
+        return a
     key = tuple(0 if i in axes else slice(None) for i in range(a.ndim))
     return record_view(a, ("getitem", key))
 
