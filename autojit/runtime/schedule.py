@@ -165,7 +165,7 @@ def _owners(plan: Plan) -> tuple[tuple[tuple | None, ...], tuple[int, ...]]:
     for output in graph.outputs:
         node, base = graph.node(output), -1
         if (node.op is Op.VIEW and node.attr("fresh")
-                and node.attr("step")[0] == "reshape" and node.inputs[0] in index):
+                and node.attr("step")[0] in ("reshape", "ravel") and node.inputs[0] in index):
             base = index[node.inputs[0]]
             if shapes[base] not in (None, node.type.shape):
                 base = -1

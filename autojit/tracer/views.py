@@ -20,7 +20,7 @@ import numpy as np
 from autojit.errors import BroadcastError, TraceError, UnsupportedError
 from autojit.ir.ops import Op
 from autojit.ir.types import Dim, TensorType
-from autojit.ir.views import view_shape
+from autojit.ir.views import apply_view, view_shape
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import current_trace, user_location, view_key
 
@@ -158,7 +158,41 @@ def ravel(proxy: Proxy, order: str = "C") -> Proxy:
         raise UnsupportedError("ravel with order other than 'C'", user_location(3))
     if proxy.is_scalar:
         return reshape(proxy, -1)
-    return record_view(_copy_if_viewed(proxy), ("ravel", None))
+    copied = _copy_if_viewed(proxy)
+    # NumPy's ravel of a view that is not C-contiguous is a new array (judged at the trace's
+    # sizes, over a computed value's C layout): ours is then the copy, made in its 1-d shape
+    fresh = copied is not proxy and _computed_view_copies(proxy)
+    return record_view(copied, ("ravel", None), fresh=fresh)
+
+
+def _computed_view_copies(proxy: Proxy) -> bool:
+    """Return True when ``proxy`` is a view of a computed (C-contiguous) value that is not
+    C-contiguous at the trace's sizes: where NumPy's ravel copies. False for views of
+    arguments (their layout is the caller's)."""
+    state = current_trace()
+    steps, node = [], state.nodes[proxy.node]
+    while node.op in (Op.VIEW, Op.WRITE):
+        if node.op is Op.VIEW:
+            steps.append(node.attr("step"))
+        node = state.nodes[node.inputs[0]]
+    if node.op is Op.ARG:
+        return False
+    shape = tuple(state.example_of(d) for d in node.type.shape)
+    stand_in = np.lib.stride_tricks.as_strided(np.array([0], np.uint8), shape,
+                                               _c_strides(shape))
+    for step in reversed(steps):   # flags only: no element is read
+        stand_in = apply_view(stand_in, step) if step[0] != "reshape" else None
+        if stand_in is None:
+            return False
+    return not stand_in.flags.c_contiguous
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def _copy_if_viewed(proxy: Proxy) -> Proxy:
