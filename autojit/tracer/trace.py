@@ -53,6 +53,8 @@ def _argument_proxy(state: TraceState, index: int, name: str, value: Any,
     state.argument_symbols.update(d for d in dims if d != 1)
     type_ = TensorType(dtype, dims)
     node = state.add_node(Op.ARG, (), type_, (("index", index),), loc)
+    if isinstance(value, np.ndarray) and value.flags.c_contiguous:
+        state.c_contiguous_args.add(index)   # the signature keeps it so (ArrayKey)
     return Param(name, kind, type_), Proxy(node, type_, weak, is_scalar, index)
 
 

@@ -166,17 +166,18 @@ def ravel(proxy: Proxy, order: str = "C") -> Proxy:
 
 
 def _computed_view_copies(proxy: Proxy) -> bool:
-    """Return True when ``proxy`` is a view of a computed (C-contiguous) value that is not
-    C-contiguous at the trace's sizes: where NumPy's ravel copies. False for views of
-    arguments (their layout is the caller's)."""
+    """Return True when ``proxy`` is a view of a computed (C-contiguous) value, or of an
+    argument (after a write), that is not C-contiguous at the trace's sizes: where NumPy's
+    ravel copies. An argument's C-contiguity is part of the signature; the strides of one
+    that is not are the caller's: only the argument itself is judged then."""
     state = current_trace()
     steps, node = [], state.nodes[proxy.node]
     while node.op in (Op.VIEW, Op.WRITE):
         if node.op is Op.VIEW:
             steps.append(node.attr("step"))
         node = state.nodes[node.inputs[0]]
-    if node.op is Op.ARG:
-        return False
+    if node.op is Op.ARG and node.attr("index") not in state.c_contiguous_args:
+        return not steps   # the argument itself, not C-contiguous: NumPy copies
     shape = tuple(state.example_of(d) for d in node.type.shape)
     stand_in = np.lib.stride_tricks.as_strided(np.array([0], np.uint8), shape,
                                                _c_strides(shape))

@@ -7,7 +7,6 @@ included) unless the caller allows a ULP bound for transcendental functions.
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -129,8 +128,7 @@ def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0
     with np.errstate(all="ignore"):
         actual = jitted(*autojit_args)
     compare_results(actual, expected, ulps, labels, rtol, atol)
-    if not _ownership_excepted():
-        assert_same_ownership(actual, expected, "result")
+    assert_same_ownership(actual, expected, "result")
     for index, (want, got) in enumerate(zip(numpy_args, autojit_args)):
         if isinstance(want, np.ndarray):   # writes into arguments must match too
             assert_same_value(got, want, label=f"argument {index} after the call", rtol=rtol,
@@ -140,30 +138,6 @@ def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0
                       if not any(allowed in reason for allowed in allowed_fallbacks)]
         assert not unexpected, f"fell back: {unexpected}"
     return jitted
-
-
-_RAVEL_OF_A_WRITTEN_ARGUMENT = (
-    "np.ravel of an argument after a write into it is a ravel view of the tracer's copy (the "
-    "plan takes views before its kernels run); NumPy's is a new array exactly when the "
-    "argument is not C-contiguous (an F-ordered or strided layout), which the tracer does not "
-    "see (the layout is the signature's, not the trace's). Repro: def f(a): a += 1; return "
-    "a.ravel() -- autoroute(f, force='cpu')(np.asfortranarray(np.ones((2, 3))))"
-    ".flags.owndata is False, NumPy's True")
-
-#: Tests whose results are known to differ from NumPy's in ownership only (values, types
-#: and everything else are still checked): test id prefix -> the reason and a repro. The
-#: ownership check is on for every other call of the oracle helpers.
-OWNERSHIP_EXCEPTIONS: dict[str, str] = {
-    "tests/cpu/semantics/test_derived_shapes.py::test_ravel_of_a_fortran_argument_after_a_"
-    "write": _RAVEL_OF_A_WRITTEN_ARGUMENT,
-    "tests/cpu/views/test_aliasing.py::test_view_taken_after_a_write_sees_the_written_values"
-    "[_ravel_after_add]": _RAVEL_OF_A_WRITTEN_ARGUMENT,
-}
-
-
-def _ownership_excepted() -> bool:
-    current = os.environ.get("PYTEST_CURRENT_TEST", "")
-    return any(current.startswith(test) for test in OWNERSHIP_EXCEPTIONS)
 
 
 def assert_same_ownership(actual: Any, expected: Any, label: str = "") -> None:
@@ -220,8 +194,7 @@ def assert_calls_match_numpy(fn: Callable, calls: Sequence[Call],
         compare_results(actual, expected, ulps, labels=[f"call {number} output {i}"
                                                         for i in range(len(expected))]
                         if isinstance(expected, tuple) else ())
-        if not _ownership_excepted():
-            assert_same_ownership(actual, expected, f"call {number}")
+        assert_same_ownership(actual, expected, f"call {number}")
         for index, (want, got) in enumerate(zip(numpy_args, autojit_args)):
             if isinstance(want, np.ndarray):
                 assert_same_value(got, want, label=f"call {number}: argument {index} after")

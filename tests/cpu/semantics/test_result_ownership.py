@@ -79,3 +79,25 @@ def test_scan_result_survives_repeated_calls_as_its_own_array():
     first, second = jitted(x), jitted(x)
     assert first is not second and not np.shares_memory(first, second)
     assert np.array_equal(first, np.cumsum(x)) and _owns(second) == (True, True)
+
+
+def _ravel_after_a_write(a):
+    a += 1
+    return a.ravel()
+
+
+def _ravel_of_a_slice_after_a_write(a):
+    a += 1
+    return a[:, ::2].ravel(), a.T.ravel()
+
+
+def test_ravel_of_an_argument_after_a_write_copies_where_numpys_does():
+    """The tracer copies a written argument before a ravel; NumPy's ravel is a new array
+    when the argument (C-contiguity is in the signature) or its view is not C-contiguous."""
+    assert_calls_match_numpy(_ravel_after_a_write, [
+        lambda: (np.asfortranarray(np.arange(6.0).reshape(2, 3)),),
+        lambda: (np.arange(6.0).reshape(2, 3),),
+        lambda: (np.ones((2, 6))[:, ::2],),
+        lambda: (np.asfortranarray(np.ones((1, 3))),)])
+    assert_calls_match_numpy(_ravel_of_a_slice_after_a_write, [
+        lambda: (np.arange(8.0).reshape(2, 4),), lambda: (np.ones((1, 4)),)])
