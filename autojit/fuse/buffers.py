@@ -218,12 +218,27 @@ def _view_bases(graph: Graph) -> set[int]:
     return {n.inputs[0] for n in graph.nodes if n.op is Op.VIEW}
 
 
+def _returned_through_views(graph: Graph) -> set[int]:
+    """Return computed values seen only through views that are themselves returned, and
+    taken after the last step (a returned np.linspace): such a value lives to the end like
+    a result and may take a dead buffer, rather than being pinned up front. A ``fresh``
+    view's base stays pinned: its memory is made in the view's shape."""
+    outputs, viewers = set(graph.outputs), {}
+    for n in graph.nodes:
+        if n.op is Op.VIEW:
+            viewers.setdefault(n.inputs[0], []).append(n)
+    return {base for base, views in viewers.items()
+            if all(v.id in outputs and not v.attr("fresh") for v in views)}
+
+
 def _lifetimes(plan: Plan, writes: dict[int, int],
                reads: dict[int, list[int]]) -> list[Allocation]:
     outputs, bases = set(plan.graph.outputs), _view_bases(plan.graph)
+    returned = _returned_through_views(plan.graph)
+    outputs |= returned
     result = []
     for node in plan.allocations:
-        if node in bases:
+        if node in bases and node not in returned:
             result.append(Allocation(node, -1, None, pinned=True))
             continue
         first = writes.get(node, -1)
