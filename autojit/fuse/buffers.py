@@ -30,6 +30,7 @@ from autojit.fuse.plan import Plan
 from autojit.ir.graph import Graph, Node
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
+from autojit.ir.types import TensorType
 
 #: decision of graph nodes that are neither computed by a step nor stored
 _LEAF_DECISIONS = {Op.CONST: "constant", Op.FILL: "constant", Op.VIEW: "view"}
@@ -217,12 +218,27 @@ def _view_bases(graph: Graph) -> set[int]:
     return {n.inputs[0] for n in graph.nodes if n.op is Op.VIEW}
 
 
+def _returned_through_views(graph: Graph) -> set[int]:
+    """Return computed values seen only through views that are themselves returned, and
+    taken after the last step (a returned np.linspace): such a value lives to the end like
+    a result and may take a dead buffer, rather than being pinned up front. A ``fresh``
+    view's base stays pinned: its memory is made in the view's shape."""
+    outputs, viewers = set(graph.outputs), {}
+    for n in graph.nodes:
+        if n.op is Op.VIEW:
+            viewers.setdefault(n.inputs[0], []).append(n)
+    return {base for base, views in viewers.items()
+            if all(v.id in outputs and not v.attr("fresh") for v in views)}
+
+
 def _lifetimes(plan: Plan, writes: dict[int, int],
                reads: dict[int, list[int]]) -> list[Allocation]:
     outputs, bases = set(plan.graph.outputs), _view_bases(plan.graph)
+    returned = _returned_through_views(plan.graph)
+    outputs |= returned
     result = []
     for node in plan.allocations:
-        if node in bases:
+        if node in bases and node not in returned:
             result.append(Allocation(node, -1, None, pinned=True))
             continue
         first = writes.get(node, -1)
@@ -275,7 +291,8 @@ def _assign_reuse(plan: Plan, allocations: list[Allocation]) -> list[Allocation]
                 result[i] = Allocation(a.node, a.first, a.last, donor)
                 continue
             donor = next((j for j in ending.get(step, ()) if result[j].first < step
-                          and j not in donated
+                          and j not in donated and (a.last is not None or _root_type(
+                              graph, result, j) == graph.node(a.node).type)
                           and _in_place(plan, step, result[j].node, a.node)), None)
             if donor is not None:
                 donated.add(donor)
@@ -319,7 +336,18 @@ def _best_donor(graph: Graph, allocations: list[Allocation], free: list[int],
             and _capacity(graph, allocations, i)
             >= node.type.dtype.itemsize * _literal_elements(node)]
     same = [i for i in fits if graph.node(allocations[i].node).type == node.type]
+    if taker.last is None:   # returned: only a fresh buffer of its own type is an owning array
+        same = fits = [i for i in same if _root_type(graph, allocations, i) == node.type]
     return (same or fits or [None])[0]
+
+
+def _root_type(graph: Graph, allocations: list[Allocation], index: int) -> TensorType:
+    """Return the type of the fresh allocation behind ``allocations[index]``: a buffer taken
+    over in another shape or dtype is a view of it, which a result must not be (NumPy's
+    own results, temporaries elided into or not, own their memory)."""
+    while allocations[index].reuses is not None:
+        index = allocations[index].reuses   # type: ignore[assignment]
+    return graph.node(allocations[index].node).type
 
 
 def _returned(graph: Graph) -> dict[int, str]:

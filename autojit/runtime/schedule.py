@@ -64,6 +64,11 @@ class Schedule:
     upfront: tuple[int, ...] = ()
     allocate: tuple[tuple[tuple[int, int, bool], ...], ...] = ()
     release: tuple[tuple[int, ...], ...] = ()
+    # results NumPy returns as new arrays that the plan computes in another shape (a scan
+    # over every axis, then 1-d): per allocation, the result's shape (None: its own), and
+    # per output the allocation whose memory, made in that shape, it returns (-1: its slot)
+    owner_shapes: tuple[tuple | None, ...] = ()
+    owned_outputs: tuple[int, ...] = ()
     # derived once (run_plan reads them at every call): the slots after the arguments as
     # they start (allocations and views empty, the constants in place), where the views'
     # slots begin past the arguments, and whether any view is taken between steps
@@ -133,6 +138,7 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     libraries = tuple((call.name, tuple(slot(i) for i in call.inputs), slot(call.output))
                       for call in plan.libraries)
     outputs = tuple((slot(o), s) for o, s in zip(graph.outputs, graph.scalar_outputs))
+    owner_shapes, owned_outputs = _owners(plan)
     allocations = tuple((graph.node(n).type.shape, graph.node(n).type.dtype)
                         for n in plan.allocations)
     constants += [np.empty(0)] * (len(constant_nodes) - len(constants))   # unused slots
@@ -142,9 +148,33 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs,
                         graph.output_tuple, tuple(views), batches,
                         argument_overlaps(plan).copy, libraries, plan.steps,
-                        *_lifetimes(plan))
+                        *_lifetimes(plan), owner_shapes, owned_outputs)
     plan.schedule_cache[argument_count] = schedule
     return schedule
+
+
+def _owners(plan: Plan) -> tuple[tuple[tuple | None, ...], tuple[int, ...]]:
+    """Return the Schedule's ``owner_shapes`` and ``owned_outputs``: a result that is a
+    ``fresh`` reshape view (NumPy's is a new array) of an allocation gets that allocation's
+    memory made in the result's shape, the kernels writing it through a reshape view, so the
+    result is the owning array itself, with no copy."""
+    graph = plan.graph
+    index = {n: i for i, n in enumerate(plan.allocations)}
+    shapes: list[tuple | None] = [None] * len(plan.allocations)
+    owned = []
+    for output in graph.outputs:
+        node, base = graph.node(output), -1
+        if (node.op is Op.VIEW and node.attr("fresh")
+                and node.attr("step")[0] in ("reshape", "ravel") and node.inputs[0] in index):
+            base = index[node.inputs[0]]
+            if shapes[base] not in (None, node.type.shape):
+                base = -1
+            else:
+                shapes[base] = node.type.shape
+        owned.append(base)
+    if all(b < 0 for b in owned):
+        return (), ()
+    return tuple(shapes), tuple(owned)
 
 
 def _view_steps(steps: Sequence[tuple[str, int]], calls: Sequence[KernelCall],
@@ -206,7 +236,13 @@ def _allocate(backend: Target, schedule: Schedule, values: list[Any], first: int
     shape, dtype = schedule.allocations[index]
     concrete = tuple(sizes[d] if d.__class__ is str else d for d in shape)
     if donor < 0:
-        values[first + index] = fresh[index] = backend.empty(concrete, dtype)
+        owner = schedule.owner_shapes[index] if schedule.owner_shapes else None
+        if owner is None:
+            values[first + index] = fresh[index] = backend.empty(concrete, dtype)
+            return
+        fresh[index] = backend.empty(tuple(sizes[d] if d.__class__ is str else d
+                                           for d in owner), dtype)
+        values[first + index] = fresh[index].reshape(concrete)   # C order: a view
         return
     fresh[index] = fresh[donor]
     values[first + index] = _take_over(fresh[donor], concrete, dtype)
@@ -285,6 +321,9 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequenc
         _take_views(schedule, values, first_view, len(batches) - 1)
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
+    for position, allocation in enumerate(schedule.owned_outputs):
+        if allocation >= 0:   # the owning array itself (its reshape view is the same)
+            results[position] = fresh[allocation]
     if not results and not schedule.output_tuple:
         return None                              # the function only wrote into arguments
     return tuple(results) if schedule.output_tuple else results[0]

@@ -158,7 +158,11 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
                           computed.type(stop), values)
     if np.issubdtype(wanted, np.integer):
         values = np.floor(values)
-    return values.astype(wanted) if wanted != computed else values
+    if wanted != computed:
+        return values.astype(wanted)      # NumPy's astype(copy=False) copies: a new array
+    if div > 0:   # NumPy scales ``arange(num).reshape(-1)`` in place: a view, if returned
+        current_trace().numpy_views.add(values.node)
+    return values
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C", *,

@@ -23,7 +23,7 @@ from autojit.ir.ops import Op
 from autojit.ir.types import TensorType, is_supported
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import current_trace, user_location
-from autojit.tracer.views import reshape
+from autojit.tracer.views import fresh_flat
 
 #: on bools NumPy's add is logical or and multiply logical and (``dtype=bool``)
 _BOOL_KINDS = {"add": "or", "mul": "and"}
@@ -93,7 +93,7 @@ def _cumulative(kind: str, numpy_fn: Callable, axis_required: bool = False
         if axis is not None:
             return scan_proxy(a, kind, (_axis(a, axis),), result_dtype)
         flat = scan_proxy(a, kind, tuple(range(a.ndim)), result_dtype)
-        return reshape(flat, -1) if a.ndim > 1 else flat
+        return fresh_flat(flat) if a.ndim > 1 else flat
     handler.__name__ = name
     return handler
 

@@ -110,6 +110,10 @@ class TraceState:
     param_memory: dict[int, list[int]] = field(default_factory=dict)  # since the last write
     param_readers: dict[int, set[int]] = field(default_factory=dict)  # since the last write
     view_copies: dict[int, int] = field(default_factory=dict)   # node -> argument (copy_of)
+    # 1-d values NumPy returns as a view of a new array (np.linspace scales a reshaped
+    # arange in place): returned, they become a view of the stored value
+    numpy_views: set[int] = field(default_factory=set)
+    c_contiguous_args: set[int] = field(default_factory=set)   # part of the signature
 
     # -- size symbols ---------------------------------------------------------------------
     def new_symbol(self, example_size: int) -> str:

@@ -53,6 +53,8 @@ def _argument_proxy(state: TraceState, index: int, name: str, value: Any,
     state.argument_symbols.update(d for d in dims if d != 1)
     type_ = TensorType(dtype, dims)
     node = state.add_node(Op.ARG, (), type_, (("index", index),), loc)
+    if isinstance(value, np.ndarray) and value.flags.c_contiguous:
+        state.c_contiguous_args.add(index)   # the signature keeps it so (ArrayKey)
     return Param(name, kind, type_), Proxy(node, type_, weak, is_scalar, index)
 
 
@@ -74,6 +76,9 @@ def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
     if isinstance(value, Proxy):
         if value.node in state.stale and (value.is_scalar or value.node in state.view_copies):
             state.rebase(value.node)   # raises: a copy made before a later write
+        if value.node in state.numpy_views:   # NumPy's is a view: so is ours (no copy)
+            step = ("step", ("reshape", (-1,)))
+            return state.add_node(Op.VIEW, (value.node,), value.type, (step,)), False
         return value.node, value.is_scalar
     if isinstance(value, np.generic) and is_supported(value.dtype):
         if type(value) is not np.dtype(value.dtype.str).type:

@@ -20,7 +20,7 @@ import numpy as np
 from autojit.errors import BroadcastError, TraceError, UnsupportedError
 from autojit.ir.ops import Op
 from autojit.ir.types import Dim, TensorType
-from autojit.ir.views import view_shape
+from autojit.ir.views import apply_view, view_shape
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import current_trace, user_location, view_key
 
@@ -69,9 +69,12 @@ def _view_dims(state: Any, dims: tuple[Dim, ...], step: tuple[str, Any],
     return tuple(result)
 
 
-def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Proxy:
+def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False,
+                fresh: bool = False) -> Proxy:
     """Record ``step`` applied to ``proxy`` (an argument, or a computed value, which the
-    plan then stores so the view can read it)."""
+    plan then stores so the view can read it). ``fresh``: the view is the tracer's own way
+    to a value NumPy returns as a new array (the 1-d result of a scan over every axis); the
+    plan then allocates the memory in the view's shape, so a returned one owns its data."""
     state = current_trace()
     proxy.node = state.rebase(proxy.node, user_location(3))   # after a write: its memory now
     key = view_key(proxy.node, step)
@@ -85,7 +88,8 @@ def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False) -> Pr
         raise BroadcastError(f"{type(exc).__name__}: {exc}", user_location(3)) from None
     shape = _view_dims(state, proxy.type.shape, step, sizes)
     type_ = TensorType(proxy.dtype, shape)
-    node = state.add_node(Op.VIEW, (proxy.node,), type_, (("step", step),), user_location(3))
+    attrs = (("fresh", True), ("step", step)) if fresh else (("step", step),)
+    node = state.add_node(Op.VIEW, (proxy.node,), type_, attrs, user_location(3))
     state.seen[key] = node
     return Proxy(node, type_, is_scalar=scalar and not shape)
 
@@ -140,6 +144,12 @@ def reshape(proxy: Proxy, *shape: Any, order: str = "C", **kwargs: Any) -> Proxy
     return record_view(_copy_if_viewed(proxy), ("reshape", tuple(int(s) for s in shape)))
 
 
+def fresh_flat(proxy: Proxy) -> Proxy:
+    """``proxy`` (a computed, C-contiguous value) as 1-d, where NumPy's result is a new
+    array (a scan over every axis): a view the plan allocates in its own shape."""
+    return record_view(proxy, ("reshape", (-1,)), fresh=True)
+
+
 def ravel(proxy: Proxy, order: str = "C") -> Proxy:
     """np.ravel / ndarray.ravel: unlike ``reshape(-1)``, a view only of a C-contiguous
     array; any other is copied, even where its strides would allow a view (a (7, 1) column
@@ -148,7 +158,42 @@ def ravel(proxy: Proxy, order: str = "C") -> Proxy:
         raise UnsupportedError("ravel with order other than 'C'", user_location(3))
     if proxy.is_scalar:
         return reshape(proxy, -1)
-    return record_view(_copy_if_viewed(proxy), ("ravel", None))
+    copied = _copy_if_viewed(proxy)
+    # NumPy's ravel of a view that is not C-contiguous is a new array (judged at the trace's
+    # sizes, over a computed value's C layout): ours is then the copy, made in its 1-d shape
+    fresh = copied is not proxy and _computed_view_copies(proxy)
+    return record_view(copied, ("ravel", None), fresh=fresh)
+
+
+def _computed_view_copies(proxy: Proxy) -> bool:
+    """Return True when ``proxy`` is a view of a computed (C-contiguous) value, or of an
+    argument (after a write), that is not C-contiguous at the trace's sizes: where NumPy's
+    ravel copies. An argument's C-contiguity is part of the signature; the strides of one
+    that is not are the caller's: only the argument itself is judged then."""
+    state = current_trace()
+    steps, node = [], state.nodes[proxy.node]
+    while node.op in (Op.VIEW, Op.WRITE):
+        if node.op is Op.VIEW:
+            steps.append(node.attr("step"))
+        node = state.nodes[node.inputs[0]]
+    if node.op is Op.ARG and node.attr("index") not in state.c_contiguous_args:
+        return not steps   # the argument itself, not C-contiguous: NumPy copies
+    shape = tuple(state.example_of(d) for d in node.type.shape)
+    stand_in = np.lib.stride_tricks.as_strided(np.array([0], np.uint8), shape,
+                                               _c_strides(shape))
+    for step in reversed(steps):   # flags only: no element is read
+        stand_in = apply_view(stand_in, step) if step[0] != "reshape" else None
+        if stand_in is None:
+            return False
+    return not stand_in.flags.c_contiguous
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def _copy_if_viewed(proxy: Proxy) -> Proxy:
@@ -194,6 +239,8 @@ def _squeeze(a: Proxy, axis: Any = None) -> Proxy:
     if not all(state.as_one(a.type.shape[x]) for x in axes):
         raise BroadcastError("cannot select an axis to squeeze out which has size not "
                              "equal to one", user_location(3))
+    if not axes:   # NumPy returns the array itself when there is nothing to squeeze
+        return a
     key = tuple(0 if i in axes else slice(None) for i in range(a.ndim))
     return record_view(a, ("getitem", key))
 

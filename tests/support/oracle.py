@@ -128,6 +128,7 @@ def assert_matches_numpy(fn: Callable, *args: Any, ulps: int | Sequence[int] = 0
     with np.errstate(all="ignore"):
         actual = jitted(*autojit_args)
     compare_results(actual, expected, ulps, labels, rtol, atol)
+    assert_same_ownership(actual, expected, "result")
     for index, (want, got) in enumerate(zip(numpy_args, autojit_args)):
         if isinstance(want, np.ndarray):   # writes into arguments must match too
             assert_same_value(got, want, label=f"argument {index} after the call", rtol=rtol,
@@ -193,6 +194,7 @@ def assert_calls_match_numpy(fn: Callable, calls: Sequence[Call],
         compare_results(actual, expected, ulps, labels=[f"call {number} output {i}"
                                                         for i in range(len(expected))]
                         if isinstance(expected, tuple) else ())
+        assert_same_ownership(actual, expected, f"call {number}")
         for index, (want, got) in enumerate(zip(numpy_args, autojit_args)):
             if isinstance(want, np.ndarray):
                 assert_same_value(got, want, label=f"call {number}: argument {index} after")
