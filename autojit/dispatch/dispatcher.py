@@ -47,7 +47,14 @@ from autojit.lower_cpu.budget import CompileBudgetError, check_outlines
 from autojit.observe.registry import register
 from autojit.observe.report import log_decision
 from autojit.observe.stats import FunctionStats
-from autojit.routing.decisions import BucketState, Decision, Route, cpu_rerun
+from autojit.routing.decisions import (
+    ROUTE_CPU,
+    ROUTE_GPU,
+    ROUTE_PYTHON,
+    BucketState,
+    Decision,
+    cpu_rerun,
+)
 from autojit.routing.route import Router, choose_route, current_router
 from autojit.runtime.arrays import GPU_ARRAY, HOST_ARRAY, Signature
 from autojit.runtime.binding import (
@@ -168,7 +175,7 @@ class Dispatcher:
         decision, state, n = router.choose(entry, sizes, settings)
         if _LOGGER.isEnabledFor(logging.DEBUG):
             log_decision(self.__qualname__, decision, n)
-        if decision.route == Route.PYTHON:
+        if decision.route == ROUTE_PYTHON:
             self._stats.note_decision(decision, n)
             return self._run_python(args, {})
         given = args
@@ -178,7 +185,7 @@ class Dispatcher:
                                     settings)
         if entry.plan is None or entry.plan.cpu_refusal:   # it ran as Python
             return result
-        if decision.route == Route.CPU and not (decision.to_device or decision.fetch_inputs):
+        if decision.route == ROUTE_CPU and not (decision.to_device or decision.fetch_inputs):
             self._fastpath.after_cpu_call(self, entry, settings, n)
         return result
 
@@ -204,7 +211,7 @@ class Dispatcher:
                       given: tuple, settings: Settings) -> Any:
         """Run on the decided device; a GPU failure reruns on the CPU (contract 2), a CPU
         compile failure as Python on the arguments as ``given`` (before any host prologue)."""
-        if decision.route == Route.GPU:
+        if decision.route == ROUTE_GPU:
             done = self._run_gpu(entry, args, sizes, router, decision, state, settings)
             if done is not None:
                 self._stats.record("gpu", decision, n, done[1])

@@ -31,7 +31,13 @@ from autojit.routing.costmodel import (
     gpu_slowdown_for,
     measure_work,
 )
-from autojit.routing.decisions import BucketState, Context, Decision, Route, decide
+from autojit.routing.decisions import (
+    ROUTE_GPU,
+    BucketState,
+    Context,
+    Decision,
+    decide,
+)
 from autojit.routing.load import LoadSampler, load_changed
 from autojit.runtime.arrays import GPU_ARRAY, is_cupy_array
 from autojit.runtime.devices import CudaDevice, Device, HostDevice, Load
@@ -210,7 +216,7 @@ class Router:
         state.observed[route].append(min(max(seconds / expected, RATIO_RANGE[0]),
                                          RATIO_RANGE[1]))
         state.seen[route] += 1
-        if route == Route.GPU:
+        if route == ROUTE_GPU:
             cpu = state.corrected("cpu", n) or math.inf
             state.samples["gpu"].append(seconds / cpu)
             latency = state.latency
