@@ -455,18 +455,27 @@ def _run_partials(kernel: Kernel, entries: tuple[int, ...], layout: _PartialsLay
     SPLITS["partials"] += 1
 
 
+def _directly(fn: Callable[..., _T], *args: Any) -> _T:
+    return fn(*args)
+
+
 def call_kernel(kernel: Kernel, program: CpuProgram, data: Sequence[Any],
                 meta: Sequence[int], threads: int, min_work: int,
-                spin_s: float = SPIN_SECONDS) -> None:
+                spin_s: float = SPIN_SECONDS,
+                within: Callable[..., Any] = _directly) -> None:
     """Run one kernel call: on ``threads`` threads when its work reaches ``min_work`` and
     it can be split (module docstring), else on the calling thread. Returns when done;
     the workers then wait ``spin_s`` seconds for the next call before they sleep. How a
-    call splits is chosen once per program, sizes and settings (``_choose_split``)."""
+    call splits is chosen once per program, sizes and settings (``_choose_split``).
+    Choosing and running a split (which may link and store extra entry points) happen
+    as ``within(fn, *args)``: the caller's context for them (the CPU target's place for
+    entries); a call that runs on the calling thread needs none and pays nothing."""
     if threads > 1:
         split = _cached(program, (threads, min_work, *meta),
-                        lambda: _choose_split(kernel, program, meta, threads, min_work))
+                        lambda: within(_choose_split, kernel, program, meta, threads,
+                                       min_work))
         if split is not None:
-            split(data, spin_s)
+            within(split, data, spin_s)
             return
     program.call(data, meta)
 

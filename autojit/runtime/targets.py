@@ -11,7 +11,7 @@ given to it (:func:`cpu_target`), resolved once per call by the dispatcher.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -65,6 +65,17 @@ class Threads(NamedTuple):
 ONE_THREAD = Threads()
 
 
+def _with_entry_place(entries: EntryPlace | None, fn: Callable[..., Any], *args: Any) -> Any:
+    """Return ``fn(*args)`` with ``entries`` as the place extra entry points are kept
+    (``ENTRY_PLACE``): set only around a split's choice and run (``call_kernel``), not for
+    each small call (setting and resetting a context variable costs ~160 ns)."""
+    token = ENTRY_PLACE.set(entries)
+    try:
+        return fn(*args)
+    finally:
+        ENTRY_PLACE.reset(token)
+
+
 class CpuTarget:
     """LLVM-compiled kernels called in this process, split over ``threads`` (one thread by
     default; :func:`cpu_target` gives the one for a call's settings)."""
@@ -77,6 +88,7 @@ class CpuTarget:
         # ``pool_bytes``: how much of dropped big results the output pool keeps for reuse
         # (None: no pool, NumPy's own allocation)
         self.threads, self.entries, self.pool_bytes = threads, entries, pool_bytes
+        self._within = functools.partial(_with_entry_place, entries)
 
     def compile(self, kernel: Kernel) -> Any:
         from autojit.lower_cpu import compile_kernel
@@ -101,12 +113,8 @@ class CpuTarget:
         data = _addresses(arrays)
         threads = self.threads
         if threads.count > 1 and isinstance(program, CpuProgram):   # splits big calls
-            token = ENTRY_PLACE.set(self.entries)
-            try:
-                call_kernel(kernel, program, data, meta, threads.count, threads.min_work,
-                            threads.spin_s)
-            finally:
-                ENTRY_PLACE.reset(token)
+            call_kernel(kernel, program, data, meta, threads.count, threads.min_work,
+                        threads.spin_s, self._within)
         else:
             program.call(data, meta)
 
