@@ -321,9 +321,10 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequenc
         _take_views(schedule, values, first_view, len(batches) - 1)
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
-    for position, allocation in enumerate(schedule.owned_outputs):
-        if allocation >= 0:   # the owning array itself (its reshape view is the same)
-            results[position] = fresh[allocation]
+    if schedule.owned_outputs:   # (most plans have none: no loop set up per call)
+        for position, allocation in enumerate(schedule.owned_outputs):
+            if allocation >= 0:   # the owning array itself (its reshape view is the same)
+                results[position] = fresh[allocation]
     if not results and not schedule.output_tuple:
         return None                              # the function only wrote into arguments
     return tuple(results) if schedule.output_tuple else results[0]
