@@ -181,17 +181,27 @@ def _cpu_target(threads: Threads, entries: EntryPlace, pool_bytes: int) -> CpuTa
 _BY_SETTINGS: dict[int, tuple[Settings, CpuTarget]] = {}
 
 
+#: the last (settings, target) answered: a run of calls under one Settings (the usual case)
+#: costs one identity test, not the dict's id() and get
+_LAST: tuple[Settings | None, CpuTarget | None] = (None, None)
+
+
 def cpu_target(settings: Settings) -> CpuTarget:
     """Return the CPU target for a call under ``settings`` (one per thread split, shared)."""
+    global _LAST
+    last = _LAST
+    if last[0] is settings:
+        return last[1]   # type: ignore[return-value]
     found = _BY_SETTINGS.get(id(settings))
     if found is not None and found[0] is settings:
+        _LAST = found
         return found[1]
     target = _cpu_target(Threads(settings.num_threads, settings.thread_min_work,
                                  settings.thread_spin_us * 1e-6), EntryPlace.of(settings),
                          int(settings.output_pool_mb * (1 << 20)))
     if len(_BY_SETTINGS) > 256:
         _BY_SETTINGS.clear()
-    _BY_SETTINGS[id(settings)] = (settings, target)
+    _BY_SETTINGS[id(settings)] = _LAST = (settings, target)
     return target
 
 
