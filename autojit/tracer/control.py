@@ -1,0 +1,74 @@
+"""Control flow as calls: what ``tracer/convert.py`` turns ``for``/``while``/``if`` into.
+
+The converted function calls these instead of running the statement itself (TensorFlow
+AutoGraph's design). Each takes the statement's body as a function of the values it
+rebinds (``carried``, in ``names.carried`` order) and the values it only reads
+(``captured``, in ``names.captured`` order) and returns the carried values after it.
+While a trace records and a bound, a condition or a value is traced, the tracer is asked
+to make the statement a region (``tracer/regions.py``); where it declines, or no trace
+runs, the statement runs as Python runs it.
+
+Interface (fixed for issue 15's helpers; the bodies are filled in by the convert branch):
+
+- ``for_range(bounds, body, carried, captured, names)``: ``for i in range(*bounds)``,
+  ``carried = body(i, carried, captured)``.
+- ``while_loop(cond, body, carried, captured, names)``: ``while cond(carried, captured)``,
+  ``carried = body(carried, captured)``.
+- ``if_else(pred, then, orelse, carried, captured, names)``: ``carried = (then if pred
+  else orelse)(carried, captured)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+class _Undefined:
+    """A name the statement rebinds that was not bound before it (Python would raise
+    NameError/UnboundLocalError reading it)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<undefined>"
+
+
+UNDEFINED = _Undefined()
+
+
+@dataclass(frozen=True)
+class Names:
+    """What the converter knows of one statement: the names it carries and captures, and
+    where it is in the user's source (file, line)."""
+
+    carried: tuple[str, ...]
+    captured: tuple[str, ...]
+    file: str = ""
+    line: int = 0
+
+
+Body = Callable[..., tuple]
+
+
+def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
+              names: Names) -> tuple:
+    """``for i in range(*bounds): carried = body(i, carried, captured)``."""
+    for i in range(*bounds):
+        carried = body(i, carried, captured)
+    return carried
+
+
+def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
+               captured: tuple, names: Names) -> tuple:
+    """``while cond(carried, captured): carried = body(carried, captured)``."""
+    while cond(carried, captured):
+        carried = body(carried, captured)
+    return carried
+
+
+def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple,
+            names: Names) -> tuple:
+    """``carried = (then if pred else orelse)(carried, captured)``."""
+    return then(carried, captured) if pred else orelse(carried, captured)
