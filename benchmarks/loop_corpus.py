@@ -522,8 +522,7 @@ def _versus(row: Row, peer: str) -> str:
 def format_rows(rows: list[Row], sizes_note: str, repeat: int) -> str:
     """The closing note's table, then the fallback reasons, Numba's failures and errors."""
     header = ["program", "compiled?", "kernels", "compiles (2 sizes)", "autojit first ms",
-              "numpy ms",
-              "autojit ms", "numba ms", "jax ms"]
+              "numpy ms", "autojit ms", "numba ms", "jax ms"]
     lines = [header]
     for r in rows:
         lines.append([r.name, "yes" if r.compiled else "no (python)",
@@ -548,8 +547,9 @@ def format_rows(rows: list[Row], sizes_note: str, repeat: int) -> str:
 
 
 def run(names: list[str] | None = None, quick: bool = False, repeat: int = 5,
-        peers: tuple[str, ...] = PEERS, log: Any = None) -> list[Row]:
-    """Run the corpus (all programs, or those named); ``quick``: tiny sizes, one sample."""
+        peers: tuple[str, ...] = PEERS, log: Any = None, settle_s: float = 0.05) -> list[Row]:
+    """Run the corpus (all programs, or those named); ``quick``: tiny sizes, one sample;
+    ``settle_s``: the pause before each sample (another peer's threads go idle)."""
     rows = []
     for program in PROGRAMS:
         if names and program.name not in names:
@@ -558,7 +558,7 @@ def run(names: list[str] | None = None, quick: bool = False, repeat: int = 5,
         sizes = (max(2, small // 2), small) if quick else program.sizes
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # fallbacks and Numba's performance hints
-            rows.append(run_program(program, sizes, 1 if quick else repeat, peers))
+            rows.append(run_program(program, sizes, 1 if quick else repeat, peers, settle_s))
         if log is not None:
             r = rows[-1]
             print(f"  {r.name:18s} compiled={r.compiled} first={_ms(r.first_call_ms)} ms "
