@@ -397,6 +397,10 @@ def format_table(table: dict[str, dict[str, Cell]], repeat: int, scale: float = 
     intro = f"median of {repeat} sample{'s' * (repeat > 1)}, taken in turns across peers" + "".join(
         f" ({w.name}: µs per call, each sample a batch of {w.batch} calls)" for w in batched)
     intro += "; (Nx) = speed-up over NumPy (NumPy's median ÷ this one): above 1 is faster"
+    if any(c.note and c.note.startswith("python") for row in table.values() for c in row.values()):
+        intro += ("; [python]: autojit ran the program as plain Python (the reason is under the "
+                  "table): the same code as the numpy column, so that ratio is the machine's "
+                  "noise plus the dispatcher's overhead")
     for label, among in part.best.items():
         intro += (f"; {label} best = the faster of {', '.join(among)}, autojit vs {label} ="
                   f" its median ÷ autojit's: 1 or above is at or under {label}'s time")
