@@ -96,12 +96,14 @@ class Section:
     peers: tuple[str, ...]
     aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
     best: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    show_tolerances: bool = False   # print each row's allclose tolerances under the table
 
 
 SECTIONS: dict[str, Section] = {
     "arrays": Section("arrays", WORKLOADS, BUILDERS, PEERS),
     "loops": Section("loops", _loops.LOOP_WORKLOADS, _loops.LOOP_BUILDERS, _loops.LOOP_PEERS,
-                     _loops.PEER_ALIASES, {"numba": _loops.PEER_ALIASES["numba"]}),
+                     _loops.PEER_ALIASES, {"numba": _loops.PEER_ALIASES["numba"]},
+                     show_tolerances=True),
 }
 #: the reported unit -> its multiple of a second (``ns/iter`` is also divided by iterations)
 UNIT_SCALE: dict[str, float] = {"ms": 1e3, "µs": 1e6, "ns/iter": 1e9}
@@ -419,6 +421,9 @@ def format_table(table: dict[str, dict[str, Cell]], repeat: int, scale: float = 
     failures = [f"FAILED {work.name} / {p}: {row[p].error}" for work in works
                 for row in [table[work.name]] for p in peers if row[p].status == "failed"]
     missing = sorted({p for row in table.values() for p in peers if row[p].status == "missing"})
+    if part.show_tolerances:
+        out.append("every peer checked against NumPy before timing, allclose with " + ", ".join(
+            f"{w.name} rtol {w.rtol:g} atol {w.atol:g}" for w in works))
     out += failures
     out += [f"{p} ran {work.name}: {row[p].note}" for work in works
             for row in [table[work.name]] for p in peers if row[p].note]
