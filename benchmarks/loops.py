@@ -252,7 +252,7 @@ class LoopWorkload(Workload):
     with fresh copies of the ``writes`` arguments; ``numba_loops`` the explicit-loop
     version; ``iterations`` divides the reported time (``ns/iter`` rows)."""
 
-    program: Fn = heat
+    program: Fn = heat  # a default only because Workload's last fields have defaults
     writes: tuple[int, ...] = ()
     returns_arg: int | None = None  # lu_inplace returns None: its result is the A it wrote
     numba_loops: Fn | None = None
