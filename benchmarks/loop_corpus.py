@@ -375,8 +375,10 @@ PROGRAMS: tuple[Program, ...] = (
             lambda n: (np.tril(_dominant(n, 42)), _uniform(n, 43)), (8, 1000), jax="lower_solve"),
     Program("trace_tanh", loops.trace_tanh, lambda n: (_uniform((n, n), 44, -2.0, 2.0),),
             (8, 1000), jax="trace_tanh"),
-    Program("distances", loops.distances, lambda n: (n, _uniform(n + 3, 45)), (8, 500)),
-    Program("relax", loops.relax, lambda n: (_uniform(n, 46), 1e-4), (8, 30), writes=(0,)),
+    Program("distances", loops.distances, lambda n: (n, _uniform(n + 3, 45)), (8, 500),
+            jax="distances"),
+    Program("relax", loops.relax, lambda n: (_uniform(n, 46), 1e-4), (8, 30), writes=(0,),
+            jax="relax"),
     Program("step", loops.step, lambda n: (_uniform(n, 47, 0.0, 1.0), n), (10, 100_000)),
     Program("lu_inplace", loops.lu_inplace, lambda n: (_dominant(n, 48),), (6, 100),
             writes=(0,), returns_arg=0, jax="lu"),
@@ -432,7 +434,7 @@ def _jax_fn(program: Program) -> Fn | None:
     """``jax.jit`` of loops.py's version, arrays to ``jnp`` (outside the timing)."""
     if program.jax is None:
         return None
-    impl = loops.build_jax(loops.LOOPS_BY_NAME[program.jax])
+    impl = loops.jax_impl(program.jax)
     return None if impl is None else lambda *a: impl.call(*impl.prepare(a))
 
 

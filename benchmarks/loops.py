@@ -239,9 +239,21 @@ def _jax_versions() -> dict[str, Fn]:
         acc = lax.fori_loop(0, steps, lambda _, acc: acc * 0.999 + 1.0, x[0])
         return x + acc
 
+    def relax_j(u: Any, tol: Any) -> Any:       # while on a traced value: lax.while_loop
+        def body(state: Any) -> Any:
+            u, _ = state
+            new = 0.5 * (u[:-2] + u[2:])
+            return u.at[1:-1].set(new), jnp.max(jnp.abs(new - u[1:-1]))
+        return lax.while_loop(lambda state: state[1] > tol, body, (u, tol + 1.0))[0]
+
+    def distances_j(n: int, x: Any) -> Any:     # n sizes the result: it must be static
+        def body(i: Any, out: Any) -> Any:
+            return out.at[i].set(jnp.abs(x[i] - x[:n]))
+        return lax.fori_loop(0, n, body, jnp.empty((n, n)))
+
     jax.config.update("jax_enable_x64", True)
-    return {"heat": heat_j, "lu": lu_j, "lower_solve": lower_solve_j,
-            "trace_tanh": trace_tanh_j, "scalar_update": scalar_update_j}
+    return {"heat": heat_j, "lu": lu_j, "lower_solve": lower_solve_j, "relax": relax_j,
+            "distances": distances_j, "trace_tanh": trace_tanh_j, "scalar_update": scalar_update_j}
 
 
 # --- workloads ------------------------------------------------------------------------------
@@ -380,13 +392,22 @@ def build_numba_loops(work: LoopWorkload) -> Impl | None:
 def build_jax(work: LoopWorkload) -> Impl | None:
     """``jax.jit`` of the ``lax.fori_loop`` version; arrays become ``jnp`` arrays outside
     the timing, Python scalars stay Python scalars (traced, not static)."""
-    fn = _jax_versions().get(work.name)
+    return jax_impl(work.name)
+
+
+#: arguments a JAX version must take as static (``static_argnums``): sizes of arrays
+JAX_STATIC: dict[str, tuple[int, ...]] = {"distances": (0,)}
+
+
+def jax_impl(name: str) -> Impl | None:
+    """``jax.jit`` of the JAX version named ``name`` (None where there is none)."""
+    fn = _jax_versions().get(name)
     if fn is None:
         return None
     import jax
     import jax.numpy as jnp
     warm_up("jax")
-    jitted = jax.jit(fn)
+    jitted = jax.jit(fn, static_argnums=JAX_STATIC.get(name, ()))
     return Impl(lambda *a: jax.block_until_ready(jitted(*a)),
                 prepare=lambda args: tuple(jnp.asarray(a) if isinstance(a, np.ndarray) else a
                                            for a in args),
