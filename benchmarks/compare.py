@@ -4,11 +4,12 @@ Run:  python benchmarks/compare.py [--section arrays|loops|all] [--only NAME] [-
                                    [--peers numpy,autojit,...] [--scale S] [--plot FILE.png]
                                    [--json FILE] [--quiet]
 
-Two sections, both run by default: ``arrays`` (``benchmarks/workloads.py``: straight-line
-array programs) and ``loops`` (``benchmarks/loops.py``: issue 15's loop programs, with Numba
-in array and explicit-loop style, the faster counted, JAX ``lax.fori_loop`` versions, and
-how each autojit call ran: compiled, or plain Python and why). ``--peers numba`` selects
-both Numba versions in the loops section.
+Two sections: ``arrays`` (the default, what earlier runs timed: ``benchmarks/workloads.py``,
+straight-line array programs) and ``loops`` (``--section loops`` or ``all``, or ``--only``
+one of its names: ``benchmarks/loops.py``, issue 15's loop programs, with Numba in array and
+explicit-loop style, the faster counted, JAX ``lax.fori_loop`` versions, and how each
+autojit call ran: compiled, or plain Python and why). ``--peers numba`` selects both Numba
+versions in the loops section.
 
 One process, the same inputs for every peer (``benchmarks/workloads.py`` defines them).
 Each peer runs only where installed (``pip install -e ".[bench]"``) and where it can express
@@ -239,12 +240,12 @@ def measure(work: Workload, peer: str, args: tuple[Any, ...], want: Any,
 
 
 def section_peers(section: Section, peers: list[str] | None) -> list[str]:
-    """The section's peers among ``peers`` (all of them by default), aliases expanded, in
-    the section's order: a peer the section has no builder for is left out."""
+    """The section's peers among ``peers`` (all of them, in the section's order, by default),
+    in the order given, aliases expanded: a peer the section has no builder for is left out."""
     if not peers:
         return list(section.peers)
-    wanted = {q for p in peers for q in section.aliases.get(p, (p,))}
-    return [p for p in section.peers if p in wanted]
+    expanded = [q for p in peers for q in section.aliases.get(p, (p,))]
+    return [p for p in dict.fromkeys(expanded) if p in section.peers]
 
 
 def run(names: list[str] | None = None, peers: list[str] | None = None, repeat: int = 5,
