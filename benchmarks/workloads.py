@@ -85,12 +85,14 @@ class Impl:
 
     ``prepare`` turns the NumPy inputs into the peer's (outside the timing), ``call`` runs
     it to completion (asynchronous peers block until ready), ``to_numpy`` converts its
-    result for the check against NumPy.
+    result for the check against NumPy, ``note`` says after the timing how the calls ran
+    (the loops section's autojit: compiled, or plain Python and why).
     """
 
     call: Fn
     prepare: Callable[[tuple[Any, ...]], tuple[Any, ...]] = lambda args: args
     to_numpy: Callable[[Any], Any] = lambda result: result
+    note: Callable[[], str | None] = lambda: None
 
 
 @dataclass(frozen=True)
