@@ -222,8 +222,9 @@ def argument_overlaps(plan: Plan) -> Overlaps:
     graph = plan.graph
     first_write: dict[int, int] = {}
     for node in graph.nodes:
-        if node.op is Op.WRITE:
-            first_write.setdefault(node.attr("param"), node.id)
+        if node.op is Op.WRITE:   # a loop's writes (a region WRITE) happen as it reads
+            at = node.inputs[1] - 0.5 if node.attr("region") else node.id
+            first_write.setdefault(node.attr("param"), at)
     last_read: dict[int, int] = {}     # argument -> the last node reading its memory
     for node in graph.nodes:
         if node.op is Op.VIEW:

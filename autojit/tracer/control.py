@@ -86,4 +86,9 @@ def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
 def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple,
             names: Names) -> tuple:
     """``carried = (then if pred else orelse)(carried, captured)``."""
+    if _tracing():
+        from autojit.tracer.regions import trace_if
+        result = trace_if(pred, then, orelse, carried, captured, names)
+        if result is not NotImplemented:
+            return result
     return then(carried, captured) if pred else orelse(carried, captured)

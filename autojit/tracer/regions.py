@@ -129,6 +129,12 @@ class _Body:
         try:
             if self.kind == "for":
                 results = body(self.index, self.carried, self.captured)
+            elif self.kind == "if":
+                results = body(self.carried, self.captured)
+                if not isinstance(results, tuple) or len(results) != len(self.carried):
+                    raise _Decline("the branch returned another number of values")
+                self.results, self.next_cond = results, None
+                return results
             else:
                 results = body(self.carried, self.captured)
             if not isinstance(results, tuple) or len(results) != len(self.carried):
@@ -187,7 +193,7 @@ class _Loop:
     def trace(self, carried: tuple, index: Any, cond: Callable | None) -> tuple[_Body, tuple]:
         body = _Body(self.state, self.kind, index, carried, self.captured)
         results = body.run(self.body, cond)
-        if any(isinstance(v, HostScalar) for v in (*carried, *results)):
+        if any(isinstance(v, HostScalar) for v in results):
             raise _Decline("a Python scalar carried through the loop")
         return body, self.keys(results)
 
@@ -227,6 +233,10 @@ class _Loop:
                 raise _Decline("a write into a scalar argument")
             else:
                 arguments[param] = k
+            # the body's plan takes its parameters for distinct memory
+            if any(j != k and isinstance(values[j], Proxy)
+                   and written_param(state, values[j].node) == param for j in positions):
+                raise _Decline("the body writes into an argument it also reads otherwise")
         inputs: list[int] = []
         bound_sources = tuple(self.source(b, inputs) for b in bounds)
         first_source = self.source(first, inputs) if first is not None else None
@@ -441,4 +451,50 @@ def _guard_truth(value: Any, expected: bool) -> None:
 
 def trace_if(pred: Any, then: Any, orelse: Any, carried: tuple, captured: tuple,
              names: Any) -> Any:
-    return NotImplemented
+    """An ``if`` on a traced array scalar whose branches only compute (no writes, no
+    in-place updates): both branches are traced and each carried value they leave
+    different becomes a select (``np.where`` of the predicate's truth), which is exact:
+    the value of one branch or the other, bit for bit. Branches that write, or leave
+    values of different types, decline (Python runs the statement: it falls back)."""
+    state = CURRENT_TRACE.get()
+    if state is None or not isinstance(pred, Proxy) or pred.ndim != 0:
+        return NotImplemented
+    try:
+        return _trace_if(state, pred, then, orelse, tuple(carried), tuple(captured), names)
+    except _Decline as exc:
+        _LOGGER.debug("the branch at %s runs as Python: %s", _where(names), exc)
+        return NotImplemented
+
+
+def _trace_if(state: TraceState, pred: Proxy, then: Callable, orelse: Callable,
+              carried: tuple, captured: tuple, names: Any) -> tuple:
+    loop = _Loop(state, "if", then, carried, captured, names)
+    for branch in (then, orelse):   # first in a trace of its own: does it write?
+        trial = _Body(state, "if", None, carried, captured)
+        trial.run(branch, None)
+        if any(n.op in (Op.WRITE, Op.REGION) for n in trial.child.nodes):
+            raise _Decline("a branch writes into an array")
+    taken = then(carried, captured)
+    other = orelse(carried, captured)
+    if not (isinstance(taken, tuple) and isinstance(other, tuple)
+            and len(taken) == len(other) == len(carried)):
+        raise _Decline("the branches return another number of values")
+    from autojit.tracer.numpy_map import make_elementwise
+    truth = pred if pred.dtype == np.bool_ else np.not_equal(pred, 0)
+    results = []
+    for a, b in zip(taken, other):
+        if a is b:
+            results.append(a)
+            continue
+        if not (isinstance(a, Proxy) and isinstance(b, Proxy)) or loop.keys((a,)) != \
+                loop.keys((b,)):
+            if _plain(a) and _plain(b) and loop.keys((a,)) == loop.keys((b,)):
+                results.append(a)
+                continue
+            raise _Decline("the branches leave values of different types")
+        dtype = a.dtype
+        select = make_elementwise(Op.SELECT, (truth, a, b), (np.dtype(bool), dtype, dtype),
+                                  dtype, is_scalar=a.is_scalar)
+        select.weak = a.weak
+        results.append(select)
+    return tuple(results)
