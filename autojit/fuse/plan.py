@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -654,7 +654,7 @@ def _outline(graph: Graph, group: Group, in_memory: set[int]) -> Outline:
 
 def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAULT_MAX_OPS,
                  check: Callable[[Sequence[Outline]], None] | None = None,
-                 c_strided: Sequence[bool] = ()) -> Plan:
+                 c_strided: Sequence[bool] = (), prefix: str = "") -> Plan:
     """Partition ``graph`` and emit one Kernel per group.
 
     ``contiguous[i]`` says whether parameter i is a C-contiguous array (from the signature),
@@ -683,25 +683,26 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAUL
         if first.op is Op.REGION:
             order.append(("region", len(bodies)))
             region = first.attr("region")
-            bodies.append((first, group, plan_kernels(region.body, region.contiguous,
-                                                      max_ops, check)))
+            bodies.append((first, group, plan_kernels(
+                region.body, region.contiguous, max_ops, check,
+                prefix=f"{prefix}r{len(bodies)}_")))
             continue
         if group.library:
             order.append(("library", len(libraries)))
             libraries.append(LibraryCall(first.op.value, first.inputs, first.id))
             continue
-        name = f"k{len(kernels)}_{first.op.value}"
+        name = f"{prefix}k{len(kernels)}_{first.op.value}"
         order.append(("kernel", len(kernels)))
         kernels.append(check_kernel(_emit_kernel(graph, group, name, in_memory, contiguous,
                                                  ordered)))
     refusal = _summation_order_refusal(graph, exact, in_order)
     regions = []
-    for j, (node, group, body) in enumerate(bodies):
+    for node, group, body in bodies:
         carries = sorted((graph.node(n).attr("index"), n) for n in group.nodes
                          if graph.node(n).op is Op.CARRY)
         regions.append(RegionCall(node.id, node.attr("region"), body, node.inputs,
                                   tuple(n for _, n in carries), len(kernels)))
-        kernels += [replace(k, name=f"r{j}_{k.name}") for k in body.kernels]
+        kernels += body.kernels   # named r<j>_k<i>_<op> (unique across the plan)
         refusal = refusal or body.cpu_refusal
     return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order),
                 cpu_refusal=refusal, regions=tuple(regions))
