@@ -73,6 +73,7 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
     carried_count = len(region.carried)
     carried, captured = current[:carried_count], current[carried_count:]
     body_sizes: dict[str, int] | None = None
+    memo: dict = {}   # views of the captured arrays, taken once per call of the loop
     prologue = bool(graph.prologue)
 
     def iterate(args: list[Any]) -> tuple:
@@ -87,7 +88,7 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
             args = call_arguments(body, args)
             if args is None:
                 raise RuntimeError("a Python scalar in the loop body changed its type")
-        return run_plan(body, body_programs, backend, args, body_sizes)
+        return run_plan(body, body_programs, backend, args, body_sizes, memo)
 
     if region.kind == "for":
         start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)

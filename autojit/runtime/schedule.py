@@ -283,16 +283,28 @@ def _launch(backend: Target, kernel: Kernel, program: Any, call: KernelCall,
     backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
 
 
-def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: int) -> None:
-    """Take the views of ``batch`` (see ``Schedule.view_batches``)."""
+def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: int,
+                memo: dict | None = None) -> None:
+    """Take the views of ``batch`` (see ``Schedule.view_batches``). ``memo`` (a loop
+    region's, one per call of the loop) keeps each view with the array it was taken of:
+    a view of the same array (a captured argument, every iteration) is the same view."""
     for v in schedule.view_batches[batch]:
         base, step = schedule.views[v]
-        values[first_view + v] = apply_view(values[base], step)
+        source = values[base]
+        if memo is not None:
+            held = memo.get(v)
+            if held is not None and held[0] is source:
+                values[first_view + v] = held[1]
+                continue
+        view = values[first_view + v] = apply_view(source, step)
+        if memo is not None and getattr(view, "base", None) is not None:   # not a copy
+            memo[v] = (source, view)
 
 
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequence[Any],
-             sizes: dict[str, int]) -> Any:
-    """Run every kernel of ``plan``; return the function's result as NumPy would."""
+             sizes: dict[str, int], memo: dict | None = None) -> Any:
+    """Run every kernel of ``plan``; return the function's result as NumPy would
+    (``memo``: a loop region's body, see ``_take_views``)."""
     first = len(args)
     schedule = plan.schedule_cache.get(first) or build_schedule(plan, first)
     values = [*args, *schedule.blank]
@@ -306,11 +318,11 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequenc
     first_view = first + schedule.view_offset
     batches = schedule.view_batches
     if batches[0]:
-        _take_views(schedule, values, first_view, 0)
+        _take_views(schedule, values, first_view, 0, memo)
     between = schedule.views_between
     for position, (kind, index) in enumerate(schedule.order):
         if between and batches[position + 1]:
-            _take_views(schedule, values, first_view, position + 1)
+            _take_views(schedule, values, first_view, position + 1, memo)
         for allocation, donor, clear in schedule.allocate[position]:
             _allocate(backend, schedule, values, first, allocation, donor, clear, sizes,
                       fresh)
@@ -326,7 +338,7 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequenc
         for allocation in schedule.release[position]:   # dead: give the memory back now
             values[first + allocation] = fresh[allocation] = None
     if batches[-1]:
-        _take_views(schedule, values, first_view, len(batches) - 1)
+        _take_views(schedule, values, first_view, len(batches) - 1, memo)
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
     if schedule.owned_outputs:   # (most plans have none: no loop set up per call)
