@@ -1,0 +1,85 @@
+"""Loop regions at their edges: traced and constant trip counts, the index in host
+arithmetic, reads of a written argument after the loop, aliased arguments, a body that
+cannot be a region (it runs as Python: never a wrong answer)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.support.oracle import assert_calls_match_numpy
+
+from autojit.tracer import control
+from autojit.tracer.control import Names
+
+
+def halve_positive_count(a):
+    # y = a * 1.0
+    # for _ in range(np.sum(a > 0)):
+    #     y = y * 0.5
+    # return y
+    y = a * 1.0
+
+    def body(_, carried, captured):
+        (y,) = carried
+        return (y * 0.5,)
+    (y,) = control.for_range((np.sum(a > 0),), body, (y,), (), Names(("y",), (), __file__, 1))
+    return y
+
+
+def five_steps(u):
+    # for _ in range(5): u[1:] = u[1:] + u[:-1]
+    def body(_, carried, captured):
+        (u,) = captured
+        u[1:] = u[1:] + u[:-1]
+        return ()
+    () = control.for_range((5,), body, (), (u,), Names((), ("u",), __file__, 1))
+    return u.sum()
+
+
+def ramp(y, n):
+    # for i in range(n): y = y + i * 0.5
+    def body(i, carried, captured):
+        (y,) = carried
+        return (y + i * 0.5,)
+    (y,) = control.for_range((n,), body, (y,), (), Names(("y",), (), __file__, 1))
+    return y
+
+
+def add_into(a, b, n):
+    # for _ in range(n): a += b
+    def body(_, carried, captured):
+        (a, b) = captured
+        a += b
+        return ()
+    () = control.for_range((n,), body, (), (a, b), Names((), ("a", "b"), __file__, 1))
+    return a
+
+
+def test_trip_count_from_a_traced_array_value():
+    calls = [(np.array([1.0, -2.0, 3.0]),), (np.array([-1.0, -2.0]),),
+             (np.arange(-3.0, 9.0),)]
+    jitted = assert_calls_match_numpy(halve_positive_count, calls)
+    assert jitted.stats()["routes"]["python"] == 0
+    assert jitted.stats()["compiles"] == 1
+
+
+def test_constant_trip_count_is_a_region_not_unrolled():
+    calls = [(np.arange(6.0),), (np.ones(40),)]
+    jitted = assert_calls_match_numpy(five_steps, calls)
+    assert jitted.stats()["routes"]["python"] == 0
+    plan = jitted.inspect(np.ones(4)).plan
+    assert plan.regions and len(plan.graph.nodes) < 12
+
+
+def test_loop_index_in_python_arithmetic():
+    calls = [(np.arange(3.0), 4), (np.ones(5), 0), (np.zeros(2, np.float32), 7)]
+    jitted = assert_calls_match_numpy(ramp, calls)
+    assert jitted.stats()["routes"]["python"] == 0
+
+
+def test_aliased_arguments_of_a_loop_that_writes_run_as_python():
+    base = np.arange(6.0)
+    calls = [(base.copy(), np.ones(6), 3), lambda: ((x := np.arange(6.0)), x, 3),
+             lambda: ((x := np.arange(7.0))[1:], x[:-1], 2)]
+    jitted = assert_calls_match_numpy(add_into, calls)
+    assert jitted.stats()["routes"]["cpu"] >= 1
