@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from autojit.fuse.plan import RegionCall
-from autojit.runtime.binding import SIZES_MISS, bind_sizes, call_arguments
+from autojit.runtime.binding import call_arguments
 
 
 @dataclass(frozen=True)
@@ -72,18 +72,11 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
     body_programs = programs[call.offset:call.offset + len(body.kernels)]
     carried_count = len(region.carried)
     carried, captured = current[:carried_count], current[carried_count:]
-    body_sizes: dict[str, int] | None = None
+    body_sizes = sizes   # the body's own sizes too (binding._bind_regions, per call)
     memo: dict = {}   # views of the captured arrays, taken once per call of the loop
     prologue = bool(graph.prologue)
 
     def iterate(args: list[Any]) -> tuple:
-        nonlocal body_sizes
-        if body_sizes is None:
-            found = bind_sizes(body, args)
-            if found is None or found is SIZES_MISS:
-                raise ValueError("the loop body's sizes do not broadcast (or a reduction "
-                                 "of an empty array without an identity)")
-            body_sizes = dict(found)
         if prologue:
             args = call_arguments(body, args)
             if args is None:

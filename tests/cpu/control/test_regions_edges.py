@@ -83,3 +83,20 @@ def test_aliased_arguments_of_a_loop_that_writes_run_as_python():
              lambda: ((x := np.arange(7.0))[1:], x[:-1], 2)]
     jitted = assert_calls_match_numpy(add_into, calls)
     assert jitted.stats()["routes"]["cpu"] >= 1
+
+
+def add_fourth(y, u, n):
+    # for _ in range(n): y = y + u[3]
+    def body(_, carried, captured):
+        (y,) = carried
+        (u,) = captured
+        return (y + u[3],)
+    (y,) = control.for_range((n,), body, (y,), (u,), Names(("y",), ("u",), __file__, 1))
+    return y
+
+
+def test_a_body_view_numpy_refuses_at_this_call_raises_as_numpy_does():
+    calls = [(np.ones(3), np.arange(5.0), 2), (np.ones(3), np.arange(2.0), 2),
+             (np.ones(3), np.arange(2.0), 0), (np.ones(2), np.arange(6.0), 3)]
+    jitted = assert_calls_match_numpy(add_fourth, calls)
+    assert jitted.stats()["compiles"] == 1
