@@ -100,3 +100,27 @@ def test_a_body_view_numpy_refuses_at_this_call_raises_as_numpy_does():
              (np.ones(3), np.arange(2.0), 0), (np.ones(2), np.arange(6.0), 3)]
     jitted = assert_calls_match_numpy(add_fourth, calls)
     assert jitted.stats()["compiles"] == 1
+
+
+def triangle(y, n):
+    # for i in range(n):
+    #     for j in range(i):
+    #         y = y * 0.5 + j
+    #     y = y + i
+    def outer(i, carried, captured):
+        (y,) = carried
+
+        def inner(j, carried, captured):
+            (y,) = carried
+            return (y * 0.5 + j,)
+        (y,) = control.for_range((i,), inner, (y,), (), Names(("y",), (), __file__, 2))
+        return (y + i,)
+    (y,) = control.for_range((n,), outer, (y,), (), Names(("y",), (), __file__, 1))
+    return y
+
+
+def test_inner_bound_from_the_outer_index():
+    calls = [(np.ones(3), 4), (np.arange(5.0), 0), (np.arange(2.0), 9)]
+    jitted = assert_calls_match_numpy(triangle, calls)
+    assert jitted.stats()["compiles"] == 1
+    assert jitted.stats()["routes"]["python"] == 0
