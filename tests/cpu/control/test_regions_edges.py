@@ -124,3 +124,65 @@ def test_inner_bound_from_the_outer_index():
     jitted = assert_calls_match_numpy(triangle, calls)
     assert jitted.stats()["compiles"] == 1
     assert jitted.stats()["routes"]["python"] == 0
+
+
+def _bump_interior(u, v):
+    u[1:-1] += v[1:-1] * 2.0
+    return u
+
+
+def test_augmented_store_into_a_slice_writes_once():
+    # Python stores x[k] back after x[k] += v: that store changes nothing and needs no copy
+    # kernel (it was one per statement, per loop iteration)
+    jitted = assert_calls_match_numpy(_bump_interior, [(np.arange(6.0), np.ones(6)),
+                                                        (np.arange(9.0), np.arange(9.0))])
+    plan = jitted.inspect(np.arange(6.0), np.ones(6)).plan
+    assert sum(n.op.value == "write" for n in plan.graph.nodes) == 1
+    readonly = np.arange(6.0)
+    readonly.flags.writeable = False
+    assert_calls_match_numpy(_bump_interior, [(np.arange(6.0), np.ones(6)),
+                                              lambda: (readonly, np.ones(6))])
+
+
+def normalise_or_double(x):
+    # if np.max(x) > 1.0:
+    #     y = x / np.max(x)
+    # else:
+    #     y = x * 2.0
+    def then(carried, captured):
+        (x,) = captured
+        return (x / np.max(x),)
+
+    def orelse(carried, captured):
+        (x,) = captured
+        return (x * 2.0,)
+    (y,) = control.if_else(np.max(x) > 1.0, then, orelse, (control.UNDEFINED,), (x,),
+                           Names(("y",), ("x",), __file__, 1))
+    return y
+
+
+def halve_until_small(x):
+    # while np.sum(x) > 1.0:
+    #     x = x * 0.5
+    def cond(carried, captured):
+        (x,) = carried
+        return np.sum(x) > 1.0
+
+    def body(carried, captured):
+        (x,) = carried
+        return (x * 0.5,)
+    (x,) = control.while_loop(cond, body, (x,), (), Names(("x",), (), __file__, 1))
+    return x
+
+
+def test_if_with_array_branches_is_a_select():
+    calls = [(np.arange(4.0),), (np.array([0.25, 0.5]),), (np.array([np.nan, 3.0]),),
+             (np.array([-0.0, 0.5]),)]
+    jitted = assert_calls_match_numpy(normalise_or_double, calls)
+    assert jitted.stats()["compiles"] == 1 and jitted.stats()["routes"]["python"] == 0
+
+
+def test_while_with_a_carried_array():
+    calls = [(np.arange(4.0),), (np.array([0.25, 0.5]),), (np.full(7, 3.0),)]
+    jitted = assert_calls_match_numpy(halve_until_small, calls)
+    assert jitted.stats()["compiles"] == 1 and jitted.stats()["routes"]["python"] == 0
