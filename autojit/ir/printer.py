@@ -50,25 +50,31 @@ def _node_operands(node: Node, graph: Graph) -> str:
     return operands
 
 
-def _source(source: tuple, node: Node) -> str:
+def _source(source: tuple, node: Node, graph: Graph) -> str:
+    """A region operand: a parameter by name, another value as ``%id``, a constant."""
     kind, value = source
-    return f"%{node.inputs[value]}" if kind == "input" else repr(value)
+    if kind != "input":
+        return repr(value)
+    operand = graph.node(node.inputs[value])
+    if operand.op is Op.ARG:
+        return graph.params[operand.attr("index")].name
+    return f"%{operand.id}"
 
 
-def _region_lines(node: Node, indent: str) -> list[str]:
-    """``loop %t in [%0, %1) carried (acc):`` then the body's graph, indented."""
+def _region_lines(node: Node, graph: Graph) -> list[str]:
+    """``loop %t in [0, steps) carried (acc):`` then the body's graph, indented."""
     region = node.attr("region")
     carried = ", ".join(region.names)
-    operands = ", ".join(_source(s, node) for s in region.sources)
+    operands = ", ".join(_source(s, node, graph) for s in region.sources)
     if region.kind == "for":
-        start, stop, step = (_source(b, node) for b in region.bounds)
+        start, stop, step = (_source(b, node, graph) for b in region.bounds)
         by = "" if step == "1" else f" step {step}"
         head = f"loop %t in [{start}, {stop}){by} carried ({carried}) from ({operands}):"
     else:
-        head = (f"while {_source(region.first, node)} carried ({carried}) "
+        head = (f"while {_source(region.first, node, graph)} carried ({carried}) "
                 f"from ({operands}):")
     body = format_graph(region.body).splitlines()
-    return [f"{indent}  %{node.id} = {head}"] + [f"{indent}    {line}" for line in body]
+    return [f"  %{node.id} = {head}"] + [f"    {line}" for line in body]
 
 
 def _node_name(node: Node) -> str:
@@ -89,7 +95,7 @@ def format_graph(graph: Graph) -> str:
         lines.append(f"  {param.name} = python {step.op}({operands}) : {step.result_type}")
     for node in graph.nodes:
         if node.op is Op.REGION:
-            region_lines = _region_lines(node, "")
+            region_lines = _region_lines(node, graph)
             region_lines[0] = _with_comment(region_lines[0], str(node.loc) if node.loc else "")
             lines += region_lines
             continue

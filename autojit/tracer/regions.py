@@ -374,7 +374,10 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
     if ran is None or isinstance(start, Proxy):
         raise _Decline("carried types change and the trip count is a traced value")
     if isinstance(stop, HostScalar) or isinstance(start, HostScalar):
-        _guard_nonnegative((stop - start - 1) if step > 0 else (start - stop - 1))
+        if step > 0:
+            _guard_nonnegative((stop if type(start) is int and start == 0 else stop - start) - 1)
+        else:
+            _guard_nonnegative(start - stop - 1)
     if not ran:
         return tuple(carried)
     after_first = first.results

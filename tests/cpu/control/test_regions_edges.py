@@ -186,3 +186,24 @@ def test_while_with_a_carried_array():
     calls = [(np.arange(4.0),), (np.array([0.25, 0.5]),), (np.full(7, 3.0),)]
     jitted = assert_calls_match_numpy(halve_until_small, calls)
     assert jitted.stats()["compiles"] == 1 and jitted.stats()["routes"]["python"] == 0
+
+
+def sums_around_a_loop(u, n):
+    # before = u.sum(); head = u[:2]
+    # for _ in range(n): u[1:] = u[1:] * 0.5 + u[:-1]
+    # return before, u.sum(), head * 1.0
+    before = u.sum()
+    head = u[:2]
+
+    def body(_, carried, captured):
+        (u,) = captured
+        u[1:] = u[1:] * 0.5 + u[:-1]
+        return ()
+    () = control.for_range((n,), body, (), (u,), Names((), ("u",), __file__, 1))
+    return before, u.sum(), head * 1.0
+
+
+def test_reads_before_and_after_a_writing_loop_see_numpys_order():
+    calls = [(np.arange(5.0), 3), (np.arange(8.0), 0), (np.ones(3), 6)]
+    jitted = assert_calls_match_numpy(sums_around_a_loop, calls)
+    assert jitted.stats()["compiles"] == 1 and jitted.stats()["routes"]["python"] == 0
