@@ -44,6 +44,9 @@ def _full(backend: Any, value: Any, type_: Any, sizes: dict[str, int], copy: boo
             value, np.generic | int | float | bool):
         return value
     out = backend.empty(shape, type_.dtype)
+    module = getattr(backend, "array_module", None)   # CuPy on the GPU: host values moved
+    if module is not None and module is not np and isinstance(value, np.ndarray | np.generic):
+        value = module.asarray(value)
     out[...] = value
     return out
 

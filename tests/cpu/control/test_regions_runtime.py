@@ -47,3 +47,16 @@ def test_region_bodies_run_on_the_emulated_cuda_target():
     report = assert_backends_agree(relax, np.linspace(0, 1, 8) ** 2, 1e-2,
                                    backends=["python", "cuda-emulated"])
     assert report.ok
+
+
+def test_a_disk_cached_peeled_loop_answers_only_its_path(tmp_path):
+    a = np.arange(4.0)
+    with autojit.config(cache_dir=str(tmp_path / "cache")):
+        autoroute(trace_sum)(a, 3)
+        warm = autoroute(trace_sum)
+        assert warm(a, 5).tolist() == trace_sum(a, 5).tolist()
+        assert warm.stats()["disk_hits"] == 1
+        cold = autoroute(trace_sum)   # no iteration: the stored plan (it ran) does not fit
+        result = cold(a, 0)
+    assert result.tolist() == trace_sum(a, 0).tolist()
+    assert cold.stats()["routes"]["python"] == 0
