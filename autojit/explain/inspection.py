@@ -66,17 +66,7 @@ class Inspection:
     @property
     def kernels_text(self) -> str:
         """The plan's steps in order: kernels, and library calls (``matmul %3 %5 -> %7``)."""
-        if not self.plan:
-            return ""
-        parts = []
-        for kind, index in self.plan.steps:
-            if kind == "kernel":
-                parts.append(format_kernel(self.plan.kernels[index]))
-            else:
-                call = self.plan.libraries[index]
-                operands = " ".join(f"%{i}" for i in call.inputs)
-                parts.append(f"library {call.name} {operands} -> %{call.output}\n")
-        return "\n".join(parts)
+        return _steps_text(self.plan) if self.plan else ""
 
     @property
     def traffic(self) -> list[Traffic]:
@@ -248,3 +238,23 @@ class Inspection:
     def __repr__(self) -> str:
         return (f"<Inspection {self.function}: {len(self.kernels)} kernel(s), "
                 f"route {self.route}>")
+
+
+def _steps_text(plan: Plan, indent: str = "") -> str:
+    """The plan's steps in order; a loop region's body plan follows it, indented."""
+    parts = []
+    for kind, index in plan.steps:
+        if kind == "kernel":
+            text = format_kernel(plan.kernels[index])
+        elif kind == "region":
+            call = plan.regions[index]
+            carries = ", ".join(f"%{c}" for c in call.carries)
+            body = _steps_text(call.body, "  ")
+            text = (f"loop{index} %{call.node} ({call.region.kind}, carried "
+                    f"{carries or 'nothing'}), per iteration:\n{body}")
+        else:
+            call = plan.libraries[index]
+            operands = " ".join(f"%{i}" for i in call.inputs)
+            text = f"library {call.name} {operands} -> %{call.output}\n"
+        parts.append("".join(f"{indent}{line}\n" for line in text.splitlines()))
+    return "\n".join(parts)

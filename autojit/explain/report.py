@@ -178,7 +178,7 @@ class _Writer:
 
     def why_stored(self, fate: ValueFate) -> list[str]:
         """Return why a value could not stay in registers, from the plan's steps."""
-        kernels = {k.name: k for k in self.bp.plan.kernels}
+        kernels = {k.name: k for k in self.bp.plan.own_kernels}
         writer = kernels.get(fate.writer or "")
         reasons = [] if writer else [f"{fate.writer} is a BLAS call: it writes to memory"]
         for reader in fate.readers:
@@ -243,7 +243,7 @@ class _Writer:
 
     def kernels(self) -> None:
         """Per kernel: what LLVM did (remarks, calls, allocas, counts) and GPU resources."""
-        locs = {k.name: self.kernel_loc(k.nodes) for k in self.bp.plan.kernels}
+        locs = {k.name: self.kernel_loc(k.nodes) for k in self.bp.plan.own_kernels}
         for facts in self.inputs.llvm:
             loc = locs.get(facts.kernel, self.graph.loc)
             for remark in facts.remarks:

@@ -189,6 +189,7 @@ def _physical_owners(allocations: tuple[Allocation, ...]) -> list[int]:
 
 def _step_names(plan: Plan) -> tuple[str, ...]:
     return tuple(plan.kernels[i].name if kind == "kernel"
+                 else f"loop{i}" if kind == "region"
                  else f"lib{i}_{plan.libraries[i].name}" for kind, i in plan.steps)
 
 
@@ -204,6 +205,13 @@ def _step_io(plan: Plan) -> tuple[dict[int, int], dict[int, list[int]]]:
                     writes.setdefault(buffer.value, step)
                 elif step not in reads.setdefault(buffer.value, []):
                     reads[buffer.value].append(step)
+        elif kind == "region":
+            region = plan.regions[index]
+            for carry in region.carries:
+                writes.setdefault(carry, step)
+            for i in region.inputs:
+                if step not in reads.setdefault(i, []):
+                    reads[i].append(step)
         else:
             call = plan.libraries[index]
             writes.setdefault(call.output, step)
@@ -361,7 +369,7 @@ def _returned(graph: Graph) -> dict[int, str]:
 def _computing_kernels(plan: Plan) -> dict[int, tuple[str, ...]]:
     """Return node -> the kernels whose body computes it (fused or recomputed there)."""
     found: dict[int, list[str]] = {}
-    for k in plan.kernels:
+    for k in plan.own_kernels:
         for node_id in dict.fromkeys([*k.nodes, *(ins.node for ins in k.body)]):
             found.setdefault(node_id, []).append(k.name)
     return {n: tuple(names) for n, names in found.items()}
@@ -410,7 +418,7 @@ def plan_buffers(plan: Plan) -> BufferPlan:
     returned = _returned(graph)
     computing = _computing_kernels(plan)
     owners: dict[int, str] = {}
-    for kernel in plan.kernels:
+    for kernel in plan.own_kernels:
         for node_id in kernel.nodes:
             owners.setdefault(node_id, kernel.name)
     fates = tuple(_fate(plan, n, names, writes, reads, by_node, returned, computing, owners)

@@ -43,13 +43,16 @@ LEAF_OPS = (Op.ARG, Op.CONST, Op.SIZE, Op.VIEW)   # VIEW: stored memory seen wit
 
 #: ops that are never recomputed inside a reader: they run along rows, write memory, or
 #: are a library call (BLAS writes its result into memory; kernels have no matmul)
-ROW_OPS = (Op.REDUCE, Op.SCAN, Op.WRITE, Op.MATMUL)
+ROW_OPS = (Op.REDUCE, Op.SCAN, Op.WRITE, Op.MATMUL, Op.REGION, Op.CARRY)
 
 #: ops a library call computes (a step of its own, never an instruction of a kernel)
-LIBRARY_OPS = (Op.MATMUL,)
+LIBRARY_OPS = (Op.MATMUL, Op.REGION)
+
+#: what a REGION step computes besides itself: its CARRYs and region WRITEs join its group
+REGION_RESULTS = (Op.CARRY,)
 
 #: readers that need their input stored in memory (not recomputed inside them)
-NEEDS_MEMORY = frozenset({Op.REDUCE, Op.MATMUL, Op.WRITE, Op.VIEW})
+NEEDS_MEMORY = frozenset({Op.REDUCE, Op.MATMUL, Op.WRITE, Op.VIEW, Op.REGION})
 
 #: ops cheap enough to recompute per broadcast element rather than store and reload.
 CHEAP_OPS = frozenset({
@@ -174,7 +177,7 @@ def inlined_nodes(graph: Graph) -> set[int]:
     overwritten = overwritten_memory(graph)
     scalar: set[int] = set()
     for node in graph.nodes:
-        library_input = any(graph.node(u).op in (Op.MATMUL, Op.VIEW) for u in users[node.id])
+        library_input = any(graph.node(u).op in (*LIBRARY_OPS, Op.VIEW) for u in users[node.id])
         if (node.op not in (*LEAF_OPS, *ROW_OPS, *LIBRARY_OPS) and is_uniform(node)
                 and node.id not in outputs and not library_input
                 and not overwritten.intersection(node.inputs)
@@ -508,7 +511,7 @@ class _Partitioner:
     def _try_join(self, node: Node, g: int) -> bool:
         self.evaluations += 1
         group = self.groups[g]
-        if group.library or group.sealed or node.op is Op.MATMUL or self._views_into(node, g):
+        if group.library or group.sealed or node.op in LIBRARY_OPS or self._views_into(node, g):
             return False   # a library call is a step of its own; a viewed value is stored
         if len(group.nodes) >= self.max_ops or not self._acyclic(node, g):
             return False
@@ -564,6 +567,10 @@ class _Partitioner:
         return list(dict.fromkeys(direct + sorted(siblings)))
 
     def add(self, node: Node) -> None:
+        if node.op in REGION_RESULTS or (node.op is Op.WRITE and node.attr("region")):
+            # a loop's results: computed by its REGION step (the region is their last input)
+            self._place(node, self.owner[node.inputs[-1]], Placement(Level.ROW, 0))
+            return
         if node.op is Op.WRITE:
             self._add_write(node)
             return
@@ -571,7 +578,7 @@ class _Partitioner:
             if self._try_join(node, g):
                 return
         place = Placement(Level.ROW, 0)
-        if node.op is Op.MATMUL:
+        if node.op in LIBRARY_OPS:
             group = Group([], node.type.shape, library=True)
         elif node.op is Op.REDUCE:
             source = self.graph.node(node.inputs[0])

@@ -14,6 +14,7 @@ from autojit.fuse.split_reduce import split_reductions
 from autojit.ir.graph import Graph, Node
 from autojit.ir.kernel import Kernel, Level
 from autojit.ir.ops import NUMPY_BUFSIZE, OP_TABLE, Op, ordered_reduction
+from autojit.ir.region import Region
 from autojit.ir.types import Dim
 from autojit.ir.verify import check_graph, check_kernel
 
@@ -30,6 +31,20 @@ class LibraryCall:
 
 
 @dataclass(frozen=True)
+class RegionCall:
+    """A step that runs a loop region (``ir.region``): ``body`` is the body's own plan,
+    whose kernels are the outer plan's ``kernels[offset:offset + len(body.kernels)]``;
+    ``inputs`` are the REGION node's inputs, ``carries`` its CARRY nodes by index."""
+
+    node: int
+    region: Region
+    body: Plan
+    inputs: tuple[int, ...]
+    carries: tuple[int, ...]
+    offset: int
+
+
+@dataclass(frozen=True)
 class Plan:
     """Kernels and library calls in launch order, and the values each call allocates
     (intermediates, results). ``order`` interleaves them: ("kernel", i) / ("library", j)."""
@@ -43,6 +58,15 @@ class Plan:
     #: why the CPU runs this plan as Python ('' when it does not): a float sum whose
     #: order NumPy takes from memory layout (the GPU, exact only to tolerances, runs it)
     cpu_refusal: str = ""
+    #: loop regions, steps ("region", j); their bodies' kernels follow the plan's own
+    regions: tuple[RegionCall, ...] = ()
+
+    @property
+    def own_kernels(self) -> tuple[Kernel, ...]:
+        """The kernels this plan's steps launch (the rest run inside its regions)."""
+        if not self.regions:
+            return self.kernels
+        return self.kernels[:self.regions[0].offset]
 
     @property
     def steps(self) -> tuple[tuple[str, int], ...]:
@@ -64,12 +88,13 @@ def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
 
     needed = {o for o in graph.outputs if o in owner}
     needed |= {g.nodes[0] for g in groups if g.library}   # BLAS writes memory, read or not
+    needed |= {n.id for n in graph.nodes if n.op is Op.CARRY}   # a loop writes them
     needed |= {n.inputs[0] for n in graph.nodes if n.op is Op.VIEW and n.inputs[0] in owner}
     for node_id, group in owner.items():
         if any(g != group for g in reading_groups(node_id)):
             needed.add(node_id)
     # a WRITE lives in its argument's memory: never allocated
-    return [n.id for n in graph.nodes if n.id in needed and n.op is not Op.WRITE]
+    return [n.id for n in graph.nodes if n.id in needed and n.op not in (Op.WRITE, Op.REGION)]
 
 
 def _keeps_c_order(step: tuple) -> bool:
@@ -140,6 +165,8 @@ def _order_sets(graph: Graph, contiguous: Sequence[bool],
         elif node.op is Op.WRITE:      # the argument's own memory
             keep = bool(contiguous[node.attr("param")])
             in_order = strided_param(node.attr("param"))
+        elif node.op is Op.CARRY:      # a loop's result: memory the plan allocates
+            keep = True
         elif node.op is Op.VIEW:
             source, step = node.inputs[0], node.attr("step")
             keep = source in ordered and (_keeps_c_order(step) or _forward_line(node))
@@ -627,7 +654,7 @@ def _outline(graph: Graph, group: Group, in_memory: set[int]) -> Outline:
 
 def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAULT_MAX_OPS,
                  check: Callable[[Sequence[Outline]], None] | None = None,
-                 c_strided: Sequence[bool] = ()) -> Plan:
+                 c_strided: Sequence[bool] = (), prefix: str = "") -> Plan:
     """Partition ``graph`` and emit one Kernel per group.
 
     ``contiguous[i]`` says whether parameter i is a C-contiguous array (from the signature),
@@ -650,19 +677,36 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAUL
     kernels: list[Kernel] = []
     libraries: list[LibraryCall] = []
     order: list[tuple[str, int]] = []
+    bodies: list[tuple[Node, Group, Plan]] = []
     for group in groups:
         first = graph.node(group.nodes[0])
+        if first.op is Op.REGION:
+            order.append(("region", len(bodies)))
+            region = first.attr("region")
+            bodies.append((first, group, plan_kernels(
+                region.body, region.contiguous, max_ops, check,
+                prefix=f"{prefix}r{len(bodies)}_")))
+            continue
         if group.library:
             order.append(("library", len(libraries)))
             libraries.append(LibraryCall(first.op.value, first.inputs, first.id))
             continue
-        name = f"k{len(kernels)}_{first.op.value}"
+        name = f"{prefix}k{len(kernels)}_{first.op.value}"
         order.append(("kernel", len(kernels)))
         kernels.append(check_kernel(_emit_kernel(graph, group, name, in_memory, contiguous,
                                                  ordered)))
+    refusal = _summation_order_refusal(graph, exact, in_order)
+    regions = []
+    for node, group, body in bodies:
+        carries = sorted((graph.node(n).attr("index"), n) for n in group.nodes
+                         if graph.node(n).op is Op.CARRY)
+        regions.append(RegionCall(node.id, node.attr("region"), body, node.inputs,
+                                  tuple(n for _, n in carries), len(kernels)))
+        kernels += body.kernels   # named r<j>_k<i>_<op> (unique across the plan)
+        refusal = refusal or body.cpu_refusal
     return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order),
-                cpu_refusal=_summation_order_refusal(graph, exact, in_order))
+                cpu_refusal=refusal, regions=tuple(regions))
 
 
-__all__ = ["DEFAULT_MAX_OPS", "LEAF_OPS", "Outline", "Plan", "c_ordered_values",
+__all__ = ["DEFAULT_MAX_OPS", "LEAF_OPS", "Outline", "Plan", "RegionCall", "c_ordered_values",
            "numpy_ordered_reductions", "pairwise_block", "plan_kernels"]

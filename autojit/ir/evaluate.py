@@ -93,6 +93,7 @@ def scan_array(kind: str, value: np.ndarray, axes: tuple[int, ...]) -> np.ndarra
 def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
     """Return the graph's outputs for ``args`` computed op by op with NumPy."""
     values: dict[int, Any] = {}
+    loops: dict[int, list[Any]] = {}
     sizes = graph_sizes(graph, args)
     with np.errstate(all="ignore"):
         for node in graph.nodes:
@@ -106,9 +107,16 @@ def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
             elif node.op is Op.SIZE:
                 values[node.id] = np.asarray(np.prod([sizes[s] for s in node.attr("symbols")]),
                                              dtype=dtype)
+            elif node.op is Op.REGION:   # the loop, one iteration after another
+                values[node.id] = np.asarray(False)
+                loops[node.id] = _evaluate_region(node.attr("region"),
+                                                  [values[i] for i in node.inputs])
+            elif node.op is Op.CARRY:
+                values[node.id] = np.asarray(loops[node.inputs[0]][node.attr("index")])
             elif node.op is Op.WRITE:   # NumPy semantics: the argument itself is updated
-                region = values[node.inputs[0]]
-                region[...] = values[node.inputs[1]]
+                if not node.attr("region"):   # (a loop wrote into it already)
+                    region = values[node.inputs[0]]
+                    region[...] = values[node.inputs[1]]
                 root = node
                 while root.op is not Op.ARG:
                     root = graph.node(root.inputs[0])
@@ -141,6 +149,36 @@ def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
                     f"node %{node.id} {node.op.value}: NumPy gives "
                     f"{values[node.id].dtype}, graph says {dtype}")
     return [values[i] for i in graph.outputs]
+
+
+def _evaluate_region(region: Any, inputs: list[Any]) -> list[Any]:
+    """Return a loop region's carried values, then its private copies, after the loop."""
+    from autojit.ir.host import run_prologue
+
+    def source(kind_value: tuple[str, Any]) -> Any:
+        kind, value = kind_value
+        return inputs[value] if kind == "input" else value
+
+    body, count = region.body, len(region.carried)
+    current = [source(s) for s in region.sources]
+    for k in region.private:
+        current[k] = np.array(current[k])
+    carried, captured = current[:count], current[count:]
+
+    def step(args: list[Any]) -> list[Any]:
+        return evaluate_graph(body, run_prologue(body.prologue, args) if body.prologue
+                              else args)
+
+    if region.kind == "for":
+        start, stop, by = (int(source(b)) for b in region.bounds)
+        for i in range(start, stop, by):
+            carried = step([i, *carried, *captured])
+    else:
+        condition = source(region.first)
+        while bool(condition):
+            results = step([*carried, *captured])
+            carried, condition = results[:-1], results[-1]
+    return carried + [captured[k - count] for k in region.private]
 
 
 def evaluate_kernel(kernel: Kernel, buffers: Sequence[np.ndarray],

@@ -35,6 +35,7 @@ class OpGroup(enum.Enum):
     SCAN = "scan"            # graph: running reduction along axes; kernel: along the row
     MOVEMENT = "movement"    # views: the same memory seen with other strides
     LIBRARY = "library"      # computed by a library routine (BLAS / cuBLAS), not a kernel
+    CONTROL = "control"      # a loop region: its body is a graph of its own (``ir.region``)
 
 
 class Op(enum.Enum):
@@ -50,6 +51,8 @@ class Op(enum.Enum):
     MATMUL = "matmul"        # np.matmul semantics, run by BLAS (CPU) or cuBLAS (GPU)
     INDEX = "index"          # graph: positions along one axis (arange); kernel: a loop index
     WRITE = "write"          # target[...] = value into an argument; the argument's next version
+    REGION = "region"        # a loop traced once (``ir.region.Region``); read via CARRY
+    CARRY = "carry"          # one value a REGION leaves (its ``index``-th carried value)
     REDUCE = "reduce"
     SCAN = "scan"            # cumsum / cumprod: the running value at each row position
     # arithmetic
@@ -196,6 +199,8 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.MATMUL: OpInfo(OpGroup.LIBRARY, 2, np.matmul),
     Op.INDEX: OpInfo(OpGroup.LEAF, 0, primitive_kinds="i", cost=_FREE),
     Op.WRITE: OpInfo(OpGroup.MEMORY, 2, cost=_FREE),
+    Op.REGION: OpInfo(OpGroup.CONTROL, 0, cost=_FREE),   # any number of operands
+    Op.CARRY: OpInfo(OpGroup.CONTROL, 1, cost=_FREE),
     Op.REDUCE: OpInfo(OpGroup.REDUCE, 1),   # renderers handle it structurally, per REDUCE_KINDS
     Op.SCAN: OpInfo(OpGroup.SCAN, 1),       # likewise, per SCAN_KINDS
     # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a

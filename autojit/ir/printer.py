@@ -43,7 +43,38 @@ def _node_operands(node: Node, graph: Graph) -> str:
         return f"{operands} axes={node.attr('axes')}{keep}"
     if node.op is Op.SCAN:
         return f"{operands} axes={node.attr('axes')}"
+    if node.op is Op.CARRY:
+        return f"{operands}[{node.attr('index')}]"
+    if node.op is Op.WRITE and node.attr("region"):
+        return f"{operands} (in the loop)"
     return operands
+
+
+def _source(source: tuple, node: Node, graph: Graph) -> str:
+    """A region operand: a parameter by name, another value as ``%id``, a constant."""
+    kind, value = source
+    if kind != "input":
+        return repr(value)
+    operand = graph.node(node.inputs[value])
+    if operand.op is Op.ARG:
+        return graph.params[operand.attr("index")].name
+    return f"%{operand.id}"
+
+
+def _region_lines(node: Node, graph: Graph) -> list[str]:
+    """``loop %t in [0, steps) carried (acc):`` then the body's graph, indented."""
+    region = node.attr("region")
+    carried = ", ".join(region.names)
+    operands = ", ".join(_source(s, node, graph) for s in region.sources)
+    if region.kind == "for":
+        start, stop, step = (_source(b, node, graph) for b in region.bounds)
+        by = "" if step == "1" else f" step {step}"
+        head = f"loop %t in [{start}, {stop}){by} carried ({carried}) from ({operands}):"
+    else:
+        head = (f"while {_source(region.first, node, graph)} carried ({carried}) "
+                f"from ({operands}):")
+    body = format_graph(region.body).splitlines()
+    return [f"  %{node.id} = {head}"] + [f"    {line}" for line in body]
 
 
 def _node_name(node: Node) -> str:
@@ -63,6 +94,11 @@ def format_graph(graph: Graph) -> str:
                              for kind, v in step.operands)
         lines.append(f"  {param.name} = python {step.op}({operands}) : {step.result_type}")
     for node in graph.nodes:
+        if node.op is Op.REGION:
+            region_lines = _region_lines(node, graph)
+            region_lines[0] = _with_comment(region_lines[0], str(node.loc) if node.loc else "")
+            lines += region_lines
+            continue
         text = f"  %{node.id} = {_node_name(node)} {_node_operands(node, graph)} : {node.type}"
         lines.append(_with_comment(text, str(node.loc) if node.loc else ""))
     for symbol, value in graph.guards:

@@ -62,14 +62,40 @@ def verify_graph(graph: Graph) -> None:
         missing = [i for i in node.inputs if i not in seen]
         if missing:
             raise VerifyError(f"%{node.id} reads %{missing[0]} before it is defined")
-        if info.group is not OpGroup.LEAF and len(node.inputs) != info.arity:
+        variadic = node.op is Op.REGION   # its operands are its body's sources
+        if info.group is not OpGroup.LEAF and not variadic and len(node.inputs) != info.arity:
             raise VerifyError(f"%{node.id} {node.op.value} takes {info.arity} operands")
         if node.op is Op.ARG and not 0 <= node.attr("index", -1) < len(graph.params):
             raise VerifyError(f"%{node.id} reads a missing parameter")
+        if node.op is Op.REGION:
+            _verify_region(graph, node)
+        if node.op is Op.CARRY and graph.node(node.inputs[0]).op is not Op.REGION:
+            raise VerifyError(f"%{node.id} carry reads %{node.inputs[0]}, not a region")
         seen.add(node.id)
     for out in graph.outputs:
         if out not in seen:
             raise VerifyError(f"output %{out} is not defined")
+
+
+def _verify_region(graph: Graph, node) -> None:
+    """A REGION's sources name its inputs; its body has a parameter per source (and the
+    index) and returns each carried value (and a while loop's condition)."""
+    region = node.attr("region")
+    if region is None or region.kind not in ("for", "while"):
+        raise VerifyError(f"%{node.id} region without a for/while body")
+    sources = (*region.bounds, *((region.first,) if region.first else ()), *region.sources)
+    for kind, value in sources:
+        if kind == "input" and not 0 <= value < len(node.inputs):
+            raise VerifyError(f"%{node.id} region reads a missing input {value}")
+    body = region.body
+    index = 1 if region.kind == "for" else 0
+    if len(body.params) - len(body.prologue) != index + len(region.sources):
+        raise VerifyError(f"%{node.id} region body takes another number of parameters")
+    results = len(region.carried) + (region.kind == "while")
+    if len(body.outputs) != results:
+        raise VerifyError(f"%{node.id} region body returns {len(body.outputs)} values, "
+                          f"not {results}")
+    verify_graph(body)
 
 
 def _check_instruction_types(kernel: Kernel, ins, dtypes: dict[int, np.dtype]) -> None:

@@ -110,10 +110,38 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> Mapping[str, int] | None:
             return found
     if binder.nonempty and any(sizes[s] == 0 for s in binder.nonempty):
         return None   # NumPy raises for a reduction of nothing without an identity
+    if plan.regions:   # a loop body's own sizes (its views'), bound before anything runs
+        found = _bind_regions(plan, sizes)
+        if found is not True:
+            return found
     # a bound from the largest size and rank first: the usual call stops there
     if sizes and max(sizes.values()) > binder.limit and _too_big(plan, sizes):
         return None   # NumPy raises ValueError ("iterator is too large", "array is too big")
     return sizes
+
+
+def _bind_regions(plan: Plan, sizes: dict[str, int]) -> Mapping[str, int] | None | bool:
+    """Bind each loop body's sizes (the sizes of its views) from the shapes its parameters
+    have at this call, into ``sizes`` (the body shares the trace's size symbols); True when
+    bound, else what ``bind_sizes`` returns. Where the body's views or broadcasts make NumPy
+    raise, the call runs as Python, which raises it at the right point (if the loop runs)."""
+    for call in plan.regions:
+        region, body, graph = call.region, call.body, plan.graph
+        args: list[Any] = [0] if region.kind == "for" else []
+        for source, param in zip(region.sources, body.graph.params[len(args):]):
+            node = graph.node(call.inputs[source[1]]) if source[0] == "input" else None
+            if param.kind != "array" or node is None:
+                args.append(source[1] if node is None else 0)
+                continue
+            shape = tuple(sizes[d] if d.__class__ is str else d for d in node.type.shape)
+            # a stand-in of the parameter's shape (no memory: every stride 0), writeable
+            args.append(np.lib.stride_tricks.as_strided(
+                np.zeros(1, param.type.dtype), shape, (0,) * len(shape), writeable=True))
+        found = bind_sizes(body, args)
+        if found is None or found is SIZES_MISS:
+            return found
+        sizes.update(found)
+    return True
 
 
 #: NumPy refuses arrays (and broadcasts) of more bytes than an npy_intp holds
@@ -222,8 +250,9 @@ def argument_overlaps(plan: Plan) -> Overlaps:
     graph = plan.graph
     first_write: dict[int, int] = {}
     for node in graph.nodes:
-        if node.op is Op.WRITE:
-            first_write.setdefault(node.attr("param"), node.id)
+        if node.op is Op.WRITE:   # a loop's writes (a region WRITE) happen as it reads
+            at = node.inputs[1] - 0.5 if node.attr("region") else node.id
+            first_write.setdefault(node.attr("param"), at)
     last_read: dict[int, int] = {}     # argument -> the last node reading its memory
     for node in graph.nodes:
         if node.op is Op.VIEW:

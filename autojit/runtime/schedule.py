@@ -19,6 +19,7 @@ from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
 from autojit.ir.views import apply_view
 from autojit.runtime.binding import _may_overlap, argument_overlaps
+from autojit.runtime.regions import RegionSlots, run_region
 from autojit.runtime.targets import Target
 
 
@@ -69,6 +70,7 @@ class Schedule:
     # per output the allocation whose memory, made in that shape, it returns (-1: its slot)
     owner_shapes: tuple[tuple | None, ...] = ()
     owned_outputs: tuple[int, ...] = ()
+    regions: tuple[RegionSlots, ...] = ()   # per ("region", j) step: its operands' slots
     # derived once (run_plan reads them at every call): the slots after the arguments as
     # they start (allocations and views empty, the constants in place), where the views'
     # slots begin past the arguments, and whether any view is taken between steps
@@ -127,7 +129,7 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
         return slots[node_id]
 
     calls = []
-    for kernel in plan.kernels:
+    for kernel in plan.own_kernels:
         ndims = [len(graph.node(b.value).type.shape) for b in kernel.buffers]
         strides = tuple((b, kernel.array_axis(b, d, ndims[b]))
                         for b, d in kernel.runtime_strides())
@@ -137,18 +139,20 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
             kernel.loop_sizes, strides))
     libraries = tuple((call.name, tuple(slot(i) for i in call.inputs), slot(call.output))
                       for call in plan.libraries)
+    regions = tuple(RegionSlots(tuple(slot(i) for i in r.inputs),
+                                tuple(slot(c) for c in r.carries)) for r in plan.regions)
     outputs = tuple((slot(o), s) for o, s in zip(graph.outputs, graph.scalar_outputs))
     owner_shapes, owned_outputs = _owners(plan)
     allocations = tuple((graph.node(n).type.shape, graph.node(n).type.dtype)
                         for n in plan.allocations)
     constants += [np.empty(0)] * (len(constant_nodes) - len(constants))   # unused slots
-    at = _view_steps(plan.steps, calls, libraries, views, written_views, first_view)
+    at = _view_steps(plan.steps, calls, libraries, views, written_views, first_view, regions)
     batches = tuple(tuple(v for v, step in enumerate(at) if step == position)
                     for position in range(-1, len(plan.steps) + 1))
     schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs,
                         graph.output_tuple, tuple(views), batches,
                         argument_overlaps(plan).copy, libraries, plan.steps,
-                        *_lifetimes(plan), owner_shapes, owned_outputs)
+                        *_lifetimes(plan), owner_shapes, owned_outputs, regions)
     plan.schedule_cache[argument_count] = schedule
     return schedule
 
@@ -180,13 +184,14 @@ def _owners(plan: Plan) -> tuple[tuple[tuple | None, ...], tuple[int, ...]]:
 def _view_steps(steps: Sequence[tuple[str, int]], calls: Sequence[KernelCall],
                 libraries: Sequence[tuple[str, tuple[int, ...], int]],
                 views: Sequence[tuple[int, tuple[str, Any]]], written: set[int],
-                first_view: int) -> tuple[int, ...]:
+                first_view: int, regions: Sequence[RegionSlots] = ()) -> tuple[int, ...]:
     """Return, per view, the step before which it is taken: -1 for views of arguments as
     they were at the call, else the first step reading it (or a view taken of it), which
     runs after the step computing what it views (the partition orders them so)."""
     at = [-1 if v not in written else len(steps) for v in range(len(views))]
     for position, (kind, index) in reversed(list(enumerate(steps))):
-        read = calls[index].buffers if kind == "kernel" else libraries[index][1]
+        read = (calls[index].buffers if kind == "kernel" else regions[index].inputs
+                if kind == "region" else libraries[index][1])
         for slot in read:
             if slot - first_view in written:
                 at[slot - first_view] = position
@@ -278,16 +283,28 @@ def _launch(backend: Target, kernel: Kernel, program: Any, call: KernelCall,
     backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
 
 
-def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: int) -> None:
-    """Take the views of ``batch`` (see ``Schedule.view_batches``)."""
+def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: int,
+                memo: dict | None = None) -> None:
+    """Take the views of ``batch`` (see ``Schedule.view_batches``). ``memo`` (a loop
+    region's, one per call of the loop) keeps each view with the array it was taken of:
+    a view of the same array (a captured argument, every iteration) is the same view."""
     for v in schedule.view_batches[batch]:
         base, step = schedule.views[v]
-        values[first_view + v] = apply_view(values[base], step)
+        source = values[base]
+        if memo is not None:
+            held = memo.get(v)
+            if held is not None and held[0] is source:
+                values[first_view + v] = held[1]
+                continue
+        view = values[first_view + v] = apply_view(source, step)
+        if memo is not None and getattr(view, "base", None) is not None:   # not a copy
+            memo[v] = (source, view)
 
 
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequence[Any],
-             sizes: dict[str, int]) -> Any:
-    """Run every kernel of ``plan``; return the function's result as NumPy would."""
+             sizes: dict[str, int], memo: dict | None = None) -> Any:
+    """Run every kernel of ``plan``; return the function's result as NumPy would
+    (``memo``: a loop region's body, see ``_take_views``)."""
     first = len(args)
     schedule = plan.schedule_cache.get(first) or build_schedule(plan, first)
     values = [*args, *schedule.blank]
@@ -301,15 +318,18 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequenc
     first_view = first + schedule.view_offset
     batches = schedule.view_batches
     if batches[0]:
-        _take_views(schedule, values, first_view, 0)
+        _take_views(schedule, values, first_view, 0, memo)
     between = schedule.views_between
     for position, (kind, index) in enumerate(schedule.order):
         if between and batches[position + 1]:
-            _take_views(schedule, values, first_view, position + 1)
+            _take_views(schedule, values, first_view, position + 1, memo)
         for allocation, donor, clear in schedule.allocate[position]:
             _allocate(backend, schedule, values, first, allocation, donor, clear, sizes,
                       fresh)
-        if kind == "library":
+        if kind == "region":
+            run_region(run_plan, backend, plan.regions[index], schedule.regions[index],
+                       programs, values, sizes)
+        elif kind == "library":
             name, inputs, output = schedule.libraries[index]
             _run_library(backend, name, [values[i] for i in inputs], values[output])
         else:
@@ -318,7 +338,7 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequenc
         for allocation in schedule.release[position]:   # dead: give the memory back now
             values[first + allocation] = fresh[allocation] = None
     if batches[-1]:
-        _take_views(schedule, values, first_view, len(batches) - 1)
+        _take_views(schedule, values, first_view, len(batches) - 1, memo)
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
     if schedule.owned_outputs:   # (most plans have none: no loop set up per call)

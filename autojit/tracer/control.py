@@ -52,9 +52,19 @@ class Names:
 Body = Callable[..., tuple]
 
 
+def _tracing() -> bool:
+    from autojit.tracer.state import CURRENT_TRACE
+    return CURRENT_TRACE.get() is not None
+
+
 def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
               names: Names) -> tuple:
     """``for i in range(*bounds): carried = body(i, carried, captured)``."""
+    if _tracing():   # (the regions branch's minimal hook; the convert branch owns this file)
+        from autojit.tracer.regions import trace_for
+        result = trace_for(bounds, body, carried, captured, names)
+        if result is not NotImplemented:
+            return result
     for i in range(*bounds):
         carried = body(i, carried, captured)
     return carried
@@ -63,6 +73,11 @@ def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
 def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
                captured: tuple, names: Names) -> tuple:
     """``while cond(carried, captured): carried = body(carried, captured)``."""
+    if _tracing():
+        from autojit.tracer.regions import trace_while
+        result = trace_while(cond, body, carried, captured, names)
+        if result is not NotImplemented:
+            return result
     while cond(carried, captured):
         carried = body(carried, captured)
     return carried
@@ -71,4 +86,9 @@ def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
 def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple,
             names: Names) -> tuple:
     """``carried = (then if pred else orelse)(carried, captured)``."""
+    if _tracing():
+        from autojit.tracer.regions import trace_if
+        result = trace_if(pred, then, orelse, carried, captured, names)
+        if result is not NotImplemented:
+            return result
     return then(carried, captured) if pred else orelse(carried, captured)

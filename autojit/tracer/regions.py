@@ -11,21 +11,493 @@ Interface (fixed for issue 15's helpers; filled in by the regions branch):
 - ``trace_if(pred, then, orelse, carried, captured, names)``
 
 with the arguments of ``control.for_range``, ``control.while_loop``, ``control.if_else``.
+
+How a loop becomes a region (``ir.region``): its body is traced ONCE as a graph of its own
+(a nested trace sharing the outer trace's size symbols): parameters the index (a Python
+int: a host scalar of the body), the carried values and the traced captured values;
+results the carried values after one iteration (and, for ``while``, the next condition).
+The outer graph gets a REGION node, a CARRY node per carried value and a region WRITE per
+argument the body writes into (its next version). Carried values whose type changes after
+the first iteration (``acc = 0.0`` then ``acc += np.sum(a)``: a Python float, then a NumPy
+float64) peel that iteration into the outer trace, guarded on the decision "the loop ran at
+least once" (a host-prologue step whose result type is that decision); a type that keeps
+changing, a shape that changes (``x = x[1:]``), a write into a carried value, or a body the
+tracer cannot trace declines: the statement runs as Python does.
 """
 
 from __future__ import annotations
 
+import logging
+import types
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+
+from autojit.errors import TraceError
+from autojit.ir.graph import Param
+from autojit.ir.ops import Op
+from autojit.ir.region import Region, Source
+from autojit.ir.types import TensorType
+from autojit.tracer.host import HostScalar, python_scalar_dtype
+from autojit.tracer.proxy import Proxy
+from autojit.tracer.state import CURRENT_TRACE, TraceState, user_location
+
+_LOGGER = logging.getLogger("autojit.regions")
+
+
+def _where(names: Any) -> str:
+    return f"{getattr(names, 'file', '?')}:{getattr(names, 'line', '?')}"
+
+
+class _Decline(Exception):
+    """The statement cannot be a region: it runs as Python (the reason, for debugging)."""
+
+
+#: captured Python values a body may read as they are (immutable: tracing once is exact)
+_PLAIN = (int, float, bool, complex, str, bytes, type(None), type, types.ModuleType,
+          types.FunctionType, types.BuiltinFunctionType, np.ufunc, np.dtype, slice, range,
+          type(Ellipsis), np.generic)
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    from autojit.tracer.control import UNDEFINED
+    return value is UNDEFINED or (isinstance(value, _PLAIN) and type(value) not in (
+        Proxy, HostScalar))
+
+
+def _key(state: TraceState, value: Any) -> tuple:
+    """What must not change from one iteration to the next (the body is traced for it)."""
+    if isinstance(value, Proxy):
+        return ("proxy", value.dtype.str, tuple(state.find(d) for d in value.type.shape),
+                value.weak, value.is_scalar)
+    if isinstance(value, HostScalar):
+        return ("host", value.python_type)
+    if _plain(value):
+        return ("const", type(value), repr(value))
+    raise _Decline(f"a carried {type(value).__name__}")
+
+
+class _Body:
+    """One nested trace of a loop body: its graph and what it returned."""
+
+    def __init__(self, state: TraceState, kind: str, index: Any, carried: tuple,
+                 captured: tuple) -> None:
+        self.outer, self.kind = state, kind
+        self.child = TraceState()
+        for name in ("parent", "example_sizes", "guards", "argument_symbols"):
+            setattr(self.child, name, getattr(state, name))   # one namespace of sizes
+        self.child.fp_policy = state.fp_policy
+        self.params: list[Param] = []
+        self.param_of: dict[int, int] = {}    # position in carried + captured -> parameter
+        if kind == "for":
+            self.index = HostScalar(self._param("index", "scalar", TensorType(
+                np.dtype(np.int64), ())), index)
+        self.carried = tuple(self._stand_in(k, v) for k, v in enumerate(carried))
+        self.captured = tuple(self._stand_in(len(carried) + k, v)
+                              for k, v in enumerate(captured))
+
+    def _param(self, name: str, kind: str, type_: TensorType) -> int:
+        self.params.append(Param(name, kind, type_))
+        self.child.params_kind.append(kind)
+        return len(self.params) - 1
+
+    def _stand_in(self, position: int, value: Any) -> Any:
+        """The body's parameter for an outer value (a traced one), or the value itself."""
+        if isinstance(value, Proxy):
+            state = self.child
+            type_ = TensorType(value.dtype, tuple(state.find(d) for d in value.type.shape))
+            index = self._param(f"v{position}", "array", type_)
+            node = state.add_node(Op.ARG, (), type_, (("index", index),))
+            self.param_of[position] = index
+            return Proxy(node, type_, value.weak, value.is_scalar, index)
+        if isinstance(value, HostScalar):
+            index = self._param(f"v{position}", "scalar", TensorType(
+                python_scalar_dtype(value.python_type), ()))
+            self.param_of[position] = index
+            return HostScalar(index, value.value)
+        if not _plain(value):
+            raise _Decline(f"a captured {type(value).__name__}")
+        return value
+
+    def run(self, body: Callable, cond: Callable | None) -> tuple:
+        """Trace ``body`` (and a while loop's next condition); return the carried results."""
+        self.child.arg_count = len(self.params)
+        token = CURRENT_TRACE.set(self.child)
+        try:
+            if self.kind == "for":
+                results = body(self.index, self.carried, self.captured)
+            elif self.kind == "if":
+                results = body(self.carried, self.captured)
+                if not isinstance(results, tuple) or len(results) != len(self.carried):
+                    raise _Decline("the branch returned another number of values")
+                self.results, self.next_cond = results, None
+                return results
+            else:
+                results = body(self.carried, self.captured)
+            if not isinstance(results, tuple) or len(results) != len(self.carried):
+                raise _Decline("the body returned another number of values")
+            self.next_cond = cond(results, self.captured) if cond is not None else None
+        except TraceError as exc:
+            raise _Decline(str(exc)) from None
+        except _Decline:
+            raise
+        except Exception as exc:   # Python or NumPy raises in the body: Python runs it
+            raise _Decline(f"{type(exc).__name__} while tracing the body") from None
+        finally:
+            CURRENT_TRACE.reset(token)
+        self.results = results
+        return results
+
+    def graph(self, name: str) -> Any:
+        """Freeze the body: outputs are the traced carried values (then the condition)."""
+        from autojit.tracer.trace import _freeze, _output_node
+        state = self.child
+        outputs = []
+        for k, value in enumerate(self.results):
+            if k in self.param_of:
+                outputs.append(_output_node(state, value))
+        if self.next_cond is not None:
+            outputs.append(_output_node(state, self.next_cond))
+        if state.int_guards:
+            raise _Decline("a Python scalar converted to an integer dtype in the body")
+        if any(step.op == "pow" for step in state.host_steps):
+            raise _Decline("Python ** in the body (its result type depends on the values)")
+        graph = _freeze(state, None, name, self.params, [(o, False) for o, _ in outputs],
+                        True)
+        written = {n.attr("param") for n in graph.nodes if n.op is Op.WRITE}
+        return graph, written
+
+
+def _cond_ok(value: Any) -> bool:
+    return isinstance(value, HostScalar) or (isinstance(value, Proxy) and value.ndim == 0)
+
+
+class _Loop:
+    """Builds one region in the outer trace ``state``."""
+
+    def __init__(self, state: TraceState, kind: str, body: Callable, carried: tuple,
+                 captured: tuple, names: Any) -> None:
+        self.state, self.kind, self.body = state, kind, body
+        self.carried, self.captured, self.names = tuple(carried), tuple(captured), names
+        self.loc = user_location(4)
+        if names is not None and getattr(names, "line", 0):
+            from autojit.ir.graph import SourceLoc
+            self.loc = SourceLoc(names.file, names.line)
+
+    def keys(self, values: tuple) -> tuple:
+        return tuple(_key(self.state, v) for v in values)
+
+    def trace(self, carried: tuple, index: Any, cond: Callable | None) -> tuple[_Body, tuple]:
+        body = _Body(self.state, self.kind, index, carried, self.captured)
+        results = body.run(self.body, cond)
+        if any(isinstance(v, HostScalar) for v in results):
+            raise _Decline("a Python scalar carried through the loop")
+        return body, self.keys(results)
+
+    # -- the outer graph's nodes -----------------------------------------------------------
+    def source(self, value: Any, inputs: list[int]) -> Source:
+        if isinstance(value, Proxy):
+            inputs.append(value.node)
+        elif isinstance(value, HostScalar):
+            inputs.append(self.state.add_node(Op.ARG, (), TensorType(python_scalar_dtype(
+                value.python_type), ()), (("index", value.ref),), self.loc))
+        else:
+            return ("const", value)
+        return ("input", len(inputs) - 1)
+
+    def build(self, body: _Body, carried: tuple, bounds: tuple = (), first: Any = None,
+              ) -> tuple:
+        """Add the REGION, its CARRYs and region WRITEs; return the carried values after."""
+        state = self.state
+        graph, written = body.graph(f"{self.kind}_body")
+        positions = sorted(body.param_of)
+        for k in positions:   # a write into a carried value: its memory is the caller's
+            if k < len(carried) and body.param_of[k] in written:
+                raise _Decline("the body writes into a carried value")
+        values = carried + self.captured
+        from autojit.tracer.writes import written_param
+        arguments: dict[int, int] = {}       # written outer argument -> body parameter
+        locals_: list[int] = []              # written computed values (positions)
+        for k in positions:
+            if body.param_of[k] not in written:
+                continue
+            param = written_param(state, values[k].node)
+            if param is None:
+                locals_.append(k)
+                if _viewed(state, values[k].node):
+                    raise _Decline("the body writes into a computed array a view shares")
+            elif state.params_kind[param] != "array":
+                raise _Decline("a write into a scalar argument")
+            else:
+                arguments[param] = k
+            # the body's plan takes its parameters for distinct memory
+            if any(j != k and isinstance(values[j], Proxy)
+                   and written_param(state, values[j].node) == param for j in positions):
+                raise _Decline("the body writes into an argument it also reads otherwise")
+        inputs: list[int] = []
+        bound_sources = tuple(self.source(b, inputs) for b in bounds)
+        first_source = self.source(first, inputs) if first is not None else None
+        sources = [self.source(values[k], inputs) for k in positions]
+        carried_params = [k for k in positions if k < len(carried)]
+        out_types = [graph.node(o).type for o in graph.outputs[:len(carried_params)]]
+        contiguous = []
+        ordered = _contiguous_nodes(state)
+        for k in positions:
+            node = values[k].node if isinstance(values[k], Proxy) else None
+            out = carried_params.index(k) if k in carried_params else None
+            passes_view = out is not None and graph.node(graph.outputs[out]).op is Op.VIEW
+            contiguous.append(node is None or (node in ordered and not passes_view))
+        lead = 1 if self.kind == "for" else 0   # the index; then the prologue's values
+        contiguous = [True] * lead + contiguous
+        contiguous += [True] * (len(graph.params) - len(contiguous))
+        region = Region(self.kind, graph, bound_sources, first_source,
+                        tuple(sources[:len(carried_params)]),
+                        tuple(sources[len(carried_params):]),
+                        tuple(self._name(k) for k in carried_params), tuple(contiguous),
+                        tuple(positions.index(k) for k in locals_))
+        node = state.add_node(Op.REGION, tuple(inputs), TensorType(np.dtype(bool), ()),
+                              (("region", region),), self.loc)
+        after = list(carried)
+        for j, k in enumerate(carried_params):
+            result = body.results[k]
+            carry = state.add_node(Op.CARRY, (node,), out_types[j], (("index", j),), self.loc)
+            after[k] = Proxy(carry, out_types[j], result.weak, result.is_scalar)
+        for j, k in enumerate(locals_):   # rebind the caller's name: the same Proxy object
+            carry = state.add_node(Op.CARRY, (node,), values[k].type,
+                                   (("index", len(carried_params) + j),), self.loc)
+            values[k].node = carry
+        for param in sorted(arguments):
+            readers = tuple(sorted(state.readers_of_param(param)))
+            version = state.current_version(param)
+            state.add_node(Op.WRITE, (version, node), state.nodes[version].type,
+                           (("after", readers), ("param", param), ("region", True)), self.loc)
+            state.retire(param)
+        for k in range(len(carried)):
+            if k not in body.param_of:   # a constant that stayed the same constant
+                after[k] = body.results[k]
+        return tuple(after)
+
+    def _name(self, k: int) -> str:
+        names = getattr(self.names, "carried", ())
+        return names[k] if k < len(names) else f"c{k}"
+
+
+def _viewed(state: TraceState, node_id: int) -> bool:
+    node = state.nodes[node_id]
+    return node.op is Op.VIEW or any(n.op is Op.VIEW and n.inputs[0] == node_id
+                                     for n in state.nodes[node_id + 1:])
+
+
+def _contiguous_nodes(state: TraceState) -> set[int]:
+    """Outer values C-contiguous at every call: C-contiguous arguments (the signature's),
+    values autojit allocates, and views that keep C order (``fuse.plan`` decides the
+    same for the outer graph; here only what a body parameter may assume)."""
+    found: set[int] = set()
+    for n in state.nodes:
+        if n.op is Op.ARG:
+            index = n.attr("index")
+            if index >= len(state.params_kind) or state.params_kind[index] != "array" \
+                    or index in state.c_contiguous_args:
+                found.add(n.id)
+        elif n.op is Op.WRITE:
+            if n.attr("param") in state.c_contiguous_args:
+                found.add(n.id)
+        elif n.op is not Op.VIEW or not n.type.shape:
+            found.add(n.id)
+    return found
+
+
+# -- the decision "ran at least once", guarded --------------------------------------------
+def _guard_nonnegative(value: Any) -> None:
+    """Guard on ``value >= 0`` for a host int: ``1 ** value`` is an int then and a float
+    otherwise, and a call whose prologue value has another type than the trace's misses
+    (``ir.host``): it retraces, taking the other path."""
+    if isinstance(value, HostScalar):
+        1 ** value   # noqa: B018 (recorded as a host step: the guard)
+
+
+def _int_bound(value: Any) -> Any:
+    """A range bound as the loop sees it: a Python int, a host int, a traced int scalar."""
+    if type(value) is HostScalar:   # (its __class__ answers as its value's)
+        if value.python_type in (int, bool):
+            return value
+        raise _Decline("a range bound that is not an integer")
+    if isinstance(value, bool | int | np.integer) and not isinstance(value, Proxy):
+        return int(value)
+    if isinstance(value, Proxy) and value.ndim == 0 and value.dtype.kind in "iu":
+        return value
+    raise _Decline("a range bound that is not an integer")
+
+
+def _ran(bounds: tuple) -> bool | None:
+    """Whether ``range(*bounds)`` runs at least once, from the example values (None when a
+    bound is a traced array value: unknown while tracing)."""
+    values = []
+    for b in bounds:
+        if isinstance(b, Proxy):
+            return None
+        values.append(b.value if isinstance(b, HostScalar) else b)
+    return len(range(*values)) > 0
 
 
 def trace_for(bounds: tuple, body: Any, carried: tuple, captured: tuple, names: Any) -> Any:
-    return NotImplemented
+    state = CURRENT_TRACE.get()
+    if state is None:
+        return NotImplemented
+    try:
+        return _trace_for(state, bounds, body, carried, captured, names)
+    except _Decline as exc:
+        _LOGGER.debug("the loop at %s runs as Python: %s", _where(names), exc)
+        return NotImplemented
+
+
+def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
+               captured: tuple, names: Any) -> tuple:
+    bounds = tuple(_int_bound(b) for b in bounds)
+    if not 1 <= len(bounds) <= 3:
+        raise _Decline("range takes one to three bounds")
+    start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (
+        (*bounds, 1) if len(bounds) == 2 else bounds)
+    if type(step) is not int or step == 0:
+        raise _Decline("a range step that is not a nonzero constant")
+    loop = _Loop(state, "for", body, carried, captured, names)
+    ran = _ran((start, stop, step))
+    example = start.value if type(start) is HostScalar else start if type(start) is int \
+        else 0
+    first, keys = loop.trace(tuple(carried), example, None)
+    if keys == loop.keys(tuple(carried)):
+        return loop.build(first, tuple(carried), (start, stop, step))
+    # the carried types change after the first iteration: peel it, guarded on it running
+    if ran is None or isinstance(start, Proxy):
+        raise _Decline("carried types change and the trip count is a traced value")
+    if isinstance(stop, HostScalar) or isinstance(start, HostScalar):
+        if step > 0:
+            _guard_nonnegative((stop if type(start) is int and start == 0 else stop - start) - 1)
+        else:
+            _guard_nonnegative(start - stop - 1)
+    if not ran:
+        return tuple(carried)
+    after_first = first.results
+    again, keys_again = loop.trace(after_first, example + step, None)
+    if keys_again != keys:
+        raise _Decline("carried types keep changing")
+    peeled = body(start, tuple(carried), captured)   # the first iteration, as Python runs it
+    if loop.keys(tuple(peeled)) != keys:
+        raise TraceError("the loop's first iteration traced differently twice", loop.loc)
+    second, _ = loop.trace(tuple(peeled), example + step, None)
+    return loop.build(second, tuple(peeled), (start + step, stop, step))
 
 
 def trace_while(cond: Any, body: Any, carried: tuple, captured: tuple, names: Any) -> Any:
-    return NotImplemented
+    state = CURRENT_TRACE.get()
+    if state is None:
+        return NotImplemented
+    try:
+        return _trace_while(state, cond, body, carried, captured, names)
+    except _Decline as exc:
+        _LOGGER.debug("the loop at %s runs as Python: %s", _where(names), exc)
+        return NotImplemented
+
+
+def _truth(value: Any) -> bool | None:
+    """A condition's value at trace time: a constant's, a host bool's; None when traced."""
+    if isinstance(value, HostScalar):
+        return bool(value.value)
+    if isinstance(value, Proxy):
+        return None
+    return bool(value)
+
+
+def _trace_while(state: TraceState, cond: Callable, body: Callable, carried: tuple,
+                 captured: tuple, names: Any) -> tuple:
+    loop = _Loop(state, "while", body, carried, captured, names)
+    carried = tuple(carried)
+    first_cond = cond(carried, captured)   # Python evaluates it first: so does the trace
+    if not (_cond_ok(first_cond) or _plain(first_cond)):
+        raise TraceError("a while condition that is not a scalar", loop.loc)
+    now = _truth(first_cond)
+    if now is False:
+        _guard_truth(first_cond, False)
+        return carried
+    body_trace, keys = loop.trace(carried, None, cond)
+    if not _cond_ok(body_trace.next_cond):
+        raise _Decline("a while condition that is constant inside the loop")
+    if keys == loop.keys(carried):
+        return loop.build(body_trace, carried, first=first_cond)
+    if now is None or (isinstance(first_cond, HostScalar) and first_cond.python_type
+                       is not bool):
+        raise _Decline("carried types change and the first condition is a traced value")
+    again, keys_again = loop.trace(body_trace.results, None, cond)
+    if keys_again != keys:
+        raise _Decline("carried types keep changing")
+    _guard_truth(first_cond, True)
+    peeled = body(carried, captured)   # the first iteration, as Python runs it
+    if loop.keys(tuple(peeled)) != keys:
+        raise TraceError("the loop's first iteration traced differently twice", loop.loc)
+    next_cond = cond(tuple(peeled), captured)
+    if _truth(next_cond) is False:
+        return tuple(peeled)
+    if not _cond_ok(next_cond):
+        raise TraceError("a while condition that is not a scalar", loop.loc)
+    second, _ = loop.trace(tuple(peeled), None, cond)
+    return loop.build(second, tuple(peeled), first=next_cond)
+
+
+def _guard_truth(value: Any, expected: bool) -> None:
+    """Guard on a host bool's value (``value - 1`` is 0 when True, -1 when False)."""
+    if isinstance(value, HostScalar) and value.python_type is bool:
+        _guard_nonnegative(value - 1)
 
 
 def trace_if(pred: Any, then: Any, orelse: Any, carried: tuple, captured: tuple,
              names: Any) -> Any:
-    return NotImplemented
+    """An ``if`` on a traced array scalar whose branches only compute (no writes, no
+    in-place updates): both branches are traced and each carried value they leave
+    different becomes a select (``np.where`` of the predicate's truth), which is exact:
+    the value of one branch or the other, bit for bit. Branches that write, or leave
+    values of different types, decline (Python runs the statement: it falls back)."""
+    state = CURRENT_TRACE.get()
+    if state is None or not isinstance(pred, Proxy) or pred.ndim != 0:
+        return NotImplemented
+    try:
+        return _trace_if(state, pred, then, orelse, tuple(carried), tuple(captured), names)
+    except _Decline as exc:
+        _LOGGER.debug("the branch at %s runs as Python: %s", _where(names), exc)
+        return NotImplemented
+
+
+def _trace_if(state: TraceState, pred: Proxy, then: Callable, orelse: Callable,
+              carried: tuple, captured: tuple, names: Any) -> tuple:
+    loop = _Loop(state, "if", then, carried, captured, names)
+    for branch in (then, orelse):   # first in a trace of its own: does it write?
+        trial = _Body(state, "if", None, carried, captured)
+        trial.run(branch, None)
+        if any(n.op in (Op.WRITE, Op.REGION) for n in trial.child.nodes):
+            raise _Decline("a branch writes into an array")
+    taken = then(carried, captured)
+    other = orelse(carried, captured)
+    if not (isinstance(taken, tuple) and isinstance(other, tuple)
+            and len(taken) == len(other) == len(carried)):
+        raise _Decline("the branches return another number of values")
+    from autojit.tracer.numpy_map import make_elementwise
+    truth = pred if pred.dtype == np.bool_ else np.not_equal(pred, 0)
+    results = []
+    for a, b in zip(taken, other):
+        if a is b:
+            results.append(a)
+            continue
+        if not (isinstance(a, Proxy) and isinstance(b, Proxy)) or loop.keys((a,)) != \
+                loop.keys((b,)):
+            if _plain(a) and _plain(b) and loop.keys((a,)) == loop.keys((b,)):
+                results.append(a)
+                continue
+            raise _Decline("the branches leave values of different types")
+        dtype = a.dtype
+        select = make_elementwise(Op.SELECT, (truth, a, b), (np.dtype(bool), dtype, dtype),
+                                  dtype, is_scalar=a.is_scalar)
+        select.weak = a.weak
+        results.append(select)
+    return tuple(results)

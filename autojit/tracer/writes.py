@@ -83,6 +83,10 @@ def write(target: Proxy, key: Any, value: Any) -> None:
     region = target if key is None else getitem(target, key)
     _check_stored_value(region, value)
     source = _value_proxy(value, target.dtype)
+    if source.node == region.node and state.nodes[state.current_version(param)].op is Op.WRITE:
+        # ``x[k] = x[k]`` (Python's store after ``x[k] += v``): no value changes, and the
+        # write before it already stands for NumPy's read-only check; no copy kernel
+        return
     # a[...] = a changes no value but is still a write: NumPy refuses a read-only a
     if source.node != region.node and written_param(state, source.node) == param:
         # the value is the target's own memory seen otherwise (a[::-1] = a, a[1:] = a[:-1]):

@@ -1,0 +1,53 @@
+"""Loop regions: a ``for`` over ``range`` or a ``while`` traced once, its body a graph.
+
+A REGION node of the outer graph holds a :class:`Region` (attr ``region``). Its inputs are
+the outer values the loop reads (bounds, initial carried values, captured values: each
+body parameter names its ``Source``); CARRY nodes (attr ``index``) are the carried values
+after the loop, and WRITE nodes with attr ``region`` (inputs: the argument's version
+before the loop, the REGION) are the next versions of the arguments the body writes into.
+
+Body parameters, in order: for a ``for`` loop the index (a Python int, a host scalar of
+the body), then the carried values, then the captured values; the body returns the
+carried values (a ``while`` body also returns the next condition, last). The runner
+(``runtime.regions``) runs the body's plan once per iteration on the current values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from autojit.ir.graph import Graph
+
+#: where a body parameter's value comes from: ("input", k): the REGION node's k-th input
+#: (its slot at run time); ("const", value): a Python constant of the trace
+Source = tuple[str, Any]
+
+
+@dataclass(frozen=True)
+class Region:
+    """One loop. ``kind`` is "for" (``bounds``: start, stop, step) or "while" (``first``:
+    the condition before the first iteration); ``carried``/``captured`` are the body
+    parameters' sources after the index; ``names`` the carried names (for printing);
+    ``contiguous`` per body parameter (how the body is planned). CARRY ``index`` j reads
+    the j-th carried result, then the ``private`` copies."""
+
+    kind: str
+    body: Graph
+    bounds: tuple[Source, ...] = ()
+    first: Source | None = None
+    carried: tuple[Source, ...] = ()
+    captured: tuple[Source, ...] = ()
+    names: tuple[str, ...] = ()
+    contiguous: tuple[bool, ...] = ()
+    #: body parameters (positions in ``sources``) the body writes into that hold a value
+    #: computed before the loop: the runner gives the body its own copy, CARRY reads it
+    private: tuple[int, ...] = ()
+
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        """Every body parameter's source, in parameter order (a for loop's index aside)."""
+        return self.carried + self.captured
+
+    def __repr__(self) -> str:   # a node's attrs are keyed by repr: keep it short and exact
+        return f"Region({self.kind}, {self.names}, body={id(self.body):#x})"

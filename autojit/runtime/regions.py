@@ -1,0 +1,116 @@
+"""The plan runner's region step: a loop region (``ir.region``) run as a host loop.
+
+Each iteration runs the body's plan (its kernels, compiled with the outer plan's, on the
+same target: CPU, GPU or emulated CUDA) on the current carried values; the body's
+schedule and sizes are derived once per call, nothing is traced or planned per
+iteration. A ``while`` body returns its next condition last: one scalar read back per
+iteration. Writes into captured arguments happen in place, in the caller's arrays; a
+captured computed value the body writes into gets a copy of its own first (the body's
+parameter), which its CARRY then holds.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autojit.fuse.plan import RegionCall
+from autojit.runtime.binding import call_arguments
+
+
+@dataclass(frozen=True)
+class RegionSlots:
+    """Where one region step's operands live in the outer call's slots (by input)."""
+
+    inputs: tuple[int, ...]
+    carries: tuple[int, ...]
+
+
+def _value(source: tuple[str, Any], inputs: Sequence[Any]) -> Any:
+    kind, value = source
+    return inputs[value] if kind == "input" else value
+
+
+def _full(backend: Any, value: Any, type_: Any, sizes: dict[str, int], copy: bool) -> Any:
+    """``value`` as the body's parameter of ``type_`` expects it: an array of its whole
+    shape (a constant or fill is one element, broadcast) and, with ``copy``, its own."""
+    shape = tuple(sizes[d] if d.__class__ is str else d for d in type_.shape)
+    if not copy and getattr(value, "shape", None) == shape and not isinstance(
+            value, np.generic | int | float | bool):
+        return value
+    out = backend.empty(shape, type_.dtype)
+    module = getattr(backend, "array_module", None)   # CuPy on the GPU: host values moved
+    if module is not None and module is not np and isinstance(value, np.ndarray | np.generic):
+        value = module.asarray(value)
+    out[...] = value
+    return out
+
+
+def _owned(result: Any, inputs: Sequence[Any]) -> bool:
+    """Whether a body's result is memory of its own (not a region input or a view)."""
+    return getattr(result, "base", None) is None and not any(result is i for i in inputs)
+
+
+def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
+               slots: RegionSlots, programs: Sequence[Any], values: list[Any],
+               sizes: dict[str, int]) -> None:
+    """Run ``call``'s loop on the outer call's ``values``; store its CARRYs."""
+    region, body = call.region, call.body
+    graph = body.graph
+    inputs = [values[s] for s in slots.inputs]
+    sources = region.sources
+    first_param = 1 if region.kind == "for" else 0
+    params = graph.params[first_param:first_param + len(sources)]
+    current = []
+    for k, (source, param) in enumerate(zip(sources, params)):
+        value = _value(source, inputs)
+        if param.kind == "array":
+            value = _full(backend, value, param.type, sizes, k in region.private)
+        current.append(value)
+    body_programs = programs[call.offset:call.offset + len(body.kernels)]
+    carried_count = len(region.carried)
+    carried, captured = current[:carried_count], current[carried_count:]
+    body_sizes = sizes   # the body's own sizes too (binding._bind_regions, per call)
+    memo: dict = {}   # views of the captured arrays, taken once per call of the loop
+    prologue = bool(graph.prologue)
+
+    def iterate(args: list[Any]) -> tuple:
+        if prologue:
+            args = call_arguments(body, args)
+            if args is None:
+                raise RuntimeError("a Python scalar in the loop body changed its type")
+        return run_plan(body, body_programs, backend, args, body_sizes, memo)
+
+    if region.kind == "for":
+        start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
+        for i in range(start, stop, step):
+            carried = list(iterate([i, *carried, *captured]))
+    else:
+        condition = _value(region.first, inputs)
+        while bool(_scalar(condition)):
+            results = iterate([*carried, *captured])
+            carried, condition = list(results[:-1]), results[-1]
+    results = carried + [captured[k - carried_count] for k in region.private]
+    for slot, result in zip(slots.carries, results):
+        if _owned(result, inputs):
+            values[slot] = result
+        else:   # an input (no iteration ran) or a view of one: copied, it is the CARRY's
+            values[slot][...] = result
+
+
+def _scalar(value: Any) -> Any:
+    """A 0-d array's value (a bound or condition read back from the device)."""
+    if getattr(value, "ndim", None) == 0:
+        item = getattr(value, "item", None)
+        return item() if item is not None else value
+    return value
+
+
+def trip_count(start: int, stop: int, step: int) -> int:
+    """``len(range(start, stop, step))`` (for reports)."""
+    return max(0, math.ceil((stop - start) / step))
