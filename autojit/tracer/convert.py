@@ -86,8 +86,9 @@ def convert_function(fn: Callable) -> Callable:
 
 
 # -- finding and checking the source ---------------------------------------------------------
-def _find_def(fn: types.FunctionType) -> ast.FunctionDef | None:
-    """The ``def`` of ``fn`` in its file (the whole file parsed: the user's positions)."""
+def _find_def(fn: types.FunctionType) -> tuple[ast.FunctionDef, frozenset[str]] | None:
+    """The ``def`` of ``fn`` in its file (the whole file parsed: the user's positions) and
+    the names the file's module scope imports."""
     code = fn.__code__
     lines = linecache.getlines(code.co_filename, fn.__globals__)
     if not lines:
@@ -97,13 +98,17 @@ def _find_def(fn: types.FunctionType) -> ast.FunctionDef | None:
              and node.name == code.co_name
              and (node.decorator_list[0].lineno if node.decorator_list else node.lineno)
              == code.co_firstlineno]
-    return found[0] if len(found) == 1 else None
+    imported = frozenset().union(*(_binds(n) for n in _own_nodes(tree.body)
+                                   if isinstance(n, (ast.Import, ast.ImportFrom))))
+    return (found[0], imported) if len(found) == 1 else None
 
 
-def _compile(fn: types.FunctionType, node: ast.FunctionDef,
+def _compile(fn: types.FunctionType, node: ast.FunctionDef, imported: frozenset[str],
              helpers: Iterable[str]) -> types.CodeType:
     """Compile ``node`` (decorators stripped) inside a factory whose parameters are the
-    free variables and helpers, so names resolve as in ``fn``; return its code object."""
+    free variables and helpers, so names resolve as in ``fn``; return its code object.
+    The module's imported names are declared in a block that never runs: CPython loads a
+    method of an imported module as an attribute (``is_import_originated``)."""
     code = fn.__code__
     node = ast.copy_location(ast.FunctionDef(node.name, node.args, node.body, [],
                                              node.returns, node.type_comment), node)
@@ -111,8 +116,10 @@ def _compile(fn: types.FunctionType, node: ast.FunctionDef,
     params = [ast.arg(name) for name in (*code.co_freevars, *helpers)]
     factory = ast.FunctionDef("__aj_factory", ast.arguments([], params, None, [], [], None,
                                                             []), [node], [], None, None)
+    imports = [ast.If(ast.Constant(0), [ast.Import([ast.alias(n)]) for n in sorted(imported)],
+                      [])] if imported else []
     module = ast.fix_missing_locations(ast.copy_location(
-        ast.Module([ast.copy_location(factory, node)], []), node))
+        ast.Module([*imports, ast.copy_location(factory, node)], []), node))
     compiled = compile(module, code.co_filename, "exec",
                        flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
     outer = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
@@ -145,13 +152,16 @@ def _function_refusal(node: ast.FunctionDef) -> str | None:
     return None
 
 
-def converted_tree(fn: types.FunctionType) -> tuple[ast.FunctionDef, dict[str, Any]] | None:
-    """The converted ``def`` and the helper values it reads, or None (nothing converted,
+def converted_tree(fn: types.FunctionType
+                   ) -> tuple[ast.FunctionDef, dict[str, Any], frozenset[str]] | None:
+    """The converted ``def``, the helper values it reads and the module's imported names,
+    or None (nothing converted,
     no source, or a source that is not ``fn``'s code). ``ast.unparse`` shows it."""
-    node = _find_def(fn)
-    if node is None or _function_refusal(node) is not None:
+    found = _find_def(fn)
+    if found is None or _function_refusal(found[0]) is not None:
         return None
-    if not _same_code(_compile(fn, node, ()), fn.__code__):
+    node, imported = found
+    if not _same_code(_compile(fn, node, imported, ()), fn.__code__):
         return None
     converter = _Converter(fn, node)
     body = converter.block(node.body)
@@ -161,15 +171,15 @@ def converted_tree(fn: types.FunctionType) -> tuple[ast.FunctionDef, dict[str, A
                                 node.type_comment)
     ast.copy_location(converted, node)
     helpers = {_CTL: control, _UNDEF: control.UNDEFINED, **converter.helpers}
-    return ast.fix_missing_locations(converted), helpers
+    return ast.fix_missing_locations(converted), helpers, imported
 
 
 def _convert_code(fn: types.FunctionType) -> tuple[types.CodeType, dict[str, Any]] | None:
     found = converted_tree(fn)
     if found is None:
         return None
-    tree, helpers = found
-    return _compile(fn, tree, helpers), helpers
+    tree, helpers, imported = found
+    return _compile(fn, tree, imported, helpers), helpers
 
 
 # -- name analysis ---------------------------------------------------------------------------
