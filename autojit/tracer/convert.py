@@ -62,8 +62,18 @@ _CACHE: dict[types.CodeType, tuple[types.CodeType, dict[str, Any]] | None] = {}
 def convert_function(fn: Callable) -> Callable:
     """Return ``fn`` with its loops and branches as control calls, or ``fn`` itself where
     there is nothing to convert or no source to convert from."""
+    if not ENABLED:
+        return fn
+    wrapped = getattr(fn, "_autojit_specialised", None)   # dispatch/static_args.specialise
+    if wrapped is not None:
+        inner, rebind = wrapped
+        converted = convert_function(inner)
+        return fn if converted is inner else rebind(converted)
+    if isinstance(fn, types.MethodType):
+        converted = convert_function(fn.__func__)
+        return fn if converted is fn.__func__ else types.MethodType(converted, fn.__self__)
     code = getattr(fn, "__code__", None)
-    if not ENABLED or not isinstance(fn, types.FunctionType) or code is None:
+    if not isinstance(fn, types.FunctionType) or code is None:
         return fn
     if code not in _CACHE:
         try:
