@@ -173,6 +173,8 @@ def converted_tree(fn: types.FunctionType
     node, imported = found
     if not _same_code(_compile(fn, node, imported, ()), fn.__code__):
         return None
+    node = ast.copy_location(ast.FunctionDef(node.name, node.args, _Jumps().block(node.body),
+                                             [], node.returns, node.type_comment), node)
     converter = _Converter(fn, node)
     body = converter.block(node.body)
     if not converter.helpers:
@@ -395,6 +397,136 @@ def _assigned(stmts: list[ast.stmt], freevars: tuple[str, ...]) -> set[str]:
     return {s.get_name() for s in probe.get_symbols() if s.is_local()}
 
 
+# -- break and continue as flags (AutoGraph's way) --------------------------------------------
+class _NotLowered(Exception):
+    """A jump the flags cannot stand for (in a ``finally``, in a nested loop's ``else``)."""
+
+
+class _Jumps:
+    """Rewrites ``continue`` in a range or while loop and ``break`` in a while loop into
+    flags: ``continue`` sets ``__aj_cont_N`` (cleared as each iteration starts), ``break``
+    sets ``__aj_brk_N`` (the condition becomes ``not __aj_brk_N and (test)``), and the
+    statements after one that may set a flag run under ``if not flag``. Python's meaning
+    is kept; the loop then has no jump of its own and converts. A ``break`` in a ``for``
+    stays (the range call cannot stop early), and so does its loop."""
+
+    def __init__(self) -> None:
+        self.counter = itertools.count(1)
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            if isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.TryStar)):
+                for field in ("body", "orelse", "finalbody"):
+                    if hasattr(s, field):
+                        setattr(s, field, self.block(getattr(s, field)))
+                for handler in getattr(s, "handlers", ()):
+                    handler.body = self.block(handler.body)
+            out.extend(self.loop(s) if isinstance(s, (ast.For, ast.While)) else [s])
+        return out
+
+    def loop(self, s: ast.For | ast.While) -> list[ast.stmt]:
+        if s.orelse or (isinstance(s, ast.For) and not _is_range_loop(s)):
+            return [s]
+        kinds = {type(j) for j in _own_jumps(s.body)}
+        if not kinds or (ast.Break in kinds and isinstance(s, ast.For)):
+            return [s]
+        k = next(self.counter)
+        flags = {ast.Break: f"{_PREFIX}brk_{k}", ast.Continue: f"{_PREFIX}cont_{k}"}
+        flags = {kind: flags[kind] for kind in kinds}
+        try:
+            body, _ = self.guarded(s.body, flags, s)
+        except _NotLowered:
+            return [s]
+
+        def at(node: ast.AST, where: ast.AST = s) -> Any:
+            return ast.copy_location(node, where)
+
+        def setting(name: str, value: bool) -> ast.stmt:
+            return at(ast.Assign([at(ast.Name(name, ast.Store()))], at(ast.Constant(value))))
+
+        out: list[ast.stmt] = []
+        if ast.Continue in flags:
+            body = [setting(flags[ast.Continue], False), *body]
+        new = type(s)(**{f: getattr(s, f) for f in s._fields})
+        new.body = body
+        if ast.Break in flags:
+            out.append(setting(flags[ast.Break], False))
+            new.test = at(ast.BoolOp(ast.And(), [
+                at(ast.UnaryOp(ast.Not(), at(ast.Name(flags[ast.Break], ast.Load())))),
+                s.test]), s.test)   # type: ignore[union-attr]
+        out.append(at(new))
+        return out
+
+    def guarded(self, stmts: list[ast.stmt], flags: dict[type, str], loop: ast.AST
+                ) -> tuple[list[ast.stmt], bool]:
+        """``stmts`` with the loop's jumps as flags; True where one may be set."""
+        out: list[ast.stmt] = []
+        for n, s in enumerate(stmts):
+            new, sets = self.guarded_stmt(s, flags, loop)
+            out.append(new)
+            if sets:
+                rest, _ = self.guarded(stmts[n + 1:], flags, loop)
+                if rest:
+                    names = [ast.copy_location(ast.Name(f, ast.Load()), rest[0])
+                             for f in flags.values()]
+                    test = names[0] if len(names) == 1 else ast.copy_location(
+                        ast.BoolOp(ast.Or(), names), rest[0])
+                    out.append(ast.copy_location(ast.If(ast.copy_location(
+                        ast.UnaryOp(ast.Not(), test), rest[0]), rest, []), rest[0]))
+                return out, True
+        return out, False
+
+    def guarded_stmt(self, s: ast.stmt, flags: dict[type, str], loop: ast.AST
+                     ) -> tuple[ast.stmt, bool]:
+        if isinstance(s, (ast.Break, ast.Continue)):
+            return ast.copy_location(ast.Assign([ast.copy_location(
+                ast.Name(flags[type(s)], ast.Store()), s)], ast.copy_location(
+                ast.Constant(True), s)), s), True
+        if isinstance(s, (ast.For, ast.While, ast.AsyncFor)):
+            if _own_jumps(s.orelse):
+                raise _NotLowered
+            return s, False
+        if isinstance(s, (ast.Try, ast.TryStar)) and _own_jumps(s.finalbody):
+            raise _NotLowered
+        if not isinstance(s, (ast.If, ast.With, ast.AsyncWith, ast.Try, ast.TryStar)):
+            return s, False
+        new = type(s)(**{f: getattr(s, f) for f in s._fields})
+        sets = False
+        for field in ("body", "orelse"):
+            if hasattr(s, field):
+                block, found = self.guarded(getattr(s, field), flags, loop)
+                setattr(new, field, block)
+                sets = sets or found
+        handlers = []
+        for handler in getattr(s, "handlers", ()):
+            block, found = self.guarded(handler.body, flags, loop)
+            copy = ast.copy_location(ast.ExceptHandler(handler.type, handler.name, block),
+                                     handler)
+            handlers.append(copy)
+            sets = sets or found
+        if handlers:
+            new.handlers = handlers
+        return ast.copy_location(new, s), sets
+
+
+def _own_jumps(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """The break/continue statements of the loop whose body (or else) ``stmts`` is."""
+    found: list[ast.stmt] = []
+    stack: list[ast.AST] = list(stmts)
+    while stack:
+        sub = stack.pop()
+        if isinstance(sub, (ast.Break, ast.Continue)):
+            found.append(sub)
+        elif isinstance(sub, (ast.For, ast.While, ast.AsyncFor)):
+            stack.extend(sub.orelse)
+        elif isinstance(sub, ast.stmt) and not isinstance(sub, _SCOPES):
+            stack.extend(ast.iter_child_nodes(sub))
+        elif isinstance(sub, ast.excepthandler):
+            stack.extend(sub.body)
+    return found
+
+
 # -- the conversion --------------------------------------------------------------------------
 @dataclass
 class _Plan:
@@ -499,14 +631,8 @@ class _Converter:
         """Why a call would change the statement's meaning, or None."""
         if isinstance(s, (ast.For, ast.While)) and s.orelse:
             return "a loop with else"
-        if isinstance(s, ast.For):
-            it = s.iter
-            if not isinstance(s.target, ast.Name):
-                return "a loop target that is not a name"
-            if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-                    and it.func.id == "range" and 1 <= len(it.args) <= 3 and not it.keywords
-                    and not any(isinstance(a, ast.Starred) for a in it.args)):
-                return "not a loop over range(...)"
+        if isinstance(s, ast.For) and not _is_range_loop(s):
+            return "not a loop over range(...) into a name"
         if isinstance(s, ast.While) and any(isinstance(n, ast.NamedExpr)
                                             for n in ast.walk(s.test)):
             return "an assignment in the loop condition"
@@ -623,6 +749,16 @@ class _Converter:
             stmts.append(at(ast.Return(tup(plan.carried, ast.Load()))))
         args = ast.arguments([], [at(ast.arg(p)) for p in params], None, [], [], None, [])
         return at(ast.FunctionDef(fname, args, stmts or [at(ast.Pass())], [], None, None))
+
+
+def _is_range_loop(s: ast.For) -> bool:
+    """``for name in range(a[, b[, c]])`` (whether ``range`` is the builtin is asked when
+    the loop starts: ``control.for_range``'s ``range_fn``)."""
+    it = s.iter
+    return (isinstance(s.target, ast.Name) and isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name) and it.func.id == "range"
+            and 1 <= len(it.args) <= 3 and not it.keywords
+            and not any(isinstance(a, ast.Starred) for a in it.args))
 
 
 def _loose_jump(stmts: list[ast.stmt]) -> bool:

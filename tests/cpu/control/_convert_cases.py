@@ -219,3 +219,27 @@ class Holder:
         for i in range(n):
             acc += i
         return acc
+
+
+def loop_with_continue(n):
+    odd = 0
+    for i in range(n):
+        if i % 2 == 0:
+            continue
+        odd += i
+        LOG.append(i)
+    return odd, i
+
+
+def while_with_break(a, n):
+    k = 0
+    while k < n:
+        k += 1
+        if a[k] > 2:
+            LOG.append(("break", k))
+            break
+        for j in range(k):
+            if j == 1:
+                continue
+            LOG.append(j)
+    return k
