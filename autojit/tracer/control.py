@@ -11,7 +11,8 @@ runs, the statement runs as Python runs it.
 Interface (fixed for issue 15's helpers; the bodies are filled in by the convert branch):
 
 - ``for_range(bounds, body, carried, captured, names)``: ``for i in range(*bounds)``,
-  ``carried = body(i, carried, captured)``.
+  ``carried = body(i, carried, captured)``. The converter also passes ``range_fn``, what
+  the name ``range`` was when the loop started: a user's own ``range`` runs as Python.
 - ``while_loop(cond, body, carried, captured, names)``: ``while cond(carried, captured)``,
   ``carried = body(carried, captured)``.
 - ``if_else(pred, then, orelse, carried, captured, names)``: ``carried = (then if pred

@@ -57,6 +57,7 @@ for _feature in __future__.all_feature_names:
 
 #: code object -> (converted code, helper values by name), or None (not converted)
 _CACHE: dict[types.CodeType, tuple[types.CodeType, dict[str, Any]] | None] = {}
+_CACHE_SIZE = 4096
 
 
 def convert_function(fn: Callable) -> Callable:
@@ -76,6 +77,8 @@ def convert_function(fn: Callable) -> Callable:
     if not isinstance(fn, types.FunctionType) or code is None:
         return fn
     if code not in _CACHE:
+        if len(_CACHE) >= _CACHE_SIZE:   # functions made by exec: a code object each
+            _CACHE.clear()
         try:
             _CACHE[code] = _convert_code(fn)
         except Exception:  # noqa: BLE001 (a source that does not parse or compile, or a
@@ -85,9 +88,13 @@ def convert_function(fn: Callable) -> Callable:
         return fn
     new_code, helpers = found
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
-    closure = tuple(cells[name] if name in cells else types.CellType(helpers[name])
-                    for name in new_code.co_freevars)
-    new = types.FunctionType(new_code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    try:
+        closure = tuple(cells[name] if name in cells else types.CellType(helpers[name])
+                        for name in new_code.co_freevars)
+        new = types.FunctionType(new_code, fn.__globals__, fn.__name__, fn.__defaults__,
+                                 closure)
+    except (KeyError, TypeError, ValueError):   # a closure unlike the code's: as it is
+        return fn
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__qualname__, new.__module__, new.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
     new.__annotations__ = fn.__annotations__
