@@ -28,6 +28,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import inspect
 import itertools
 import linecache
 import symtable
@@ -180,12 +181,27 @@ def converted_tree(fn: types.FunctionType
     node, imported = found
     if not _same_code(_compile(fn, node, imported, ()), fn.__code__):
         return None
-    node = ast.copy_location(ast.FunctionDef(node.name, node.args, _Jumps().block(node.body),
-                                             [], node.returns, node.type_comment), node)
+    body = _Jumps().block(_lower_returns(node.body))
+    node = ast.copy_location(ast.FunctionDef(node.name, node.args, body, [], node.returns,
+                                             node.type_comment), node)
     converter = _Converter(fn, node)
     body = converter.block(node.body)
     if not converter.helpers:
         return None
+    # every local of the original stays one (a for target or temporary now bound only in a
+    # body function, a name bound only in code after a return): a read elsewhere raises
+    # UnboundLocalError as before, and never finds a global of that name
+    code = fn.__code__
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount
+                              + bool(code.co_flags & inspect.CO_VARARGS)
+                              + bool(code.co_flags & inspect.CO_VARKEYWORDS)]
+    kept = sorted(set(code.co_varnames + code.co_cellvars) - set(params))
+    if kept:
+        where = body[0]
+        body = [ast.copy_location(ast.If(ast.copy_location(ast.Constant(False), where), [
+            ast.copy_location(ast.Assign([ast.copy_location(ast.Name(n, ast.Store()), where)
+                                          for n in kept], ast.copy_location(
+                ast.Constant(None), where)), where)], []), where), *body]
     converted = ast.FunctionDef(node.name, node.args, body, [], node.returns,
                                 node.type_comment)
     ast.copy_location(converted, node)
@@ -402,6 +418,66 @@ def _assigned(stmts: list[ast.stmt], freevars: tuple[str, ...]) -> set[str]:
     factory = symtable.symtable(source, "<autojit>", "exec").get_children()[0]
     probe = factory.get_children()[0]
     return {s.get_name() for s in probe.get_symbols() if s.is_local()}
+
+
+# -- return inside if (AutoGraph's way) ----------------------------------------------------
+_RET = "__aj_ret"
+
+
+def _lower_returns(body: list[ast.stmt]) -> list[ast.stmt]:
+    """``body`` with each ``return`` inside an ``if`` as ``__aj_ret = value``, the
+    statements after an ``if`` one branch of which always leaves moved into its other
+    branch, and one ``return __aj_ret`` at the end; ``body`` itself where a return is in a
+    loop, ``try``, ``with`` or ``match``, or lowering would copy statements."""
+    if not any(isinstance(s, ast.If) and _returns_in(s) for s in body):
+        return body
+    try:
+        lowered = _lowered(body)
+    except _NotLowered:
+        return body
+    where = body[0]
+    start = ast.copy_location(ast.Assign([ast.copy_location(ast.Name(_RET, ast.Store()),
+                                                            where)],
+                                         ast.copy_location(ast.Constant(None), where)), where)
+    end = ast.copy_location(ast.Return(ast.copy_location(ast.Name(_RET, ast.Load()),
+                                                         body[-1])), body[-1])
+    return [start, *lowered, end]
+
+
+def _returns_in(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Return) for n in _own_nodes([node]))
+
+
+def _leaves(block: list[ast.stmt]) -> bool:
+    """``block`` always ends in a return or raise."""
+    if not block:
+        return False
+    last = block[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    return isinstance(last, ast.If) and _leaves(last.body) and _leaves(last.orelse)
+
+
+def _lowered(block: list[ast.stmt]) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for n, s in enumerate(block):
+        if isinstance(s, ast.Return):
+            value = s.value or ast.copy_location(ast.Constant(None), s)
+            out.append(ast.copy_location(ast.Assign(
+                [ast.copy_location(ast.Name(_RET, ast.Store()), s)], value), s))
+            return out   # what follows never runs
+        if isinstance(s, ast.If) and _returns_in(s):
+            rest = block[n + 1:]
+            then_leaves, else_leaves = _leaves(s.body), _leaves(s.orelse)
+            if rest and not then_leaves and not else_leaves:
+                raise _NotLowered   # the rest would be copied into both branches
+            new = ast.If(s.test, _lowered(s.body + ([] if then_leaves else rest)),
+                         _lowered(s.orelse + ([] if else_leaves else rest)))
+            return [*out, ast.copy_location(new, s)]
+        if _returns_in(s):
+            raise _NotLowered   # a return in a loop, try, with or match
+        out.append(s)
+    return out
 
 
 # -- break and continue as flags (AutoGraph's way) --------------------------------------------

@@ -243,3 +243,49 @@ def while_with_break(a, n):
                 continue
             LOG.append(j)
     return k
+
+
+def early_return(x, n):
+    if n > 100:
+        return np.sqrt(x)
+    return x * 2.0
+
+
+def returns_in_nested_branches(x, n):
+    total = 0
+    if n > 3:
+        if n > 10:
+            LOG.append("big")
+            return -1
+        total = n * 2
+    elif n < 0:
+        raise ValueError("negative")
+    for i in range(n):
+        total += i
+    if total == 6:
+        return total, "six"
+    LOG.append(total)
+    return total
+
+
+def falls_through(n):
+    if n > 2:
+        return n
+    LOG.append(n)
+
+
+def return_in_loop(n):
+    for i in range(n):
+        if i == 2:
+            return i
+    return -1
+
+
+late = "a global of the same name"
+
+
+def local_read_before_loop(n):  # noqa: F823 (the read Python refuses)
+    x = late if n > 5 else 0   # noqa: F823 (late is the function's local: UnboundLocalError for n > 5)
+    for late in range(n):
+        pass
+    return x

@@ -63,6 +63,10 @@ CONVERTED = [
     (cases.Holder().method, [(4,)]),
     (cases.loop_with_continue, [(0,), (5,)]),
     (cases.while_with_break, [(A, 2), (A, 5)]),
+    (cases.early_return, [(A, 5), (A, 500)]),
+    (cases.returns_in_nested_branches, [(A, n) for n in (-1, 0, 3, 4, 5, 11)]),
+    (cases.falls_through, [(1,), (3,)]),
+    (cases.local_read_before_loop, [(2,), (6,)]),
     (cases.del_in_body, [(0,), (3,)]),   # the loop is refused; the function still converts
 ]
 
@@ -78,7 +82,7 @@ def test_converted_function_means_the_same(fn: Any, calls: list) -> None:
 
 
 LEFT = [cases.closure_in_body, cases.loop_with_break, cases.generator, cases.loop_in_try,
-        cases.builtin_range_ok]
+        cases.builtin_range_ok, cases.return_in_loop]
 
 
 @pytest.mark.parametrize("fn", LEFT, ids=[f.__name__ for f in LEFT])
@@ -189,12 +193,18 @@ class _Gen:
             w = f"w{self.counters}"
             return [f"{indent}{w} = {r.randint(0, 3)}", f"{indent}while {w} > 0:",
                     f"{indent}    {w} -= 1", *self.block(depth + 1, indent + "    ", True)]
-        lines = [f"{indent}if {self.cond()}:", *self.block(depth + 1, indent + "    ", loop)]
+        lines = [f"{indent}if {self.cond()}:", *self.branch(depth, indent, loop)]
         if r.random() < 0.4:
-            lines += [f"{indent}elif {self.cond()}:",
-                      *self.block(depth + 1, indent + "    ", loop)]
+            lines += [f"{indent}elif {self.cond()}:", *self.branch(depth, indent, loop)]
         if r.random() < 0.5:
-            lines += [f"{indent}else:", *self.block(depth + 1, indent + "    ", loop)]
+            lines += [f"{indent}else:", *self.branch(depth, indent, loop)]
+        return lines
+
+    def branch(self, depth: int, indent: str, loop: bool) -> list[str]:
+        """A branch's block; now and then (in a loop too) it returns early."""
+        lines = self.block(depth + 1, indent + "    ", loop)
+        if self.r.random() < 0.2:
+            lines.append(f"{indent}    return ('early', {self.expr()})")
         return lines
 
     def function(self, shadow: bool) -> str:
