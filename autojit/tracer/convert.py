@@ -19,9 +19,16 @@ statement ``S`` becomes::
 *captured*: the function's other local names S reads (``symtable`` says which names are
 the function's). A name S uses that may be unbound before it enters as
 ``control.UNDEFINED`` and is unbound again wherever the original would have it unbound,
-so reading it raises UnboundLocalError as the original does. A statement whose meaning a
-call would change is left as it is (``_refusal`` says why); a function without source is
-returned as it is.
+so reading it raises UnboundLocalError as the original does; every local of the original
+stays a local. Before that, as AutoGraph does, a ``return`` inside an ``if`` becomes an
+assignment of ``__aj_ret`` (what follows an ``if`` one branch of which always leaves moves
+into its other branch), and ``continue`` (range and while loops) and ``break`` (while
+loops) become flags guarding the rest of the body. A statement whose meaning a call would
+change is left as it is (``_Converter.refusal`` says why: a return, yield or await inside,
+global/nonlocal, a loop ``else``, a ``break`` in a for, a loop not over ``range(...)`` into
+a name, a name a kept closure shares, inside ``try``/``with``); a function without source,
+or one that reads its frame (``locals()``, ``super()``), is returned as it is. The source
+found must compile to ``fn``'s own bytecode (an edited file is not converted).
 """
 
 from __future__ import annotations
@@ -173,8 +180,8 @@ def _function_refusal(node: ast.FunctionDef) -> str | None:
 def converted_tree(fn: types.FunctionType
                    ) -> tuple[ast.FunctionDef, dict[str, Any], frozenset[str]] | None:
     """The converted ``def``, the helper values it reads and the module's imported names,
-    or None (nothing converted,
-    no source, or a source that is not ``fn``'s code). ``ast.unparse`` shows it."""
+    or None (nothing converted, no source, or a source that is not ``fn``'s code);
+    ``ast.unparse`` shows it."""
     found = _find_def(fn)
     if found is None or _function_refusal(found[0]) is not None:
         return None
