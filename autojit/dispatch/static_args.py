@@ -200,4 +200,7 @@ def specialise(fn: Callable, signature: inspect.Signature, form: CallForm) -> Ca
     specialised.__qualname__ = (f"{callable_name(fn)}"
                                 f"[{'; '.join(p for p in (shown, keywords) if p)}]")
     del specialised.__wrapped__      # the signature above, not fn's, is the traced one
+    # the tracer converts fn's loops and branches (tracer/convert.py), then binds it again
+    specialised._autojit_specialised = (   # type: ignore[attr-defined]
+        fn, lambda inner: specialise(inner, signature, form))
     return specialised

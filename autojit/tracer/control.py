@@ -11,7 +11,8 @@ runs, the statement runs as Python runs it.
 Interface (fixed for issue 15's helpers; the bodies are filled in by the convert branch):
 
 - ``for_range(bounds, body, carried, captured, names)``: ``for i in range(*bounds)``,
-  ``carried = body(i, carried, captured)``.
+  ``carried = body(i, carried, captured)``. The converter also passes ``range_fn``, what
+  the name ``range`` was when the loop started: a user's own ``range`` runs as Python.
 - ``while_loop(cond, body, carried, captured, names)``: ``while cond(carried, captured)``,
   ``carried = body(carried, captured)``.
 - ``if_else(pred, then, orelse, carried, captured, names)``: ``carried = (then if pred
@@ -20,9 +21,14 @@ Interface (fixed for issue 15's helpers; the bodies are filled in by the convert
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from autojit.tracer import regions
+from autojit.tracer.state import CURRENT_TRACE
+from autojit.tracer.traced import Traced
 
 
 class _Undefined:
@@ -52,20 +58,24 @@ class Names:
 Body = Callable[..., tuple]
 
 
-def _tracing() -> bool:
-    from autojit.tracer.state import CURRENT_TRACE
-    return CURRENT_TRACE.get() is not None
+def _traced(*groups: tuple) -> bool:
+    """True while a trace records and one of the values is traced: the tracer is asked to
+    make the statement a region."""
+    if CURRENT_TRACE.get() is None:
+        return False
+    return any(isinstance(v, Traced) for group in groups for v in group)
 
 
 def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
-              names: Names) -> tuple:
-    """``for i in range(*bounds): carried = body(i, carried, captured)``."""
-    if _tracing():   # (the regions branch's minimal hook; the convert branch owns this file)
-        from autojit.tracer.regions import trace_for
-        result = trace_for(bounds, body, carried, captured, names)
+              names: Names, range_fn: Callable = builtins.range) -> tuple:
+    """``for i in range_fn(*bounds): carried = body(i, carried, captured)``; ``range_fn``
+    is what the name ``range`` was where the loop started (a user may shadow it: then the
+    loop is only Python's)."""
+    if range_fn is builtins.range and _traced(bounds, carried, captured):
+        result = regions.trace_for(bounds, body, carried, captured, names)
         if result is not NotImplemented:
             return result
-    for i in range(*bounds):
+    for i in range_fn(*bounds):
         carried = body(i, carried, captured)
     return carried
 
@@ -73,9 +83,8 @@ def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
 def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
                captured: tuple, names: Names) -> tuple:
     """``while cond(carried, captured): carried = body(carried, captured)``."""
-    if _tracing():
-        from autojit.tracer.regions import trace_while
-        result = trace_while(cond, body, carried, captured, names)
+    if _traced(carried, captured):
+        result = regions.trace_while(cond, body, carried, captured, names)
         if result is not NotImplemented:
             return result
     while cond(carried, captured):
@@ -86,9 +95,8 @@ def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
 def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple,
             names: Names) -> tuple:
     """``carried = (then if pred else orelse)(carried, captured)``."""
-    if _tracing():
-        from autojit.tracer.regions import trace_if
-        result = trace_if(pred, then, orelse, carried, captured, names)
+    if _traced((pred,), carried, captured):
+        result = regions.trace_if(pred, then, orelse, carried, captured, names)
         if result is not NotImplemented:
             return result
     return then(carried, captured) if pred else orelse(carried, captured)

@@ -13,6 +13,7 @@ from autojit.ir.graph import Graph, Param, SourceLoc
 from autojit.ir.host import HOST_TYPES
 from autojit.ir.ops import Op
 from autojit.ir.types import TensorType, is_supported
+from autojit.tracer.convert import convert_function
 from autojit.tracer.creation import creation_patches
 from autojit.tracer.host import HostScalar, math_patches, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
@@ -105,10 +106,11 @@ def trace_function(fn: Callable, args: Sequence[Any], name: str | None = None) -
     params, proxies = zip(*(_argument_proxy(state, i, n, a, loc)
                             for i, (n, a) in enumerate(zip(names, args)))) if args else ((), ())
     state.params_kind = [p.kind for p in params]
-    token = CURRENT_TRACE.set(state)
+    traced = convert_function(fn)   # loops and branches as control calls (the dispatcher
+    token = CURRENT_TRACE.set(state)   # still runs the original ``fn`` as the fallback)
     try:
         with creation_patches, math_patches:
-            result = fn(*proxies)
+            result = traced(*proxies)
     except TraceError:
         raise
     except Exception as exc:

@@ -1,0 +1,867 @@
+"""The source converter: ``for``/``while``/``if`` statements become calls of
+``tracer/control.py`` (TensorFlow AutoGraph's design), so the tracer sees each loop and
+branch as one statement it may turn into a region (issue 15).
+
+``convert_function(fn)`` parses ``fn``'s source (the whole file, so every node keeps the
+user's line and column), converts each statement whose Python meaning a call keeps, inside
+out, and rebuilds the function with ``fn``'s globals, defaults and closure cells. A
+statement ``S`` becomes::
+
+    def __aj_body_3(i, __aj_carried, __aj_captured):   # the body, a function of the values
+        (x, acc) = __aj_carried                         # S rebinds (carried) and only
+        (a,) = __aj_captured                            # reads (captured)
+        ...S's statements...
+        return (x, acc)
+    (x, acc) = __aj_ctl.for_range((n,), __aj_body_3, (x, acc), (a,), __aj_names_3, range)
+
+*carried*: the names S assigns that are live after it or read in it before being assigned
+(a backward liveness and a forward definite-assignment pass over the function's AST);
+*captured*: the function's other local names S reads (``symtable`` says which names are
+the function's). A name S uses that may be unbound before it enters as
+``control.UNDEFINED`` and is unbound again wherever the original would have it unbound,
+so reading it raises UnboundLocalError as the original does; every local of the original
+stays a local. Before that, as AutoGraph does, a ``return`` inside an ``if`` becomes an
+assignment of ``__aj_ret`` (what follows an ``if`` one branch of which always leaves moves
+into its other branch), and ``continue`` (range and while loops) and ``break`` (while
+loops) become flags guarding the rest of the body. A statement whose meaning a call would
+change is left as it is (``_Converter.refusal`` says why: a return, yield or await inside,
+global/nonlocal, a loop ``else``, a ``break`` in a for, a loop not over ``range(...)`` into
+a name, a name a kept closure shares, inside ``try``/``with``); a function without source,
+or one that reads its frame (``locals()``, ``super()``), is returned as it is. The source
+found must compile to ``fn``'s own bytecode (an edited file is not converted).
+"""
+
+from __future__ import annotations
+import __future__
+
+import ast
+import inspect
+import itertools
+import linecache
+import symtable
+import types
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from autojit.tracer import control
+
+#: Switch the converter off (debugging): ``trace_function`` then traces the original.
+ENABLED = True
+
+_PREFIX = "__aj_"
+_CARRIED, _CAPTURED, _INDEX = "__aj_carried", "__aj_captured", "__aj_index"
+_CTL, _UNDEF = "__aj_ctl", "__aj_UNDEF"
+#: Names whose use makes a function's locals observable or its frame matter.
+_FRAME_NAMES = frozenset({"locals", "vars", "exec", "eval", "dir", "super", "__class__",
+                          "breakpoint"})
+_COMPREHENSIONS = frozenset({"listcomp", "setcomp", "dictcomp"})
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPREHENSION_NODES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_CO_NESTED = 0x10   # inspect.CO_NESTED: the factory nests every function
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+
+#: code object -> (converted code, helper values by name), or None (not converted)
+_CACHE: dict[types.CodeType, tuple[types.CodeType, dict[str, Any]] | None] = {}
+_CACHE_SIZE = 4096
+
+
+def convert_function(fn: Callable) -> Callable:
+    """Return ``fn`` with its loops and branches as control calls, or ``fn`` itself where
+    there is nothing to convert or no source to convert from."""
+    if not ENABLED:
+        return fn
+    wrapped = getattr(fn, "_autojit_specialised", None)   # dispatch/static_args.specialise
+    if wrapped is not None:
+        inner, rebind = wrapped
+        converted = convert_function(inner)
+        return fn if converted is inner else rebind(converted)
+    if isinstance(fn, types.MethodType):
+        converted = convert_function(fn.__func__)
+        return fn if converted is fn.__func__ else types.MethodType(converted, fn.__self__)
+    code = getattr(fn, "__code__", None)
+    if not isinstance(fn, types.FunctionType) or code is None:
+        return fn
+    if code not in _CACHE:
+        if len(_CACHE) >= _CACHE_SIZE:   # functions made by exec: a code object each
+            _CACHE.clear()
+        try:
+            _CACHE[code] = _convert_code(fn)
+        except Exception:  # noqa: BLE001 (a source that does not parse or compile, or a
+            _CACHE[code] = None   # construct the converter does not know: trace as is
+    found = _CACHE[code]
+    if found is None:
+        return fn
+    new_code, helpers = found
+    cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    try:
+        closure = tuple(cells[name] if name in cells else types.CellType(helpers[name])
+                        for name in new_code.co_freevars)
+        new = types.FunctionType(new_code, fn.__globals__, fn.__name__, fn.__defaults__,
+                                 closure)
+    except (KeyError, TypeError, ValueError):   # a closure unlike the code's: as it is
+        return fn
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__qualname__, new.__module__, new.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+    new.__annotations__ = fn.__annotations__
+    new.__dict__.update(fn.__dict__)
+    return new
+
+
+# -- finding and checking the source ---------------------------------------------------------
+def _find_def(fn: types.FunctionType) -> tuple[ast.FunctionDef, frozenset[str]] | None:
+    """The ``def`` of ``fn`` in its file (the whole file parsed: the user's positions) and
+    the names the file's module scope imports."""
+    code = fn.__code__
+    lines = linecache.getlines(code.co_filename, fn.__globals__)
+    if not lines:
+        return None
+    tree = ast.parse("".join(lines), code.co_filename)
+    found = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+             and node.name == code.co_name
+             and (node.decorator_list[0].lineno if node.decorator_list else node.lineno)
+             == code.co_firstlineno]
+    imported = frozenset().union(*(_binds(n) for n in _own_nodes(tree.body)
+                                   if isinstance(n, (ast.Import, ast.ImportFrom))))
+    return (found[0], imported) if len(found) == 1 else None
+
+
+def _compile(fn: types.FunctionType, node: ast.FunctionDef, imported: frozenset[str],
+             helpers: Iterable[str]) -> types.CodeType:
+    """Compile ``node`` (decorators stripped) inside a factory whose parameters are the
+    free variables and helpers, so names resolve as in ``fn``; return its code object.
+    The module's imported names are declared in a block that never runs: CPython loads a
+    method of an imported module as an attribute (``is_import_originated``)."""
+    code = fn.__code__
+    node = ast.copy_location(ast.FunctionDef(node.name, node.args, node.body, [],
+                                             node.returns, node.type_comment), node)
+    node.lineno = code.co_firstlineno
+    params = [ast.arg(name) for name in (*code.co_freevars, *helpers)]
+    factory = ast.FunctionDef("__aj_factory", ast.arguments([], params, None, [], [], None,
+                                                            []), [node], [], None, None)
+    imports = [ast.If(ast.Constant(0), [ast.Import([ast.alias(n)]) for n in sorted(imported)],
+                      [])] if imported else []
+    module = ast.fix_missing_locations(ast.copy_location(
+        ast.Module([*imports, ast.copy_location(factory, node)], []), node))
+    compiled = compile(module, code.co_filename, "exec",
+                       flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
+    outer = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
+    return next(c for c in outer.co_consts
+                if isinstance(c, types.CodeType) and c.co_name == code.co_name)
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """The source found compiles to ``fn``'s own code (not an edited file, another def)."""
+    return (a.co_flags & ~_CO_NESTED) == (b.co_flags & ~_CO_NESTED) and all(
+        getattr(a, f) == getattr(b, f) for f in (
+            "co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars",
+            "co_argcount", "co_kwonlyargcount", "co_posonlyargcount"))
+
+
+def _function_refusal(node: ast.FunctionDef) -> str | None:
+    """Why none of the function's statements is converted, or None."""
+    for sub in _own_nodes(node.body):
+        if isinstance(sub, (ast.Yield, ast.YieldFrom, ast.Await)):
+            return "a generator"
+    for sub in ast.walk(node):
+        for field in ("id", "attr", "arg", "name", "asname"):
+            name = getattr(sub, field, None)
+            if not isinstance(name, str):
+                continue
+            if name.startswith(_PREFIX) or (name.startswith("__") and not name.endswith("__")):
+                return f"the name {name} (reserved, or mangled in a class)"
+            if field == "id" and name in _FRAME_NAMES:
+                return f"{name} (sees the frame or the locals)"
+    return None
+
+
+def converted_tree(fn: types.FunctionType
+                   ) -> tuple[ast.FunctionDef, dict[str, Any], frozenset[str]] | None:
+    """The converted ``def``, the helper values it reads and the module's imported names,
+    or None (nothing converted, no source, or a source that is not ``fn``'s code);
+    ``ast.unparse`` shows it."""
+    found = _find_def(fn)
+    if found is None or _function_refusal(found[0]) is not None:
+        return None
+    node, imported = found
+    if not _same_code(_compile(fn, node, imported, ()), fn.__code__):
+        return None
+    body = _Jumps().block(_lower_returns(node.body))
+    node = ast.copy_location(ast.FunctionDef(node.name, node.args, body, [], node.returns,
+                                             node.type_comment), node)
+    converter = _Converter(fn, node)
+    body = converter.block(node.body)
+    if not converter.helpers:
+        return None
+    # every local of the original stays one (a for target or temporary now bound only in a
+    # body function, a name bound only in code after a return): a read elsewhere raises
+    # UnboundLocalError as before, and never finds a global of that name
+    code = fn.__code__
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount
+                              + bool(code.co_flags & inspect.CO_VARARGS)
+                              + bool(code.co_flags & inspect.CO_VARKEYWORDS)]
+    kept = sorted(set(code.co_varnames + code.co_cellvars) - set(params))
+    if kept:
+        where = body[0]
+        body = [ast.copy_location(ast.If(ast.copy_location(ast.Constant(False), where), [
+            ast.copy_location(ast.Assign([ast.copy_location(ast.Name(n, ast.Store()), where)
+                                          for n in kept], ast.copy_location(
+                ast.Constant(None), where)), where)], []), where), *body]
+    converted = ast.FunctionDef(node.name, node.args, body, [], node.returns,
+                                node.type_comment)
+    ast.copy_location(converted, node)
+    helpers = {_CTL: control, _UNDEF: control.UNDEFINED, **converter.helpers}
+    return ast.fix_missing_locations(converted), helpers, imported
+
+
+def _convert_code(fn: types.FunctionType) -> tuple[types.CodeType, dict[str, Any]] | None:
+    found = converted_tree(fn)
+    if found is None:
+        return None
+    tree, helpers, imported = found
+    return _compile(fn, tree, imported, helpers), helpers
+
+
+# -- name analysis ---------------------------------------------------------------------------
+def _own_nodes(stmts: Iterable[ast.AST]) -> Iterator[ast.AST]:
+    """Every node of ``stmts`` in their own scope (not inside a nested def, lambda or
+    class body; a comprehension's nodes are included)."""
+    stack = list(stmts)[::-1]
+    while stack:
+        sub = stack.pop()
+        yield sub
+        if isinstance(sub, _SCOPES):
+            stack.extend(_scope_header(sub))
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(sub))))
+
+
+def _scope_header(node: ast.AST) -> list[ast.AST]:
+    """The parts of a nested scope evaluated where it is defined."""
+    if isinstance(node, ast.Lambda):
+        return [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+    if isinstance(node, ast.ClassDef):
+        return [*node.decorator_list, *node.bases, *node.keywords]
+    return [*node.decorator_list, *node.args.defaults,
+            *(d for d in node.args.kw_defaults if d)]
+
+
+def _reads(*nodes: ast.AST | None) -> set[str]:
+    """Names a part of the source may read (nested scopes included: an over-estimate is
+    safe, as a name carried or captured too many is)."""
+    found: set[str] = set()
+    for node in nodes:
+        if node is None:
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Store):
+                found.add(sub.id)
+            elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
+                found.add(sub.target.id)
+    return found
+
+
+def _target_names(target: ast.AST) -> set[str]:
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*(_target_names(t) for t in target.elts))
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return set()
+
+
+def _binds(stmt: ast.stmt) -> set[str]:
+    """Names a simple statement certainly binds (walrus targets are left out: they may not
+    run, and leaving a name out only makes it carried or filled where it need not be)."""
+    if isinstance(stmt, ast.Assign):
+        return set().union(*(_target_names(t) for t in stmt.targets))
+    if isinstance(stmt, ast.AugAssign):
+        return _target_names(stmt.target)
+    if isinstance(stmt, ast.AnnAssign):
+        return _target_names(stmt.target) if stmt.value is not None else set()
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {a.asname or a.name.split(".")[0] for a in stmt.names if a.name != "*"}
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    return set()
+
+
+class _Liveness:
+    """Backward liveness over the function's statements: the names that may be read after
+    each loop and branch before being rebound."""
+
+    def __init__(self) -> None:
+        self.live_out: dict[int, frozenset[str]] = {}
+        self.loops: list[tuple[frozenset[str], frozenset[str]]] = []   # (after, head)
+
+    def block(self, stmts: list[ast.stmt], out: frozenset[str]) -> frozenset[str]:
+        live = out
+        for stmt in reversed(stmts):
+            live = self.stmt(stmt, live)
+        return live
+
+    def stmt(self, s: ast.stmt, out: frozenset[str]) -> frozenset[str]:
+        if isinstance(s, (ast.For, ast.While, ast.If)):
+            self.live_out[id(s)] = self.live_out.get(id(s), frozenset()) | out
+        if isinstance(s, ast.If):
+            return frozenset(_reads(s.test)) | self.block(s.body, out) | self.block(s.orelse,
+                                                                                     out)
+        if isinstance(s, (ast.For, ast.While)):
+            head: frozenset[str] = frozenset()
+            while True:
+                self.loops.append((out, head))
+                body = self.block(s.body, head)
+                self.loops.pop()
+                if isinstance(s, ast.For):
+                    new = (body - _target_names(s.target)) | _reads(s.target)
+                else:
+                    new = body | _reads(s.test)
+                new |= self.block(s.orelse, out)
+                if new == head:
+                    break
+                head = new
+            return head | (_reads(s.iter) if isinstance(s, ast.For) else frozenset())
+        if isinstance(s, ast.Break):
+            return self.loops[-1][0] if self.loops else out
+        if isinstance(s, ast.Continue):
+            return self.loops[-1][1] if self.loops else out
+        if isinstance(s, (ast.Return, ast.Raise)):
+            return frozenset(_reads(s))
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            return frozenset(_reads(*s.items)) | self.block(s.body, out) | out
+        if isinstance(s, (ast.Try, ast.Match, ast.AsyncFor, ast.TryStar)):
+            return frozenset(_reads(s)) | out
+        if isinstance(s, ast.Delete):
+            return out | _reads(s)
+        return (out - _binds(s)) | _reads(s)
+
+
+class _Definite:
+    """Forward definite assignment: the names surely bound before each loop and branch
+    (``before``), and the names a statement reads before binding them (``exposed``)."""
+
+    def __init__(self) -> None:
+        self.before: dict[int, frozenset[str]] = {}
+
+    def block(self, stmts: list[ast.stmt], bound: frozenset[str],
+              exposed: set[str] | None) -> frozenset[str]:
+        for stmt in stmts:
+            bound = self.stmt(stmt, bound, exposed)
+        return bound
+
+    def stmt(self, s: ast.stmt, bound: frozenset[str], exposed: set[str] | None
+             ) -> frozenset[str]:
+        def read(*nodes: ast.AST | None) -> None:
+            if exposed is not None:
+                exposed.update(_reads(*nodes) - bound)
+
+        if isinstance(s, (ast.For, ast.While, ast.If)) and exposed is None:
+            self.before[id(s)] = bound
+        if isinstance(s, ast.If):
+            read(s.test)
+            return (self.block(s.body, bound, exposed)
+                    & self.block(s.orelse, bound, exposed))
+        if isinstance(s, ast.For):
+            read(s.iter, s.target)
+            self.block(s.body, bound | _target_names(s.target), exposed)
+            self.block(s.orelse, bound, exposed)
+            return bound
+        if isinstance(s, ast.While):
+            read(s.test)
+            self.block(s.body, bound, exposed)
+            self.block(s.orelse, bound, exposed)
+            return bound
+        if isinstance(s, (ast.With, ast.AsyncWith, ast.Try, ast.Match, ast.AsyncFor,
+                          ast.TryStar, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            read(s)
+            return bound | _binds(s)
+        if isinstance(s, ast.Delete):
+            read(s)
+            return bound - _reads(s)
+        read(s)
+        return bound | _binds(s)
+
+
+def _closed_names(table: symtable.SymbolTable) -> set[str]:
+    """The function's names some nested scope other than a list/set/dict comprehension
+    (run at once, never kept) reads or rebinds: a body function's copy of them would
+    differ from the closure's cell."""
+    found: set[str] = set()
+    stack = [(child, False) for child in table.get_children()]
+    while stack:
+        child, kept = stack.pop()
+        kept = kept or child.get_name() not in _COMPREHENSIONS
+        if kept:
+            found.update(s.get_name() for s in child.get_symbols() if s.is_free())
+        stack.extend((c, kept) for c in child.get_children())
+    return found
+
+
+def _function_table(fn: types.FunctionType, node: ast.FunctionDef) -> symtable.SymbolTable:
+    params = ", ".join(fn.__code__.co_freevars)
+    bare = ast.FunctionDef(node.name, node.args, node.body, [], None, None)
+    source = f"def __aj_factory({params}):\n" + _indent(ast.unparse(ast.fix_missing_locations(
+        ast.copy_location(bare, node))))
+    factory = symtable.symtable(source, "<autojit>", "exec").get_children()[0]
+    return next(t for t in factory.get_children() if t.get_name() == node.name)
+
+
+def _indent(source: str) -> str:
+    return "".join("    " + line + "\n" for line in source.splitlines())
+
+
+def _assigned(stmts: list[ast.stmt], freevars: tuple[str, ...]) -> set[str]:
+    """The names ``stmts`` bind in the function's scope (symtable: walrus targets in
+    comprehensions, ``except ... as``, imports, nested def names)."""
+    if not stmts:
+        return set()
+    params = ", ".join(freevars)
+    module = ast.Module(list(stmts), [])
+    source = (f"def __aj_factory({params}):\n    def __aj_probe():\n"
+              + _indent(_indent(ast.unparse(ast.fix_missing_locations(module)))))
+    factory = symtable.symtable(source, "<autojit>", "exec").get_children()[0]
+    probe = factory.get_children()[0]
+    return {s.get_name() for s in probe.get_symbols() if s.is_local()}
+
+
+# -- return inside if (AutoGraph's way) ----------------------------------------------------
+_RET = "__aj_ret"
+
+
+def _lower_returns(body: list[ast.stmt]) -> list[ast.stmt]:
+    """``body`` with each ``return`` inside an ``if`` as ``__aj_ret = value``, the
+    statements after an ``if`` one branch of which always leaves moved into its other
+    branch, and one ``return __aj_ret`` at the end; ``body`` itself where a return is in a
+    loop, ``try``, ``with`` or ``match``, or lowering would copy statements."""
+    if not any(isinstance(s, ast.If) and _returns_in(s) for s in body):
+        return body
+    try:
+        lowered = _lowered(body)
+    except _NotLowered:
+        return body
+    where = body[0]
+    start = ast.copy_location(ast.Assign([ast.copy_location(ast.Name(_RET, ast.Store()),
+                                                            where)],
+                                         ast.copy_location(ast.Constant(None), where)), where)
+    end = ast.copy_location(ast.Return(ast.copy_location(ast.Name(_RET, ast.Load()),
+                                                         body[-1])), body[-1])
+    return [start, *lowered, end]
+
+
+def _returns_in(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Return) for n in _own_nodes([node]))
+
+
+def _leaves(block: list[ast.stmt]) -> bool:
+    """``block`` always ends in a return or raise."""
+    if not block:
+        return False
+    last = block[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    return isinstance(last, ast.If) and _leaves(last.body) and _leaves(last.orelse)
+
+
+def _lowered(block: list[ast.stmt]) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for n, s in enumerate(block):
+        if isinstance(s, ast.Return):
+            value = s.value or ast.copy_location(ast.Constant(None), s)
+            out.append(ast.copy_location(ast.Assign(
+                [ast.copy_location(ast.Name(_RET, ast.Store()), s)], value), s))
+            return out   # what follows never runs
+        if isinstance(s, ast.If) and _returns_in(s):
+            rest = block[n + 1:]
+            then_leaves, else_leaves = _leaves(s.body), _leaves(s.orelse)
+            if rest and not then_leaves and not else_leaves:
+                raise _NotLowered   # the rest would be copied into both branches
+            new = ast.If(s.test, _lowered(s.body + ([] if then_leaves else rest)),
+                         _lowered(s.orelse + ([] if else_leaves else rest)))
+            return [*out, ast.copy_location(new, s)]
+        if _returns_in(s):
+            raise _NotLowered   # a return in a loop, try, with or match
+        out.append(s)
+    return out
+
+
+# -- break and continue as flags (AutoGraph's way) --------------------------------------------
+class _NotLowered(Exception):
+    """A jump the flags cannot stand for (in a ``finally``, in a nested loop's ``else``)."""
+
+
+class _Jumps:
+    """Rewrites ``continue`` in a range or while loop and ``break`` in a while loop into
+    flags: ``continue`` sets ``__aj_cont_N`` (cleared as each iteration starts), ``break``
+    sets ``__aj_brk_N`` (the condition becomes ``not __aj_brk_N and (test)``), and the
+    statements after one that may set a flag run under ``if not flag``. Python's meaning
+    is kept; the loop then has no jump of its own and converts. A ``break`` in a ``for``
+    stays (the range call cannot stop early), and so does its loop."""
+
+    def __init__(self) -> None:
+        self.counter = itertools.count(1)
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            if isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.TryStar)):
+                for field in ("body", "orelse", "finalbody"):
+                    if hasattr(s, field):
+                        setattr(s, field, self.block(getattr(s, field)))
+                for handler in getattr(s, "handlers", ()):
+                    handler.body = self.block(handler.body)
+            out.extend(self.loop(s) if isinstance(s, (ast.For, ast.While)) else [s])
+        return out
+
+    def loop(self, s: ast.For | ast.While) -> list[ast.stmt]:
+        if s.orelse or (isinstance(s, ast.For) and not _is_range_loop(s)):
+            return [s]
+        kinds = {type(j) for j in _own_jumps(s.body)}
+        if not kinds or (ast.Break in kinds and isinstance(s, ast.For)):
+            return [s]
+        k = next(self.counter)
+        flags = {ast.Break: f"{_PREFIX}brk_{k}", ast.Continue: f"{_PREFIX}cont_{k}"}
+        flags = {kind: flags[kind] for kind in kinds}
+        try:
+            body, _ = self.guarded(s.body, flags, s)
+        except _NotLowered:
+            return [s]
+
+        def at(node: ast.AST, where: ast.AST = s) -> Any:
+            return ast.copy_location(node, where)
+
+        def setting(name: str, value: bool) -> ast.stmt:
+            return at(ast.Assign([at(ast.Name(name, ast.Store()))], at(ast.Constant(value))))
+
+        out: list[ast.stmt] = []
+        if ast.Continue in flags:
+            body = [setting(flags[ast.Continue], False), *body]
+        new = type(s)(**{f: getattr(s, f) for f in s._fields})
+        new.body = body
+        if ast.Break in flags:
+            out.append(setting(flags[ast.Break], False))
+            new.test = at(ast.BoolOp(ast.And(), [
+                at(ast.UnaryOp(ast.Not(), at(ast.Name(flags[ast.Break], ast.Load())))),
+                s.test]), s.test)   # type: ignore[union-attr]
+        out.append(at(new))
+        return out
+
+    def guarded(self, stmts: list[ast.stmt], flags: dict[type, str], loop: ast.AST
+                ) -> tuple[list[ast.stmt], bool]:
+        """``stmts`` with the loop's jumps as flags; True where one may be set."""
+        out: list[ast.stmt] = []
+        for n, s in enumerate(stmts):
+            new, sets = self.guarded_stmt(s, flags, loop)
+            out.append(new)
+            if sets:
+                rest, _ = self.guarded(stmts[n + 1:], flags, loop)
+                if rest:
+                    names = [ast.copy_location(ast.Name(f, ast.Load()), rest[0])
+                             for f in flags.values()]
+                    test = names[0] if len(names) == 1 else ast.copy_location(
+                        ast.BoolOp(ast.Or(), names), rest[0])
+                    out.append(ast.copy_location(ast.If(ast.copy_location(
+                        ast.UnaryOp(ast.Not(), test), rest[0]), rest, []), rest[0]))
+                return out, True
+        return out, False
+
+    def guarded_stmt(self, s: ast.stmt, flags: dict[type, str], loop: ast.AST
+                     ) -> tuple[ast.stmt, bool]:
+        if isinstance(s, (ast.Break, ast.Continue)):
+            return ast.copy_location(ast.Assign([ast.copy_location(
+                ast.Name(flags[type(s)], ast.Store()), s)], ast.copy_location(
+                ast.Constant(True), s)), s), True
+        if isinstance(s, (ast.For, ast.While, ast.AsyncFor)):
+            if _own_jumps(s.orelse):
+                raise _NotLowered
+            return s, False
+        if isinstance(s, (ast.Try, ast.TryStar)) and _own_jumps(s.finalbody):
+            raise _NotLowered
+        if not isinstance(s, (ast.If, ast.With, ast.AsyncWith, ast.Try, ast.TryStar)):
+            return s, False
+        new = type(s)(**{f: getattr(s, f) for f in s._fields})
+        sets = False
+        for field in ("body", "orelse"):
+            if hasattr(s, field):
+                block, found = self.guarded(getattr(s, field), flags, loop)
+                setattr(new, field, block)
+                sets = sets or found
+        handlers = []
+        for handler in getattr(s, "handlers", ()):
+            block, found = self.guarded(handler.body, flags, loop)
+            copy = ast.copy_location(ast.ExceptHandler(handler.type, handler.name, block),
+                                     handler)
+            handlers.append(copy)
+            sets = sets or found
+        if handlers:
+            new.handlers = handlers
+        return ast.copy_location(new, s), sets
+
+
+def _own_jumps(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """The break/continue statements of the loop whose body (or else) ``stmts`` is."""
+    found: list[ast.stmt] = []
+    stack: list[ast.AST] = list(stmts)
+    while stack:
+        sub = stack.pop()
+        if isinstance(sub, (ast.Break, ast.Continue)):
+            found.append(sub)
+        elif isinstance(sub, (ast.For, ast.While, ast.AsyncFor)):
+            stack.extend(sub.orelse)
+        elif isinstance(sub, ast.stmt) and not isinstance(sub, _SCOPES):
+            stack.extend(ast.iter_child_nodes(sub))
+        elif isinstance(sub, ast.excepthandler):
+            stack.extend(sub.body)
+    return found
+
+
+# -- the conversion --------------------------------------------------------------------------
+@dataclass
+class _Plan:
+    """One statement's names (sorted) and which of them may be unbound before it."""
+
+    carried: tuple[str, ...]
+    captured: tuple[str, ...]
+    maybe_unbound: frozenset[str]
+    target_carried: bool = False
+
+
+class _Converter:
+    """Converts one function's statements inside out; ``helpers`` are the values the
+    converted code reads by name (each statement's ``control.Names``)."""
+
+    def __init__(self, fn: types.FunctionType, node: ast.FunctionDef) -> None:
+        self.fn, self.node = fn, node
+        self.file = fn.__code__.co_filename
+        self.helpers: dict[str, Any] = {}
+        self.counter = itertools.count(1)
+        table = _function_table(fn, node)
+        self.locals = frozenset(s.get_name() for s in table.get_symbols() if s.is_local())
+        self.declared = frozenset(s.get_name() for s in table.get_symbols()
+                                  if s.is_declared_global() or (s.is_free() and not
+                                                                s.is_local()))
+        self.closed = _closed_names(table)
+        liveness = _Liveness()
+        liveness.block(node.body, frozenset())
+        self.live_out = liveness.live_out
+        definite = _Definite()
+        args = node.args
+        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        definite.block(node.body, frozenset(params), None)
+        self.before = definite.before
+
+    # -- walking -------------------------------------------------------------------------
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            out.extend(self.stmt(stmt))
+        return out
+
+    def stmt(self, s: ast.stmt) -> list[ast.stmt]:
+        if not isinstance(s, (ast.For, ast.While, ast.If)):
+            return [s]   # try/with bodies stay Python (an exception's locals are seen)
+        plan = self.plan(s)
+        body, orelse = self.block(s.body), self.block(s.orelse)
+        if plan is None:
+            copy = type(s)(**{f: getattr(s, f) for f in s._fields})
+            copy.body, copy.orelse = body, orelse
+            return [ast.copy_location(copy, s)]
+        return self.emit(s, plan, body, orelse)
+
+    # -- deciding ------------------------------------------------------------------------
+    def plan(self, s: ast.For | ast.While | ast.If) -> _Plan | None:
+        """The statement's names, or None where a call would not keep its meaning."""
+        if self.refusal(s) is not None:
+            return None
+        inner = s.body + s.orelse if isinstance(s, ast.If) else s.body
+        exposed: set[str] = set()
+        definite = _Definite()
+        start = frozenset()
+        if isinstance(s, ast.For):
+            start = frozenset(_target_names(s.target))
+        if isinstance(s, ast.While):
+            exposed |= _reads(s.test)
+        if isinstance(s, ast.If):
+            definite.block(s.body, start, exposed)
+            definite.block(s.orelse, start, exposed)
+        else:
+            definite.block(s.body, start, exposed)
+        assigned = _assigned(inner, self.fn.__code__.co_freevars)
+        if assigned & self.declared:
+            return None
+        live = self.live_out.get(id(s), frozenset())
+        carried = assigned & (live | exposed)
+        target_carried = False
+        if isinstance(s, ast.For):
+            target = s.target.id   # type: ignore[union-attr]
+            carried.discard(target)
+            target_carried = target in live
+            assigned.add(target)
+        reads = _reads(*inner) | (_reads(s.test) if isinstance(s, ast.While) else set())
+        captured = (reads & self.locals) - assigned
+        if target_carried:
+            carried.add(s.target.id)   # type: ignore[union-attr]
+        if (assigned | captured) & self.closed:
+            return None
+        deleted = {n.id for n in _own_nodes(inner) if isinstance(n, ast.Name)
+                   and isinstance(n.ctx, ast.Del)}
+        deleted |= {n.name for n in _own_nodes(inner) if isinstance(n, ast.ExceptHandler)
+                    and n.name}
+        if deleted & carried:
+            return None
+        bound = self.before.get(id(s), frozenset())
+        names = carried | captured
+        return _Plan(tuple(sorted(carried)), tuple(sorted(captured)),
+                     frozenset(names - bound), target_carried)
+
+    def refusal(self, s: ast.For | ast.While | ast.If) -> str | None:
+        """Why a call would change the statement's meaning, or None."""
+        if isinstance(s, (ast.For, ast.While)) and s.orelse:
+            return "a loop with else"
+        if isinstance(s, ast.For) and not _is_range_loop(s):
+            return "not a loop over range(...) into a name"
+        if isinstance(s, ast.While) and any(isinstance(n, ast.NamedExpr)
+                                            for n in ast.walk(s.test)):
+            return "an assignment in the loop condition"
+        inner = s.body + s.orelse if isinstance(s, ast.If) else s.body
+        for sub in _own_nodes(inner):
+            if isinstance(sub, (ast.Return, ast.Yield, ast.YieldFrom, ast.Await,
+                                ast.Global, ast.Nonlocal, ast.Match, ast.AsyncFor,
+                                ast.AsyncWith)):
+                return f"{type(sub).__name__.lower()} inside"
+        if _loose_jump(inner):
+            return "break/continue inside"
+        return None
+
+    # -- emitting ------------------------------------------------------------------------
+    def emit(self, s: ast.For | ast.While | ast.If, plan: _Plan, body: list[ast.stmt],
+             orelse: list[ast.stmt]) -> list[ast.stmt]:
+        k = next(self.counter)
+        names_helper = f"{_PREFIX}names_{k}"
+        self.helpers[names_helper] = control.Names(plan.carried, plan.captured, self.file,
+                                                   s.lineno)
+
+        def at(node: ast.AST, where: ast.AST = s) -> Any:
+            return ast.copy_location(node, where)
+
+        def name(n: str, ctx: ast.expr_context | None = None) -> ast.Name:
+            return at(ast.Name(n, ctx or ast.Load()))
+
+        def tup(ns: Iterable[str], ctx: ast.expr_context | None = None) -> ast.Tuple:
+            return at(ast.Tuple([name(n, ctx) for n in ns], ctx or ast.Load()))
+
+        out: list[ast.stmt] = []
+        call_args: list[ast.expr]
+        if isinstance(s, ast.For):
+            target = s.target.id   # type: ignore[union-attr]
+            first = _INDEX if plan.target_carried else target
+            prologue = [at(ast.Assign([name(target, ast.Store())], name(_INDEX)))] \
+                if plan.target_carried else []
+            out.append(self.function(f"{_PREFIX}body_{k}", [first, _CARRIED, _CAPTURED],
+                                     plan, prologue + body, True, s))
+            range_name, bounds = f"{_PREFIX}range_{k}", f"{_PREFIX}bounds_{k}"
+            out.append(at(ast.Assign([name(range_name, ast.Store())], name("range")),
+                          s.iter.func))   # type: ignore[attr-defined]
+            out.append(at(ast.Assign([name(bounds, ast.Store())],
+                                     at(ast.Tuple(list(s.iter.args),   # type: ignore
+                                                  ast.Load()), s.iter)), s.iter))
+            func = "for_range"
+            call_args = [name(bounds), name(f"{_PREFIX}body_{k}")]
+            tail = [name(range_name)]
+            where: ast.AST = s.iter
+        elif isinstance(s, ast.While):
+            out.append(self.function(f"{_PREFIX}cond_{k}", [_CARRIED, _CAPTURED], plan,
+                                     [at(ast.Return(s.test), s.test)], False, s))
+            out.append(self.function(f"{_PREFIX}body_{k}", [_CARRIED, _CAPTURED], plan,
+                                     body, True, s))
+            func, tail, where = "while_loop", [], s.test
+            call_args = [name(f"{_PREFIX}cond_{k}"), name(f"{_PREFIX}body_{k}")]
+        else:
+            out.append(self.function(f"{_PREFIX}then_{k}", [_CARRIED, _CAPTURED], plan,
+                                     body, True, s))
+            out.append(self.function(f"{_PREFIX}else_{k}", [_CARRIED, _CAPTURED], plan,
+                                     orelse, True, s))
+            pred = f"{_PREFIX}pred_{k}"
+            out.append(at(ast.Assign([name(pred, ast.Store())], s.test), s.test))
+            func, tail, where = "if_else", [], s.test
+            call_args = [name(pred), name(f"{_PREFIX}then_{k}"), name(f"{_PREFIX}else_{k}")]
+        for n in sorted(plan.maybe_unbound):   # enter as UNDEFINED
+            out.append(at(ast.Try([at(ast.Expr(name(n)))], [at(ast.ExceptHandler(
+                name("NameError"), None, [at(ast.Assign([name(n, ast.Store())],
+                                                        name(_UNDEF)))]))], [], [])))
+        call = at(ast.Call(at(ast.Attribute(name(_CTL), func, ast.Load()), where),
+                           [*call_args, tup(plan.carried), tup(plan.captured),
+                            name(names_helper), *tail], []), where)
+        if plan.carried:
+            out.append(at(ast.Assign([tup(plan.carried, ast.Store())], call), where))
+        else:
+            out.append(at(ast.Expr(call), where))
+        out.extend(self.unbind(plan.maybe_unbound, s))
+        return out
+
+    def unbind(self, names: Iterable[str], s: ast.AST) -> list[ast.stmt]:
+        """``if n is UNDEFINED: del n``: unbound again where the original has it unbound."""
+        def at(node: ast.AST) -> Any:
+            return ast.copy_location(node, s)
+        return [at(ast.If(at(ast.Compare(at(ast.Name(n, ast.Load())), [ast.Is()],
+                                         [at(ast.Name(_UNDEF, ast.Load()))])),
+                          [at(ast.Delete([at(ast.Name(n, ast.Del()))]))], []))
+                for n in sorted(names)]
+
+    def function(self, fname: str, params: list[str], plan: _Plan, body: list[ast.stmt],
+                 returns: bool, s: ast.AST) -> ast.FunctionDef:
+        """A body function: unpack carried and captured, run ``body``, return carried."""
+        def at(node: ast.AST) -> Any:
+            return ast.copy_location(node, s)
+
+        def tup(ns: Iterable[str], ctx: ast.expr_context) -> ast.Tuple:
+            return at(ast.Tuple([at(ast.Name(n, ctx)) for n in ns], ctx))
+
+        stmts: list[ast.stmt] = []
+        for group, param in ((plan.carried, _CARRIED), (plan.captured, _CAPTURED)):
+            if group:
+                stmts.append(at(ast.Assign([tup(group, ast.Store())],
+                                           at(ast.Name(param, ast.Load())))))
+        stmts.extend(self.unbind(sorted(plan.maybe_unbound), s))
+        stmts.extend(body)
+        if returns:
+            for n in sorted(plan.maybe_unbound & set(plan.carried)):
+                stmts.append(at(ast.Try([at(ast.Expr(at(ast.Name(n, ast.Load()))))],
+                                        [at(ast.ExceptHandler(
+                                            at(ast.Name("NameError", ast.Load())), None,
+                                            [at(ast.Assign([at(ast.Name(n, ast.Store()))],
+                                                           at(ast.Name(_UNDEF,
+                                                                       ast.Load()))))]))],
+                                        [], [])))
+            stmts.append(at(ast.Return(tup(plan.carried, ast.Load()))))
+        args = ast.arguments([], [at(ast.arg(p)) for p in params], None, [], [], None, [])
+        return at(ast.FunctionDef(fname, args, stmts or [at(ast.Pass())], [], None, None))
+
+
+def _is_range_loop(s: ast.For) -> bool:
+    """``for name in range(a[, b[, c]])`` (whether ``range`` is the builtin is asked when
+    the loop starts: ``control.for_range``'s ``range_fn``)."""
+    it = s.iter
+    return (isinstance(s.target, ast.Name) and isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name) and it.func.id == "range"
+            and 1 <= len(it.args) <= 3 and not it.keywords
+            and not any(isinstance(a, ast.Starred) for a in it.args))
+
+
+def _loose_jump(stmts: list[ast.stmt]) -> bool:
+    """A break/continue in ``stmts`` that leaves them (not inside a loop of their own)."""
+    stack = list(stmts)
+    while stack:
+        sub = stack.pop()
+        if isinstance(sub, (ast.Break, ast.Continue)):
+            return True
+        if isinstance(sub, (ast.For, ast.While, ast.AsyncFor)):
+            stack.extend(sub.orelse)   # a loop's else belongs to the outside
+            continue
+        if isinstance(sub, (*_SCOPES, *_COMPREHENSION_NODES)):
+            continue
+        stack.extend(ast.iter_child_nodes(sub))
+    return False
