@@ -65,10 +65,12 @@ def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
     needed = {o for o in graph.outputs if o in owner}
     needed |= {g.nodes[0] for g in groups if g.library}   # BLAS writes memory, read or not
     needed |= {n.inputs[0] for n in graph.nodes if n.op is Op.VIEW and n.inputs[0] in owner}
+    needed |= {n.attr("root") for n in graph.nodes if n.op is Op.WRITE}   # scratch arrays
+    needed.discard(None)
     for node_id, group in owner.items():
         if any(g != group for g in reading_groups(node_id)):
             needed.add(node_id)
-    # a WRITE lives in its argument's memory: never allocated
+    # a WRITE lives in its argument's (or scratch array's) memory: never allocated
     return [n.id for n in graph.nodes if n.id in needed and n.op is not Op.WRITE]
 
 
@@ -137,6 +139,9 @@ def _order_sets(graph: Graph, contiguous: Sequence[bool],
             index = node.attr("index")
             keep = graph.params[index].kind != "array" or contiguous[index]
             in_order = graph.params[index].kind == "array" and strided_param(index)
+        elif node.op is Op.WRITE and node.attr("root") is not None:   # a scratch array's
+            keep = node.attr("root") in ordered                       # memory: its layout
+            in_order = node.attr("root") in axes_in_order
         elif node.op is Op.WRITE:      # the argument's own memory
             keep = bool(contiguous[node.attr("param")])
             in_order = strided_param(node.attr("param"))
@@ -251,8 +256,9 @@ class _KernelEmitter:
     def _is_contiguous(self, node: Node) -> bool:
         if node.op is Op.ARG:
             return self.contiguous[node.attr("index")]
-        if node.op is Op.WRITE:   # the argument's memory, after the write
-            return self.contiguous[node.attr("param")]
+        if node.op is Op.WRITE:   # the argument's memory, after the write (or the scratch
+            param = node.attr("param")   # array's, which autojit allocates C-contiguous)
+            return True if param is None else self.contiguous[param]
         return node.op is not Op.VIEW  # values autojit allocates are C-contiguous
 
     def _reads(self) -> list[Node]:

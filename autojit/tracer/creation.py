@@ -174,9 +174,18 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str
     return np.where(diagonal, 1, 0).astype(dtype)
 
 
+def copy(a: Any, order: str = "K", subok: bool = False) -> Proxy:
+    """NumPy's ``np.copy``: a new array (of a NumPy scalar too: a 0-d array)."""
+    if order not in ("C", "K", "A") or not isinstance(a, Proxy):
+        raise UnsupportedError("np.copy of this value or order is not supported",
+                               user_location(3))
+    node = current_trace().add_node(Op.CAST, (a.node,), a.type, (), user_location(3))
+    return Proxy(node, a.type, is_scalar=False)
+
+
 CREATION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     np.zeros_like: _like(0), np.ones_like: _like(1), np.empty_like: _like(0),
-    np.full_like: full_like,
+    np.full_like: full_like, np.copy: copy,
 }
 #: called without a traced argument, these never reach __array_function__: the tracer
 #: patches them while a trace runs (see ``trace.py``).

@@ -85,6 +85,12 @@ class Proxy(Traced):
         from autojit.tracer.numpy_map import astype
         return astype(self, dtype, *args, **kwargs)
 
+    def copy(self, order: str = "C") -> Proxy:
+        """``a.copy()``: a new array of the same values (NumPy's in C order; the layout
+        changes no value, nor who owns the memory)."""
+        from autojit.tracer.numpy_map import astype
+        return astype(self, self.dtype, "K" if order in ("C", "K", "A") else order)
+
     def clip(self, a_min: Any = None, a_max: Any = None, **kwargs: Any) -> Proxy:
         return np.clip(self, a_min, a_max, **kwargs)
 
