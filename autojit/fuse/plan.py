@@ -149,8 +149,10 @@ def _order_sets(graph: Graph, contiguous: Sequence[bool],
             source, step = node.inputs[0], node.attr("step")
             keep = source in ordered and (_keeps_c_order(step) or _forward_line(node))
             in_order = source in axes_in_order and _is_index_key(step)
-        else:
-            keep = all(i in axes_in_order for i in node.inputs)
+        else:   # (a ``_like`` fill takes its prototype's axis order)
+            keep = all(i in axes_in_order for i in node.inputs) and (
+                node.op is not Op.FILL or node.attr("like") is None
+                or node.attr("like") in axes_in_order)
         if keep:
             ordered.add(node.id)
         if keep or in_order:

@@ -269,3 +269,19 @@ def test_the_report_says_why_a_scratch_array_was_copied():
     ins = autoroute(_equal_copies).inspect(np.arange(10.0))
     report = ins.report(verbosity=1, toolchain=False)
     assert "copied: that node is also another value" in report, report
+
+
+# -- layouts: a ``_like`` array takes its prototype's axis order ----------------------------
+def _like_then_column_sums(a):
+    y = np.zeros_like(a)
+    y[...] = a
+    y[0] += 1
+    return y.sum(axis=0), y.sum()
+
+
+def test_a_like_array_of_a_fortran_prototype_sums_in_numpys_order():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((300, 70))
+    jitted = assert_calls_match_numpy(_like_then_column_sums, [
+        (np.asfortranarray(a),), (a,), (np.asfortranarray(a[:40, :9]),), (a[:50, :7],)])
+    assert jitted.stats()["routes"]["cpu"] >= 2   # C-ordered calls compile
