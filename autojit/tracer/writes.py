@@ -4,10 +4,18 @@ NumPy evaluates the right side completely, then writes it into the target. A wri
 an argument is a WRITE node: its inputs are the target (a VIEW of the argument's current
 version, or the argument itself) and the value; the node *is* the argument's next version,
 so later reads see the written values and kernels are ordered after it. The caller's
-array receives the write. A view of the argument taken before the write may not be read
-after it (NumPy would show the new values through it): that is refused, not guessed.
-Updating a value computed inside the function (``y = x + 1; y *= 2``) rebinds it to the
-result cast and broadcast into its shape; where a view shares its memory, that runs as Python.
+array receives the write. A view of the argument taken before the write, read after it,
+is the same view of the new version (NumPy shows the new values through it); a copy taken
+before (a scalar ``a[i]``, a reshape that may copy) is refused, not guessed.
+
+A write into an array computed inside the function (a scratch array: ``np.zeros``,
+``a.copy()``, ``y = a + 1``) is the same WRITE node with attribute ``root`` (the computed
+node whose memory it is) instead of ``param``: the buffer plan keeps that value in a buffer
+of its own for the whole call and writes each version there, in place (every later read of
+the array in the trace reads its latest version, so no old values are needed; a value that
+is also another variable's, one node for two equal computations, is copied first). Updating
+such a value that no view shares (``y = x + 1; y *= 2``) rebinds it to the result cast and
+broadcast into its shape, which lets it fuse; with views, it is a write.
 """
 
 from __future__ import annotations
