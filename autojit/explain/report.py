@@ -194,7 +194,12 @@ class _Writer:
                     f"{reader} is a separate loop nest ({kernel_nest(kernels[reader])}) from "
                     f"{writer.name} ({kernel_nest(writer)})"))
         viewed = [u for u in self.users[fate.node] if self.graph.node(u).op is Op.VIEW]
-        if viewed:
+        written = [n.id for n in self.graph.nodes
+                   if n.op is Op.WRITE and n.attr("root") == fate.node]
+        if written:
+            reasons.append(f"a scratch array written in place (%{written[0]}): it keeps a "
+                           "buffer of its own for the call")
+        elif viewed:
             reasons.append(f"a view is taken of it (%{viewed[0]}): views need memory")
         return reasons or ["read from memory by another step"]
 

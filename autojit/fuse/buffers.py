@@ -380,7 +380,8 @@ def _fate(plan: Plan, node: Node, names: tuple[str, ...], writes: dict[int, int]
         param = graph.params[memory_param(graph, node.id)].name   # type: ignore[index]
         writer = owners.get(node.id)
         return ValueFate(node.id, "escapes", writer, escape=f"written into argument {param}")
-    if node.op in _LEAF_DECISIONS and node.id not in writes:
+    if node.op in _LEAF_DECISIONS and (node.id not in writes or node.op is Op.VIEW):
+        # (a written region is a view a kernel stores into: still no allocation)
         kernels = computing.get(node.id, ()) if node.op is Op.FILL else ()
         return ValueFate(node.id, _LEAF_DECISIONS[node.op], kernels=kernels,
                          escape=returned.get(node.id))

@@ -285,3 +285,52 @@ def test_a_like_array_of_a_fortran_prototype_sums_in_numpys_order():
     jitted = assert_calls_match_numpy(_like_then_column_sums, [
         (np.asfortranarray(a),), (a,), (np.asfortranarray(a[:40, :9]),), (a[:50, :7],)])
     assert jitted.stats()["routes"]["cpu"] >= 2   # C-ordered calls compile
+
+
+# -- programs in the style of the corpus ------------------------------------------------------
+def _jacobi_step(a):
+    b = np.empty_like(a)
+    b[1:-1, 1:-1] = 0.2 * (a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1]
+                           + a[:-2, 1:-1])
+    b[0, :] = a[0, :]
+    b[-1, :] = a[-1, :]
+    b[:, 0] = a[:, 0]
+    b[:, -1] = a[:, -1]
+    return b
+
+
+def _row_softmax(x):
+    out = np.empty_like(x)
+    out[:] = x - x.max(axis=-1, keepdims=True)
+    out /= np.abs(out).sum(axis=-1, keepdims=True) + 1.0
+    return out
+
+
+def _cumsum_fixed(a):
+    c = np.cumsum(a, axis=0)
+    c[0] = 0
+    c[1:] -= a[:-1]
+    return c
+
+
+def _gram_shifted(a):
+    c = a @ a.T
+    c[0] = 1
+    c += a.sum()
+    return c
+
+
+def _read_before_and_after(a):
+    y = a[0] + 1
+    s = y * 2
+    y[0] = 5
+    return s + y, s
+
+
+@pytest.mark.parametrize("fn", [_jacobi_step, _row_softmax, _cumsum_fixed, _gram_shifted,
+                                _read_before_and_after])
+def test_corpus_style_scratch_programs_compile_once(fn):
+    jitted = assert_calls_match_numpy(fn, [
+        (np.arange(30.0).reshape(5, 6) % 7,), (np.linspace(-2, 3, 12 * 9).reshape(12, 9),),
+        (np.arange(9.0).reshape(3, 3) - 4,)])
+    _compiled_once(jitted, 3)
