@@ -407,7 +407,7 @@ def _scratch_write(graph: Graph, node: Node) -> str:
     (the tracer made every later read see the new version), or into a copy the tracer made
     first (the array was also another value: two equal computations were one node)."""
     root = graph.node(node.attr("root"))
-    if root.op is Op.CAST and root.attr("copy") is not None:
+    if root.op is Op.CAST and root.attr("scratch_copy") is not None:
         return (f"written in place into scratch array %{root.id}, a copy of "
                 f"%{root.inputs[0]} (copied: that node is also another value, an equal "
                 "computation)")

@@ -179,13 +179,21 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str
     return np.where(diagonal, 1, 0).astype(dtype)
 
 
+def copied(a: Proxy, is_scalar: bool, why: str = "copy") -> Proxy:
+    """A new array holding ``a``'s values: a node of its own (never merged with an equal
+    copy: either may be written into as a scratch array)."""
+    state = current_trace()
+    node = state.add_node(Op.CAST, (a.node,), a.type, ((why, len(state.nodes)),),
+                          user_location(4))
+    return Proxy(node, a.type, is_scalar=is_scalar)
+
+
 def copy(a: Any, order: str = "K", subok: bool = False) -> Proxy:
     """NumPy's ``np.copy``: a new array (of a NumPy scalar too: a 0-d array)."""
     if order not in ("C", "K", "A") or not isinstance(a, Proxy):
         raise UnsupportedError("np.copy of this value or order is not supported",
                                user_location(3))
-    node = current_trace().add_node(Op.CAST, (a.node,), a.type, (), user_location(3))
-    return Proxy(node, a.type, is_scalar=False)
+    return copied(a, False)
 
 
 CREATION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {

@@ -147,10 +147,9 @@ def _scratch_memory(state: Any, target: Proxy) -> int:
         raise UnsupportedError("writing into an array that is also another value (the same "
                                "computation twice) after views of it were taken is not "
                                "supported", user_location(4))
-    copy = state.add_node(Op.CAST, (node.id,), node.type, (("copy", len(state.nodes)),),
-                          user_location(4))
-    target.node = copy
-    return state.memory_of[copy]
+    from autojit.tracer.creation import copied
+    target.node = copied(target, False, "scratch_copy").node
+    return state.memory_of[target.node]
 
 
 def _check_stored_value(region: Proxy, value: Any) -> None:
