@@ -136,13 +136,24 @@ def memory_root(graph: Graph, node_id: int) -> int:
     """Return the node whose memory ``node_id`` is, through VIEW and WRITE chains: an
     argument's ARG node, or the computed value a write made a scratch array of (any other
     node is its own). Memoised with ``memory_param``'s walk: the root's key is kept."""
-    node = graph.node(node_id)
-    while node.op in (Op.VIEW, Op.WRITE):
-        root = node.attr("root")
-        if root is not None:
-            return root
+    held = _ROOTS.get(id(graph.nodes))
+    if held is None or held[0] is not graph.nodes:
+        if len(_ROOTS) >= 8:
+            _ROOTS.pop(next(iter(_ROOTS)))
+        held = _ROOTS[id(graph.nodes)] = (graph.nodes, {})
+    memo = held[1]
+    chain, node = [], graph.node(node_id)
+    while node.id not in memo and node.op in (Op.VIEW, Op.WRITE) and node.attr("root") is None:
+        chain.append(node.id)
         node = graph.node(node.inputs[0])
-    return node.id
+    found = memo.get(node.id, node.attr("root", node.id) if node.op is Op.WRITE else node.id)
+    for n in chain:
+        memo[n] = found
+    return found
+
+
+#: per graph, as ``_MEMORY``: node -> its ``memory_root``
+_ROOTS: dict[int, tuple[tuple, dict[int, int]]] = {}
 
 
 def written_root(graph: Graph, node: Node) -> int:
