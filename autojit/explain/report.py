@@ -141,13 +141,18 @@ class _Writer:
         if fate.decision in _DECISION_TEXT:
             level = 2 if fate.decision == "constant" else 1
             message = _DECISION_TEXT[fate.decision].format(v=text, k=", ".join(fate.kernels))
-            if fate.decision == "view":
+            why = _DECISION_WHY[fate.decision]
+            if fate.decision == "view" and node.op is Op.WRITE:   # into a scratch array
+                message = f"%{node.id}: {_operand(self.graph, node.inputs[0])} {fate.escape}"
+                message += " (no allocation)"
+                why = ("each write is the array's next version; nothing reads the old "
+                       "values after it, so it is written in the array's own buffer")
+            elif fate.decision == "view":
                 returned = f", {fate.escape}" if fate.escape else ""
                 message = (f"%{node.id} is a view of {_operand(self.graph, node.inputs[0])}"
                            f"{returned} (no allocation)")
             self.add(node.loc, fate.decision, message,
-                     [f"why: {_DECISION_WHY[fate.decision]}", *self.readers(fate.node)],
-                     fate.node, level)
+                     [f"why: {why}", *self.readers(fate.node)], fate.node, level)
         elif fate.decision == "escapes" and not fate.allocated:
             self.add(node.loc, "escapes", f"{text} escapes: {fate.escape} (no allocation)",
                      ["why: an assignment into an argument writes the caller's memory"],
@@ -189,7 +194,12 @@ class _Writer:
                     f"{reader} is a separate loop nest ({kernel_nest(kernels[reader])}) from "
                     f"{writer.name} ({kernel_nest(writer)})"))
         viewed = [u for u in self.users[fate.node] if self.graph.node(u).op is Op.VIEW]
-        if viewed:
+        written = [n.id for n in self.graph.nodes
+                   if n.op is Op.WRITE and n.attr("root") == fate.node]
+        if written:
+            reasons.append(f"a scratch array written in place (%{written[0]}): it keeps a "
+                           "buffer of its own for the call")
+        elif viewed:
             reasons.append(f"a view is taken of it (%{viewed[0]}): views need memory")
         return reasons or ["read from memory by another step"]
 

@@ -222,8 +222,10 @@ def _step_io(plan: Plan) -> tuple[dict[int, int], dict[int, list[int]]]:
 
 
 def _view_bases(graph: Graph) -> set[int]:
-    """Return computed values some view is taken of (their memory must stay put)."""
-    return {n.inputs[0] for n in graph.nodes if n.op is Op.VIEW}
+    """Return computed values some view is taken of, or written into as scratch arrays
+    (their memory must stay put: later steps write and read it as their next versions)."""
+    return {n.inputs[0] for n in graph.nodes if n.op is Op.VIEW} | {
+        n.attr("root") for n in graph.nodes if n.op is Op.WRITE and n.attr("root") is not None}
 
 
 def _returned_through_views(graph: Graph) -> set[int]:
@@ -380,11 +382,14 @@ def _fate(plan: Plan, node: Node, names: tuple[str, ...], writes: dict[int, int]
           returned: dict[int, str], computing: dict[int, tuple[str, ...]],
           owners: dict[int, str]) -> ValueFate:
     graph = plan.graph
+    if node.op is Op.WRITE and node.attr("root") is not None:
+        return ValueFate(node.id, "view", owners.get(node.id), escape=_scratch_write(graph, node))
     if node.op is Op.WRITE:
         param = graph.params[memory_param(graph, node.id)].name   # type: ignore[index]
         writer = owners.get(node.id)
         return ValueFate(node.id, "escapes", writer, escape=f"written into argument {param}")
-    if node.op in _LEAF_DECISIONS and node.id not in writes:
+    if node.op in _LEAF_DECISIONS and (node.id not in writes or node.op is Op.VIEW):
+        # (a written region is a view a kernel stores into: still no allocation)
         kernels = computing.get(node.id, ()) if node.op is Op.FILL else ()
         return ValueFate(node.id, _LEAF_DECISIONS[node.op], kernels=kernels,
                          escape=returned.get(node.id))
@@ -403,6 +408,18 @@ def _fate(plan: Plan, node: Node, names: tuple[str, ...], writes: dict[int, int]
     return ValueFate(node.id, decision, writer, readers, escape=returned.get(node.id),
                      allocated=True, reuses=donor, dead_after=dead_after,
                      in_place=alloc.in_place)
+
+
+def _scratch_write(graph: Graph, node: Node) -> str:
+    """How a write into a scratch array is done, in words: in place in the array's buffer
+    (the tracer made every later read see the new version), or into a copy the tracer made
+    first (the array was also another value: two equal computations were one node)."""
+    root = graph.node(node.attr("root"))
+    if root.op is Op.CAST and root.attr("scratch_copy") is not None:
+        return (f"written in place into scratch array %{root.id}, a copy of "
+                f"%{root.inputs[0]} (copied: that node is also another value, an equal "
+                "computation)")
+    return f"written in place into scratch array %{root.id}"
 
 
 def plan_buffers(plan: Plan) -> BufferPlan:

@@ -135,6 +135,46 @@ def memory_param(graph: Graph, node_id: int) -> int | None:
     return memo[node_id]
 
 
+def memory_root(graph: Graph, node_id: int) -> int:
+    """Return the node whose memory ``node_id`` is, through VIEW and WRITE chains: an
+    argument's ARG node, or the computed value a write made a scratch array of (any other
+    node is its own). Memoised with ``memory_param``'s walk: the root's key is kept."""
+    held = _ROOTS.get(id(graph.nodes))
+    if held is None or held[0] is not graph.nodes:
+        if len(_ROOTS) >= 8:
+            _ROOTS.pop(next(iter(_ROOTS)))
+        held = _ROOTS[id(graph.nodes)] = (graph.nodes, {})
+    memo = held[1]
+    chain, node = [], graph.node(node_id)
+    while node.id not in memo and node.op in (Op.VIEW, Op.WRITE) and node.attr("root") is None:
+        chain.append(node.id)
+        node = graph.node(node.inputs[0])
+    found = memo.get(node.id, node.attr("root", node.id) if node.op is Op.WRITE else node.id)
+    for n in chain:
+        memo[n] = found
+    return found
+
+
+#: per graph, as ``_MEMORY``: node -> its ``memory_root``
+_ROOTS: dict[int, tuple[tuple, dict[int, int]]] = {}
+
+
+def written_root(graph: Graph, node: Node) -> int:
+    """Return the memory a WRITE writes into: its argument's index (>= 0), or for a scratch
+    array ``-1 - root`` (the computed value whose buffer it writes)."""
+    root = node.attr("root")
+    return node.attr("param") if root is None else -1 - root
+
+
+def memory_key(graph: Graph, node_id: int) -> int | None:
+    """Return ``written_root``'s key of the memory ``node_id`` is (None: no such memory)."""
+    param = memory_param(graph, node_id)
+    if param is not None:
+        return param
+    root = memory_root(graph, node_id)
+    return None if graph.node(root).op in (Op.ARG, Op.CONST, Op.SIZE) else -1 - root
+
+
 def is_uniform(node: Node) -> bool:
     """Return True for a value with one element per call (all dims literal 1)."""
     return all(d == 1 for d in node.type.shape)
@@ -146,16 +186,19 @@ def overwritten_memory(graph: Graph) -> set[int]:
     last_write: dict[int, int] = {}
     for node in graph.nodes:
         if node.op is Op.WRITE:
-            last_write[node.attr("param")] = node.id
+            last_write[written_root(graph, node)] = node.id
     found: set[int] = set()
+    if not last_write:
+        return found
+    scratch = any(k < 0 for k in last_write)
     for node in graph.nodes:
-        if node.op not in (Op.ARG, Op.VIEW, Op.WRITE):
+        if node.op not in (Op.ARG, Op.VIEW, Op.WRITE) and not scratch:
             continue
         root = node
         while root.op is Op.VIEW:
             root = graph.node(root.inputs[0])
-        param = memory_param(graph, root.id)
-        if param is not None and last_write.get(param, -1) > root.id:
+        key = memory_key(graph, root.id)
+        if key is not None and last_write.get(key, -1) > root.id:
             found.add(node.id)
     return found
 
@@ -180,13 +223,14 @@ def inlined_nodes(graph: Graph) -> set[int]:
         library_input = any(graph.node(u).op in (*LIBRARY_OPS, Op.VIEW) for u in users[node.id])
         if (node.op not in (*LEAF_OPS, *ROW_OPS, *LIBRARY_OPS) and is_uniform(node)
                 and node.id not in outputs and not library_input
+                and node.id not in overwritten   # a scratch array written later: memory
                 and not overwritten.intersection(node.inputs)
                 and all(graph.node(i).op in LEAF_OPS or i in scalar for i in node.inputs)):
             scalar.add(node.id)
     inlined = set(scalar)
     for node in reversed(graph.nodes):
         if (node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs | inlined
-                or overwritten.intersection(node.inputs)):
+                or node.id in overwritten or overwritten.intersection(node.inputs)):
             continue
         readers = [graph.node(u) for u in users[node.id]]
         feeds_broadcasts = all(r.id in inlined or r.type.shape != node.type.shape
@@ -326,9 +370,10 @@ class _Partitioner:
                     pending.append(e)
 
     def _reads_param(self, g: int, param: int, region: int) -> bool:
-        """Return True when group ``g`` reads argument ``param``'s memory other than as the
-        node ``region``, which an elementwise group over its shape reads at the very element
-        it writes (``a += 1``: each element is loaded before it is stored)."""
+        """Return True when group ``g`` reads memory ``param`` (``written_root``'s key)
+        other than as the node ``region``, which an elementwise group over its shape reads
+        at the very element it writes (``a += 1``: each element is loaded before it is
+        stored)."""
         pending = [i for n in self.groups[g].nodes for i in self.graph.node(n).inputs]
         seen: set[int] = set()
         while pending:
@@ -336,7 +381,7 @@ class _Partitioner:
             if i in seen:
                 continue
             seen.add(i)
-            if i != region and memory_param(self.graph, i) == param:
+            if i != region and memory_key(self.graph, i) == param:
                 return True
             if i in self.inlined:
                 pending.extend(self.graph.node(i).inputs)
@@ -379,9 +424,11 @@ class _Partitioner:
         only as the written region (else NumPy's evaluate-then-write needs the value stored
         first)."""
         region = self.graph.node(node.inputs[0])
-        value, param = node.inputs[1], node.attr("param")
+        value, param = node.inputs[1], written_root(self.graph, node)
         g = self.owner.get(value)
-        if g is not None:
+        # a scratch array's kernel stores it after its body: a write must follow that kernel
+        root_group = self.owner.get(-1 - param) if param < 0 else None
+        if g is not None and g != root_group:
             group = self.groups[g]
             if (group.row_axes is None and not group.sealed and not group.library
                     and group.shape == region.type.shape and self._acyclic(node, g)

@@ -90,10 +90,13 @@ def _materialised(graph: Graph, groups: list[Group]) -> list[int]:
     needed |= {g.nodes[0] for g in groups if g.library}   # BLAS writes memory, read or not
     needed |= {n.id for n in graph.nodes if n.op is Op.CARRY}   # a loop writes them
     needed |= {n.inputs[0] for n in graph.nodes if n.op is Op.VIEW and n.inputs[0] in owner}
+    needed |= {n.attr("root") for n in graph.nodes if n.op is Op.WRITE}   # scratch arrays
+    needed.discard(None)
     for node_id, group in owner.items():
         if any(g != group for g in reading_groups(node_id)):
             needed.add(node_id)
-    # a WRITE lives in its argument's memory: never allocated
+    # a WRITE lives in its argument's (or scratch array's) memory, a REGION is a step: never
+    # allocated
     return [n.id for n in graph.nodes if n.id in needed and n.op not in (Op.WRITE, Op.REGION)]
 
 
@@ -162,6 +165,9 @@ def _order_sets(graph: Graph, contiguous: Sequence[bool],
             index = node.attr("index")
             keep = graph.params[index].kind != "array" or contiguous[index]
             in_order = graph.params[index].kind == "array" and strided_param(index)
+        elif node.op is Op.WRITE and node.attr("root") is not None:   # a scratch array's
+            keep = node.attr("root") in ordered                       # memory: its layout
+            in_order = node.attr("root") in axes_in_order
         elif node.op is Op.WRITE:      # the argument's own memory
             keep = bool(contiguous[node.attr("param")])
             in_order = strided_param(node.attr("param"))
@@ -171,8 +177,10 @@ def _order_sets(graph: Graph, contiguous: Sequence[bool],
             source, step = node.inputs[0], node.attr("step")
             keep = source in ordered and (_keeps_c_order(step) or _forward_line(node))
             in_order = source in axes_in_order and _is_index_key(step)
-        else:
-            keep = all(i in axes_in_order for i in node.inputs)
+        else:   # (a ``_like`` fill takes its prototype's axis order)
+            keep = all(i in axes_in_order for i in node.inputs) and (
+                node.op is not Op.FILL or node.attr("like") is None
+                or node.attr("like") in axes_in_order)
         if keep:
             ordered.add(node.id)
         if keep or in_order:
@@ -278,8 +286,9 @@ class _KernelEmitter:
     def _is_contiguous(self, node: Node) -> bool:
         if node.op is Op.ARG:
             return self.contiguous[node.attr("index")]
-        if node.op is Op.WRITE:   # the argument's memory, after the write
-            return self.contiguous[node.attr("param")]
+        if node.op is Op.WRITE:   # the argument's memory, after the write (or the scratch
+            param = node.attr("param")   # array's, which autojit allocates C-contiguous)
+            return True if param is None else self.contiguous[param]
         return node.op is not Op.VIEW  # values autojit allocates are C-contiguous
 
     def _reads(self) -> list[Node]:

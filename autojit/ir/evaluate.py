@@ -115,12 +115,12 @@ def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
                 values[node.id] = np.asarray(loops[node.inputs[0]][node.attr("index")])
             elif node.op is Op.WRITE:   # NumPy semantics: the argument itself is updated
                 if not node.attr("region"):   # (a loop wrote into it already)
-                    region = values[node.inputs[0]]
+                    region = values[node.inputs[0]]   # (or the scratch array, ``root``)
                     region[...] = values[node.inputs[1]]
                 root = node
-                while root.op is not Op.ARG:
+                while root.op in (Op.VIEW, Op.WRITE) and root.attr("root") is None:
                     root = graph.node(root.inputs[0])
-                values[node.id] = values[root.id]
+                values[node.id] = values[root.attr("root", root.id)]
             elif node.op is Op.VIEW:
                 values[node.id] = np.asarray(apply_view(values[node.inputs[0]],
                                                         node.attr("step")))

@@ -193,8 +193,8 @@ def _bind_view_sizes(plan: Plan, sources: _SizeSources, args: Sequence[Any],
     or the trace depends on it (a guard, a literal 1), and raises otherwise."""
     views: dict[int, Any] = {}   # an array where the view of an argument is cheap, else a shape
     for node in sources.special:
-        if node.op is Op.WRITE and not getattr(args[node.attr("param")].flags, "writeable",
-                                               True):
+        if node.op is Op.WRITE and node.attr("root") is None and not getattr(
+                args[node.attr("param")].flags, "writeable", True):
             return None   # NumPy raises: assignment destination is read-only
         if node.op is not Op.VIEW:
             continue
@@ -250,7 +250,8 @@ def argument_overlaps(plan: Plan) -> Overlaps:
     graph = plan.graph
     first_write: dict[int, int] = {}
     for node in graph.nodes:
-        if node.op is Op.WRITE:   # a loop's writes (a region WRITE) happen as it reads
+        if node.op is Op.WRITE and node.attr("root") is None:   # (not a scratch array)
+            # a loop's writes (a region WRITE) happen as it reads
             at = node.inputs[1] - 0.5 if node.attr("region") else node.id
             first_write.setdefault(node.attr("param"), at)
     last_read: dict[int, int] = {}     # argument -> the last node reading its memory

@@ -122,6 +122,8 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
         node = graph.node(node_id)
         if node_id in slots:
             return slots[node_id]
+        if node.op is Op.WRITE and node.attr("root") is not None:   # a scratch array's
+            return slot(node.attr("root"))                          # memory: its buffer
         if node.op in (Op.ARG, Op.WRITE):   # a write's result is its argument's memory
             return memory_param(graph, node_id)
         constants.append(np.asarray(node.attr("value"), dtype=node.type.dtype))

@@ -19,7 +19,10 @@ from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import current_trace, user_location
 
 
-def _filled(shape: tuple, value: Any, dtype: Any) -> Proxy:
+def _filled(shape: tuple, value: Any, dtype: Any, like: Proxy | None = None) -> Proxy:
+    """A new array of ``shape`` filled with ``value``; ``like``: the prototype of a
+    ``_like`` creation, whose axis order NumPy's result takes (order 'K': an F-ordered
+    prototype makes an F-ordered array, which a reduction then walks in that order)."""
     dtype = np.dtype(dtype)
     if not is_supported(dtype):
         raise UnsupportedError(f"creating a {dtype} array is not supported", user_location(3))
@@ -30,8 +33,10 @@ def _filled(shape: tuple, value: Any, dtype: Any) -> Proxy:
         raise UnsupportedError(f"{type(exc).__name__}: {exc}", user_location(3)) from None
     python_value = cell.item()
     type_ = TensorType(dtype, shape)
-    node = current_trace().add_node(Op.FILL, (), type_, (("value", python_value),),
-                                    user_location(3))
+    attrs: tuple = (("value", python_value),)
+    if like is not None and like.ndim >= 2:
+        attrs += (("like", like.node),)
+    node = current_trace().add_node(Op.FILL, (), type_, attrs, user_location(3))
     return Proxy(node, type_, is_scalar=False)
 
 
@@ -78,14 +83,14 @@ def _like(value: Any) -> Callable[..., Proxy]:
     def handler(prototype: Any, dtype: Any = None, order: Any = "K", subok: bool = True,
                 shape: Any = None, *, device: Any = None) -> Proxy:
         _check(order, shape=shape, device=device)
-        return _filled(prototype.type.shape, value, dtype or prototype.dtype)
+        return _filled(prototype.type.shape, value, dtype or prototype.dtype, prototype)
     return handler
 
 
 def full_like(prototype: Any, fill_value: Any, dtype: Any = None, order: Any = "K",
               subok: bool = True, shape: Any = None, *, device: Any = None) -> Proxy:
     _check(order, shape=shape, device=device)
-    return _filled(prototype.type.shape, fill_value, dtype or prototype.dtype)
+    return _filled(prototype.type.shape, fill_value, dtype or prototype.dtype, prototype)
 
 
 _NUMPY_ARANGE = np.arange   # NumPy's own, captured before any trace patches np.arange
@@ -174,9 +179,26 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str
     return np.where(diagonal, 1, 0).astype(dtype)
 
 
+def copied(a: Proxy, is_scalar: bool, why: str = "copy") -> Proxy:
+    """A new array holding ``a``'s values: a node of its own (never merged with an equal
+    copy: either may be written into as a scratch array)."""
+    state = current_trace()
+    node = state.add_node(Op.CAST, (a.node,), a.type, ((why, len(state.nodes)),),
+                          user_location(4))
+    return Proxy(node, a.type, is_scalar=is_scalar)
+
+
+def copy(a: Any, order: str = "K", subok: bool = False) -> Proxy:
+    """NumPy's ``np.copy``: a new array (of a NumPy scalar too: a 0-d array)."""
+    if order not in ("C", "K", "A") or not isinstance(a, Proxy):
+        raise UnsupportedError("np.copy of this value or order is not supported",
+                               user_location(3))
+    return copied(a, False)
+
+
 CREATION_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     np.zeros_like: _like(0), np.ones_like: _like(1), np.empty_like: _like(0),
-    np.full_like: full_like,
+    np.full_like: full_like, np.copy: copy,
 }
 #: called without a traced argument, these never reach __array_function__: the tracer
 #: patches them while a trace runs (see ``trace.py``).

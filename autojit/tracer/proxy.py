@@ -85,6 +85,15 @@ class Proxy(Traced):
         from autojit.tracer.numpy_map import astype
         return astype(self, dtype, *args, **kwargs)
 
+    def copy(self, order: str = "C") -> Proxy:
+        """``a.copy()``: a new array of the same values (NumPy's in C order; the layout
+        changes no value, nor who owns the memory)."""
+        from autojit.tracer.creation import copied
+        if order not in ("C", "K", "A"):
+            raise UnsupportedError(f"ndarray.copy(order={order!r}) is not supported",
+                                   user_location(2))
+        return copied(self, self.is_scalar)
+
     def clip(self, a_min: Any = None, a_max: Any = None, **kwargs: Any) -> Proxy:
         return np.clip(self, a_min, a_max, **kwargs)
 

@@ -106,7 +106,10 @@ class TraceState:
             self.host_inputs[key] = self.add_node(Op.ARG, (), TensorType(dtype, ()),
                                                   (("index", ref),), user_location(3))
         return self.host_inputs[key]
-    memory_of: dict[int, int] = field(default_factory=dict)     # node -> argument it views
+    # node -> the memory it is or views: an argument's index, or a computed value's
+    # ``scratch_key`` (an array made inside the function, written into as a scratch array)
+    memory_of: dict[int, int] = field(default_factory=dict)
+    reused: set[int] = field(default_factory=set)   # nodes a second computation returned
     param_memory: dict[int, list[int]] = field(default_factory=dict)  # since the last write
     param_readers: dict[int, set[int]] = field(default_factory=dict)  # since the last write
     view_copies: dict[int, int] = field(default_factory=dict)   # node -> argument (copy_of)
@@ -212,7 +215,12 @@ class TraceState:
             inputs = tuple(self.rebase(i, loc or user_location(2)) for i in inputs)
         key = (op, inputs, repr(attrs), type_.dtype.str, type_.shape)
         if op not in (Op.ARG, Op.FILL, Op.WRITE) and key in self.seen:
-            return self.seen[key]   # the same pure computation again (x @ w twice): reuse it
+            # the same pure computation again (x @ w twice): reuse it, unless it is an array
+            # written since (its memory holds other values now): then it is computed anew
+            hit = self.seen[key]
+            if hit not in self.stale:
+                self.reused.add(hit)   # two values are one node: writing one copies it first
+                return hit
         node = Node(len(self.nodes), op, inputs, type_, loc or user_location(2), attrs)
         self.nodes.append(node)
         self.seen[key] = node.id
@@ -220,10 +228,11 @@ class TraceState:
         return node.id
 
     def current_version(self, param: int) -> int:
-        """Return the node that is argument ``param``'s memory now: its last write, or it."""
+        """Return the node that is memory ``param``'s now (an argument's index, or a
+        computed value's ``scratch_key``): its last write, or the argument or value itself."""
         if param not in self.versions:
-            self.versions[param] = next(n.id for n in self.nodes if n.op is Op.ARG
-                                        and n.attr("index") == param)
+            self.versions[param] = -1 - param if param < 0 else next(
+                n.id for n in self.nodes if n.op is Op.ARG and n.attr("index") == param)
         return self.versions[param]
 
     def rebase(self, node_id: int, loc: SourceLoc | None = None) -> int:
@@ -234,13 +243,14 @@ class TraceState:
         if node_id not in self.stale:
             return node_id
         node = self.nodes[node_id]
-        if node.op is Op.ARG:
-            return self.current_version(node.attr("index"))
-        if node.op is Op.WRITE:
-            return self.current_version(node.attr("param"))
+        if node_id in self.view_copies:
+            raise UnsupportedError("reading a copy of an array (a scalar a[i], a reshape) "
+                                   "taken before a later write to it is not supported", loc)
+        if node.op is not Op.VIEW:   # a version: the argument, a computed value, a write
+            return self.current_version(self.memory_of[node_id])
         base = self.nodes[node.inputs[0]]
-        if node.op is not Op.VIEW or not aliases_base(node.attr("step"), base.type.ndim):
-            raise UnsupportedError("reading a copy of an argument (a scalar a[i], a reshape) "
+        if not aliases_base(node.attr("step"), base.type.ndim):
+            raise UnsupportedError("reading a copy of an array (a scalar a[i], a reshape) "
                                    "taken before a later write to it is not supported", loc)
         rebased = self.rebase(base.id, loc)
         key = view_key(rebased, node.attr("step"))
@@ -259,7 +269,8 @@ class TraceState:
         """Keep, per argument, its memory's nodes and their readers since the last write
         (kept as the trace grows: a loop of writes must not rescan the whole trace)."""
         param = node.attr("index") if node.op is Op.ARG else (
-            self.memory_of.get(node.inputs[0]) if node.op in (Op.VIEW, Op.WRITE) else None)
+            self.memory_of.get(node.inputs[0]) if node.op in (Op.VIEW, Op.WRITE) else
+            None if node.op in (Op.CONST, Op.SIZE) else scratch_key(node.id))
         if param is not None:
             self.memory_of[node.id] = param
             self.param_memory.setdefault(param, []).append(node.id)
@@ -307,6 +318,11 @@ class TraceState:
                 n = replace(n, attrs=(("symbols", symbols),))
             nodes.append(n)
         return nodes
+
+
+def scratch_key(node_id: int) -> int:
+    """The memory key of the array computed by ``node_id`` (arguments' keys are >= 0)."""
+    return -1 - node_id
 
 
 def view_key(base: int, step: tuple[str, Any]) -> tuple:

@@ -77,6 +77,10 @@ def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
     if isinstance(value, Proxy):
         if value.node in state.stale and (value.is_scalar or value.node in state.view_copies):
             state.rebase(value.node)   # raises: a copy made before a later write
+        if value.node in state.stale and state.memory_of.get(value.node, 0) < 0:
+            # a scratch array's view taken before a write: the same view of it now (its
+            # views are taken once their base is computed; a reshape may have copied)
+            value.node = state.rebase(value.node)
         if value.node in state.numpy_views:   # NumPy's is a view: so is ours (no copy)
             step = ("step", ("reshape", (-1,)))
             return state.add_node(Op.VIEW, (value.node,), value.type, (step,)), False

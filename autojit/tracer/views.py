@@ -210,8 +210,9 @@ def _copy_if_viewed(proxy: Proxy) -> Proxy:
     if not written and (node.op is not Op.VIEW or root.op is Op.ARG):
         return proxy
     copy = state.add_node(Op.CAST, (proxy.node,), proxy.type, (), user_location(4))
-    if root.op is Op.ARG:   # NumPy's reshape may view the argument: later writes show
-        state.copy_of(copy, root.attr("index"))
+    memory = state.memory_of.get(root.id)
+    if memory is not None:   # NumPy's reshape may view the array: later writes show
+        state.copy_of(copy, memory)
     return Proxy(copy, proxy.type, is_scalar=proxy.is_scalar)
 
 

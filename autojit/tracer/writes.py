@@ -4,10 +4,18 @@ NumPy evaluates the right side completely, then writes it into the target. A wri
 an argument is a WRITE node: its inputs are the target (a VIEW of the argument's current
 version, or the argument itself) and the value; the node *is* the argument's next version,
 so later reads see the written values and kernels are ordered after it. The caller's
-array receives the write. A view of the argument taken before the write may not be read
-after it (NumPy would show the new values through it): that is refused, not guessed.
-Updating a value computed inside the function (``y = x + 1; y *= 2``) rebinds it to the
-result cast and broadcast into its shape; where a view shares its memory, that runs as Python.
+array receives the write. A view of the argument taken before the write, read after it,
+is the same view of the new version (NumPy shows the new values through it); a copy taken
+before (a scalar ``a[i]``, a reshape that may copy) is refused, not guessed.
+
+A write into an array computed inside the function (a scratch array: ``np.zeros``,
+``a.copy()``, ``y = a + 1``) is the same WRITE node with attribute ``root`` (the computed
+node whose memory it is) instead of ``param``: the buffer plan keeps that value in a buffer
+of its own for the whole call and writes each version there, in place (every later read of
+the array in the trace reads its latest version, so no old values are needed; a value that
+is also another variable's, one node for two equal computations, is copied first). Updating
+such a value that no view shares (``y = x + 1; y *= 2``) rebinds it to the result cast and
+broadcast into its shape, which lets it fuse; with views, it is a write.
 """
 
 from __future__ import annotations
@@ -54,18 +62,21 @@ def _value_proxy(value: Any, dtype: np.dtype) -> Proxy:
 
 
 def write(target: Proxy, key: Any, value: Any) -> None:
-    """Record ``target[key] = value`` (``key`` None: the whole array) into an argument."""
+    """Record ``target[key] = value`` (``key`` None: the whole array) into an argument, or
+    into an array computed inside the function (a scratch array, ``_scratch_memory``)."""
     state = current_trace()
     target.node = state.rebase(target.node, user_location(3))   # its memory now
     param = written_param(state, target.node)
-    if param is None:
-        raise UnsupportedError("writing into a value computed inside the function is not "
-                               "supported yet", user_location(3))
-    if state.params_kind[param] != "array":
+    if param is None or target.is_scalar or target.weak is not None:
+        raise UnsupportedError("writing into a constant or a NumPy scalar is not supported",
+                               user_location(3))
+    if param >= 0 and state.params_kind[param] != "array":
         raise UnsupportedError("writing into a scalar argument", user_location(3))
     if not _aliases_argument(state, target.node):
-        raise UnsupportedError("writing into a reshape of an argument (NumPy may write into "
-                               "a copy) is not supported", user_location(3))
+        raise UnsupportedError("writing into a reshape (NumPy may write into a copy) is not "
+                               "supported", user_location(3))
+    if param < 0:
+        param = _scratch_memory(state, target)
     from autojit.tracer.views import getitem
     if isinstance(key, Proxy) and key.dtype == np.bool_:
         same_shape = tuple(map(state.find, key.type.shape)) == tuple(
@@ -107,12 +118,42 @@ def write(target: Proxy, key: Any, value: Any) -> None:
                              f"{source.type.shape} into shape {region.type.shape}",
                              user_location(3))
     readers = tuple(sorted(state.readers_of_param(param)))
-    version = state.nodes[state.current_version(param)].type   # the whole argument
+    version = state.nodes[state.current_version(param)].type   # the whole array
+    where = ("param", param) if param >= 0 else ("root", -1 - param)
     node = state.add_node(Op.WRITE, (region.node, source.node), version,
-                          (("after", readers), ("param", param)), user_location(3))
+                          (("after", readers), where), user_location(3))
     state.retire(param)
     # the caller's variable now names the new version (a view: the same view of it)
     target.node = state.rebase(target.node) if state.nodes[target.node].op is Op.VIEW else node
+
+
+def _scratch_memory(state: Any, target: Proxy) -> int:
+    """Return the memory key a write into computed ``target`` writes into. Each write is
+    the array's next version (a WRITE node the buffer plan runs in place, in the array's
+    own buffer); the array's views taken before it see it (``TraceState.rebase``), as
+    NumPy's do. Before the first write, an array that is also another value (the tracer
+    made one node of two equal computations, ``x = a.copy(); y = a.copy()``) or a constant
+    gets a copy of its own to write into; with views of it taken already, which of the two
+    each view shows is not known: that runs as Python."""
+    node = state.nodes[target.node]
+    while node.op is Op.VIEW:
+        if node.id in state.view_copies:
+            raise UnsupportedError("writing into a reshape (NumPy may write into a copy) is "
+                                   "not supported", user_location(4))
+        node = state.nodes[node.inputs[0]]
+    memory = state.memory_of[node.id]
+    if node.op is Op.WRITE or node.id in state.view_copies or node.id not in state.reused:
+        if node.id in state.view_copies:
+            raise UnsupportedError("writing into a reshape (NumPy may write into a copy) is "
+                                   "not supported", user_location(4))
+        return memory
+    if target.node != node.id or len(state.param_memory.get(memory, ())) > 1:
+        raise UnsupportedError("writing into an array that is also another value (the same "
+                               "computation twice) after views of it were taken is not "
+                               "supported", user_location(4))
+    from autojit.tracer.creation import copied
+    target.node = copied(target, False, "scratch_copy").node
+    return state.memory_of[target.node]
 
 
 def _check_stored_value(region: Proxy, value: Any) -> None:
@@ -156,7 +197,7 @@ def augmented_into(target: Proxy, result: Proxy) -> Proxy:
     state = current_trace()
     param = written_param(state, target.node)
     immutable = target.is_scalar or target.weak is not None or (
-        param is not None and state.params_kind[param] != "array")
+        param is not None and param >= 0 and state.params_kind[param] != "array")
     if immutable:
         target.node, target.type = result.node, result.type
         target.weak, target.is_scalar = result.weak, result.is_scalar
@@ -165,8 +206,7 @@ def augmented_into(target: Proxy, result: Proxy) -> Proxy:
         raise TraceError(f"Cannot cast ufunc output from {result.dtype} to {target.dtype} "
                          "with casting rule 'same_kind'", user_location(3))
     _check_output_shape(state, target.type, result.type)
-    if param is None:
-        _refuse_aliased_local(state, target.node)
+    if param is None or (param < 0 and not _shared_local(state, target.node)):
         dtype, stored = target.dtype, result
         if tuple(map(state.find, result.type.shape)) != tuple(map(state.find, target.type.shape)):
             from autojit.tracer.numpy_map import make_elementwise
@@ -205,16 +245,16 @@ def _check_output_shape(state: Any, out: TensorType, result: TensorType) -> None
                              user_location(4))
 
 
-def _refuse_aliased_local(state: Any, node_id: int) -> None:
+def _shared_local(state: Any, node_id: int) -> bool:
     """An in-place update of a computed array is modelled as rebinding its variable to the
-    new values; that is NumPy's meaning only when no view shares the array's memory (a
-    view taken before, ``w = v.T; v += 1``, must show the new values; an update through a
-    view, ``w += 1``, must change ``v``): those run as Python."""
+    new values when no view shares the array's memory, nor did before (the array itself,
+    never written, with no view taken but scalar copies); otherwise (``w = v.T; v += 1``
+    must show the new values in ``w``, ``w += 1`` must change ``v``) it is a write."""
     node = state.nodes[node_id]
-    shared = node.op is Op.VIEW or any(
-        n.op is Op.VIEW and n.inputs[0] == node_id and not _element_copy(n.attr("step"), node)
-        for n in state.nodes[node_id + 1:])
-    if shared:
-        raise UnsupportedError("an in-place update (+=, out=) of a computed array that a "
-                               "view shares memory with is not supported",
-                               user_location(4))
+    if node.op in (Op.VIEW, Op.WRITE) or node_id in state.view_copies:
+        return True
+    others = (state.nodes[n] for n in state.param_memory.get(state.memory_of[node_id], ())
+              if n != node_id)
+    return any(n.op is not Op.VIEW or not _element_copy(n.attr("step"),
+                                                        state.nodes[n.inputs[0]])
+               for n in others)
