@@ -60,6 +60,8 @@ _DECISION_TEXT = {
     "recomputed": "{v} recomputed in {k} (no allocation)",
     "view": "{v} is a view (no allocation)",
     "constant": "{v} is a constant, broadcast (no allocation)",
+    "loop": "{v} is a loop region: its body's plan runs once per iteration (its carried "
+            "values are its carries)",
 }
 
 #: -m -m reason of each no-allocation decision
@@ -69,6 +71,7 @@ _DECISION_WHY = {
                    "reader is cheaper than storing and reloading it"),
     "view": "the same memory as its base, with other strides",
     "constant": "one element, passed to the kernels that read it",
+    "loop": "a host loop over the body's kernels; nothing is traced or planned per iteration",
 }
 
 

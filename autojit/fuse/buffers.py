@@ -33,7 +33,8 @@ from autojit.ir.ops import Op
 from autojit.ir.types import TensorType
 
 #: decision of graph nodes that are neither computed by a step nor stored
-_LEAF_DECISIONS = {Op.CONST: "constant", Op.FILL: "constant", Op.VIEW: "view"}
+_LEAF_DECISIONS = {Op.CONST: "constant", Op.FILL: "constant", Op.VIEW: "view",
+                   Op.REGION: "loop"}
 _NOT_VALUES = (Op.ARG, Op.SIZE)
 
 

@@ -237,6 +237,9 @@ class _Loop:
             if any(j != k and isinstance(values[j], Proxy)
                    and written_param(state, values[j].node) == param for j in positions):
                 raise _Decline("the body writes into an argument it also reads otherwise")
+        if any(isinstance(v, Proxy) and state.nodes[v.node].op is Op.SIZE
+               for v in (*values, *bounds, first)):
+            raise _Decline("a size product as a loop operand (it has no memory)")
         inputs: list[int] = []
         bound_sources = tuple(self.source(b, inputs) for b in bounds)
         first_source = self.source(first, inputs) if first is not None else None

@@ -207,3 +207,27 @@ def test_reads_before_and_after_a_writing_loop_see_numpys_order():
     calls = [(np.arange(5.0), 3), (np.arange(8.0), 0), (np.ones(3), 6)]
     jitted = assert_calls_match_numpy(sums_around_a_loop, calls)
     assert jitted.stats()["compiles"] == 1 and jitted.stats()["routes"]["python"] == 0
+
+
+def int_then_float32(a, n):
+    # acc = 0
+    # for _ in range(n): acc += np.max(a)
+    # return acc
+    acc = 0
+
+    def body(_, carried, captured):
+        (acc,) = carried
+        (a,) = captured
+        acc += np.max(a)
+        return (acc,)
+    (acc,) = control.for_range((n,), body, (acc,), (a,), Names(("acc",), ("a",), __file__, 1))
+    return acc
+
+
+def test_python_int_then_float32_keeps_numpys_types():
+    a = np.array([1.5, -2.0, 0.25], dtype=np.float32)
+    calls = [(a, 4), (a * 3, 1), (a, 0), (a, 2)]   # 0 iterations: the Python int 0
+    jitted = assert_calls_match_numpy(int_then_float32, calls)
+    # the call without an iteration returns the Python int 0: a trace that returns a
+    # Python constant runs as Python (the tracer's rule, not the loop's)
+    assert jitted.stats()["routes"]["python"] == 1 and jitted.stats()["routes"]["cpu"] == 3
