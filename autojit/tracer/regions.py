@@ -225,7 +225,7 @@ class _Loop:
             if body.param_of[k] not in written:
                 continue
             param = written_param(state, values[k].node)
-            if param is None:
+            if param is None or param < 0:   # a computed value (its scratch key): a local
                 locals_.append(k)
                 if _viewed(state, values[k].node):
                     raise _Decline("the body writes into a computed array a view shares")
