@@ -34,6 +34,7 @@ import ast
 import functools
 import json
 import random
+import re
 import shutil
 import signal
 import sys
@@ -654,7 +655,6 @@ class LoopGenerator:
 
 
 def _reads(text: str, name: str) -> bool:
-    import re
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
@@ -671,8 +671,9 @@ def _replay(program: Program) -> BaseException | None:
     return None
 
 
-class _Slow(Exception):
-    pass
+class _Slow(BaseException):
+    """A time limit fired (a BaseException: the runner's ``except Exception`` would take it
+    for the program's answer)."""
 
 
 def _time_limit(seconds: float) -> Any:
@@ -761,9 +762,11 @@ def run_loop_calls(fn: Any, calls: list[Any], returns: list[str] | None,
         again.warnings = outcome.failure.text()
         outcome = again
     if outcome.failure is None and require_compiled and not outcome.compiled:
-        outcome.failure = Failure("fell-back", (outcome.reasons.most_common(1)[0][0]
-                                                if outcome.reasons else
-                                                "a call ran as Python")[:300], 0, "auto")
+        reason = outcome.reasons.most_common(1)[0][0] if outcome.reasons else \
+            "a call ran as Python"
+        reason = re.sub(r"^<loopgen[^>]*>:N:N: ", "", reason)
+        # the reason is part of the key: shrinking keeps this fallback, not any fallback
+        outcome.failure = Failure("fell-back", reason[:300], 0, "auto", reason[:60])
     return outcome
 
 
@@ -853,6 +856,17 @@ def shrink_loop(program: LoopProgram, failure: Failure, seconds: float = 60.0,
                 max_runs: int = 300) -> tuple[LoopProgram, Failure, int]:
     """The smallest program found in ``seconds`` that still fails with ``failure.key``."""
     deadline = time.monotonic() + seconds
+    start = time.monotonic()
+    try:
+        with _time_limit(30.0):
+            run_loop_program(program)
+    except _Slow:
+        pass
+    #: a candidate may loop for ever (a ``while`` without its counter): a time limit
+    limit = 2.0 + 3 * (time.monotonic() - start)
+    #: a program NumPy runs stays one NumPy runs (``return it7`` of a removed ``it7``
+    #: would 'reproduce' most failures)
+    runs_in_numpy = _replay(program) is None
     runs, best, best_failure = 0, program, failure
     progress = True
     while progress and time.monotonic() < deadline and runs < max_runs:
@@ -867,8 +881,11 @@ def shrink_loop(program: LoopProgram, failure: Failure, seconds: float = 60.0,
                     continue
                 runs += 1
                 try:
-                    outcome = run_loop_program(candidate)
-                except Exception:  # noqa: BLE001 - a candidate the harness cannot build
+                    if runs_in_numpy and _replay(candidate) is not None:
+                        continue
+                    with _time_limit(limit):
+                        outcome = run_loop_program(candidate)
+                except (Exception, _Slow):  # noqa: BLE001 - one the harness cannot build
                     continue
                 if outcome.failure is not None and outcome.failure.key == failure.key:
                     best, best_failure, progress = candidate, outcome.failure, True
@@ -976,7 +993,7 @@ def report_text(results: Any, report: LoopReport) -> str:
         f"internal exceptions reaching the user: {len(internal)}",
         f"compiled (routes['python'] == 0 on every call): {report.compiled} of {done}"
         + (f" ({100 * report.compiled / done:.0f}%)" if done else ""),
-        "compiles per program (cpu dispatcher): " + ", ".join(
+        "compiles per program (the auto dispatcher): " + ", ".join(
             f"{k}: {v}" for k, v in sorted(report.compiles.items())),
         f"first call ms: p50 {pct(0.5)}, p90 {pct(0.9)}, p99 {pct(0.99)}, "
         f"max {pct(1.0)}"]
@@ -997,7 +1014,10 @@ def report_text(results: Any, report: LoopReport) -> str:
         lines += [f"  {n:4d}  {c}" for c, n in classes.most_common()]
     if results.reasons:
         lines.append("fallback reasons (calls):")
-        lines += [f"  {n:5d}  {r}" for r, n in results.reasons.most_common(20)]
+        reasons: Counter = Counter()
+        for r, n in results.reasons.items():
+            reasons[re.sub(r"^<loopgen[^>]*>:N:N: ", "", r)] += n
+        lines += [f"  {n:5d}  {r}" for r, n in reasons.most_common(20)]
     return "\n".join(lines)
 
 
