@@ -1,0 +1,1 @@
+"""Control flow: loops, branches, scratch arrays and sizes from arguments (issue 15)."""

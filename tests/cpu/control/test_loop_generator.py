@@ -1,0 +1,45 @@
+"""A fixed-seed slice of the random loop-program generator (``tests/fuzz/loopgen.py``): 60
+programs of ``for``/``while``/``if``, stencils in place, carried scalars and arrays,
+index-dependent views and scratch arrays, five calls each (sizes and trip counts changing,
+edge sizes 0-2, the first call again) on one dispatcher per variant. No call may give an
+answer NumPy does not (values, types, dtypes, shapes, exceptions, the arguments after the
+call) or raise an exception of autojit's own. How many compiled is printed, not asserted
+(loops mostly run as Python today: issue 15 raises it to all).
+
+    PYTHONPATH=. python -m pytest tests/cpu/control/test_loop_generator.py -q -s
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+
+from tests.fuzz.loopgen import generate_loop, is_internal, run_loop_program
+
+SEED = "ci-loops-20261201"
+PROGRAMS = 60
+
+
+def test_generated_loop_programs_match_numpy() -> None:
+    failures: list[str] = []
+    compiled, compiles, warned = 0, Counter(), 0
+    reasons: Counter = Counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(PROGRAMS):
+            program = generate_loop(f"{SEED}:{i}")
+            outcome = run_loop_program(program)
+            compiled += outcome.compiled
+            compiles[outcome.compiles] += 1
+            warned += bool(outcome.warnings)
+            reasons.update(outcome.reasons)
+            if outcome.failure is not None:
+                kind = "internal exception" if is_internal(outcome.failure.kind) else \
+                    "wrong answer"
+                failures.append(f"----- {kind}: {outcome.failure.text()}\n"
+                                f"{program.repro(f'seed {SEED}:{i}')}")
+    print(f"\nloop generator: {compiled} of {PROGRAMS} programs compiled "
+          f"({100 * compiled / PROGRAMS:.0f}%); compiles per program "
+          f"{dict(sorted(compiles.items()))}; warnings differing from NumPy's in {warned}; "
+          f"top fallback: {reasons.most_common(1)}")
+    assert not failures, "\n".join(failures)
