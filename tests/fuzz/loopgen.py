@@ -133,6 +133,13 @@ class LoopGenerator:
         self.use_c = rng.random() < 0.7
         self.layouts = {p: rng.choice(("C", "C", "C", "C", "rev", "step", "F", "T"))
                         for p in ("x", "y", "g", "A")}
+        #: y passed as x itself or x reversed (writes through one are read through the other)
+        self.alias = rng.choice(("same", "rev")) if rng.random() < 0.1 else ""
+        if self.alias:
+            self.dtypes["y"] = self.dtypes["x"]
+        #: NumPy scalars for c and steps now and then (NEP 50: a float32 c is not weak)
+        self.np_c = rng.choice(("float32", "float64")) if rng.random() < 0.2 else ""
+        self.np_steps = rng.random() < 0.1
 
     @property
     def params(self) -> list[str]:
@@ -628,7 +635,9 @@ class LoopGenerator:
         L, M, T = size["L"], size["M"], size["T"]
         specs: list[ArgSpec] = []
         for p in self.params:
-            if p in ("x", "y", "g", "A"):
+            if p == "y" and self.alias and "x" in self.params:
+                specs.append(ArgSpec("alias", self.dtypes["x"], alias_of=0, view=self.alias))
+            elif p in ("x", "y", "g", "A"):
                 shape = {"x": (L,), "y": (L,), "g": (L, M), "A": (L, L)}[p]
                 dtype = self.dtypes[p]
                 count = int(np.prod(shape))
@@ -643,15 +652,17 @@ class LoopGenerator:
                 specs.append(ArgSpec("array", dtype, shape, tuple(values), layout,
                                      filler=(0,)))
             elif p == "steps":
-                specs.append(ArgSpec("scalar", "int", values=(T,)))
+                specs.append(ArgSpec("scalar", "int64" if self.np_steps else "int", values=(T,),
+                                     npscalar=self.np_steps))
             elif p == "n":
                 n = rng.choice((L, L, L, max(L - 1, 0), min(L, 2), 0 if L < 3 else L - 2))
                 specs.append(ArgSpec("scalar", "int", values=(n,)))
             elif p == "k":
                 specs.append(ArgSpec("scalar", "int", values=(rng.choice((0, 1, 2, 3)),)))
             else:
-                specs.append(ArgSpec("scalar", "float",
-                                     values=(rng.choice((0.25, 0.5, -0.5, 0.125, 1.5)),)))
+                specs.append(ArgSpec("scalar", self.np_c or "float",
+                                     values=(rng.choice((0.25, 0.5, -0.5, 0.125, 1.5)),),
+                                     npscalar=bool(self.np_c)))
         return specs
 
 
