@@ -666,6 +666,11 @@ class LoopGenerator:
         return specs
 
 
+def plain_reason(reason: str) -> str:
+    """A counted fallback reason without the generated program's name and location."""
+    return re.sub(r"^<loopgen[^>]*>:N:N: ", "", reason)
+
+
 def _reads(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
@@ -776,7 +781,7 @@ def run_loop_calls(fn: Any, calls: list[Any], returns: list[str] | None,
     if outcome.failure is None and require_compiled and not outcome.compiled:
         reason = outcome.reasons.most_common(1)[0][0] if outcome.reasons else \
             "a call ran as Python"
-        reason = re.sub(r"^<loopgen[^>]*>:N:N: ", "", reason)
+        reason = plain_reason(reason)
         # the reason is part of the key: shrinking keeps this fallback, not any fallback
         outcome.failure = Failure("fell-back", reason[:300], 0, "auto", reason[:60])
     return outcome
@@ -1028,7 +1033,7 @@ def report_text(results: Any, report: LoopReport) -> str:
         lines.append("fallback reasons (calls):")
         reasons: Counter = Counter()
         for r, n in results.reasons.items():
-            reasons[re.sub(r"^<loopgen[^>]*>:N:N: ", "", r)] += n
+            reasons[plain_reason(r)] += n
         lines += [f"  {n:5d}  {r}" for r, n in reasons.most_common(20)]
     return "\n".join(lines)
 
