@@ -857,6 +857,15 @@ def _blocks(p: Program) -> Iterator[Program]:
             yield p.with_(body=new)
 
 
+def _fills_its_empties(p: Program) -> bool:
+    """Every ``eN = np.empty(...)`` still has its row fill (a shrunk candidate returning
+    uninitialised memory would 'reproduce' a wrong answer by chance)."""
+    empties = [m.group(1) for line in p.body
+               if (m := re.match(r"\s*(e\d+) = np\.empty\(", line))]
+    return all(any(line.lstrip().startswith(f"{e}[i] = ") for line in p.body)
+               for e in empties)
+
+
 def _return_items(p: Program) -> Iterator[Program]:
     if p.ret and len(p.ret) > 1:
         for i in range(len(p.ret)):
@@ -895,6 +904,8 @@ def shrink_loop(program: LoopProgram, failure: Failure, seconds: float = 60.0,
                 try:
                     ast.parse(candidate.source())
                 except SyntaxError:
+                    continue
+                if not _fills_its_empties(candidate):
                     continue
                 runs += 1
                 try:
