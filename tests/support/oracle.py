@@ -171,12 +171,15 @@ Call = Sequence[Any] | Callable[[], Sequence[Any]]
 
 def assert_calls_match_numpy(fn: Callable, calls: Sequence[Call],
                              ulps: int | Sequence[int] = 0, force: str | None = "cpu",
-                             options: dict[str, Any] | None = None) -> Any:
+                             options: dict[str, Any] | None = None, rtol: float = 0.0,
+                             atol: float = 0.0) -> Any:
     """Call one compiled ``fn`` once per entry of ``calls`` (each an argument tuple, or a
     callable making one, so aliased arguments can be built fresh) and compare every call
     with plain NumPy on identical inputs: result, exception type, and the arguments after
     the call. Sizes and layouts may change between calls: that is what it is for (a compiled
-    version must not answer for arguments it was not traced for). Returns the dispatcher."""
+    version must not answer for arguments it was not traced for). ``rtol``/``atol``: for
+    values that went through sums or products whose order NumPy does not fix (matmul, a
+    reduction inside a loop). Returns the dispatcher."""
     jitted = autoroute(fn, **({"force": force} if force else {}), **(options or {}))
     for number, call in enumerate(calls, 1):
         make = call if callable(call) else (lambda call=call: _copies(call))
@@ -193,9 +196,10 @@ def assert_calls_match_numpy(fn: Callable, calls: Sequence[Call],
         assert_same_types(actual, expected, f"call {number}")
         compare_results(actual, expected, ulps, labels=[f"call {number} output {i}"
                                                         for i in range(len(expected))]
-                        if isinstance(expected, tuple) else ())
+                        if isinstance(expected, tuple) else (), rtol=rtol, atol=atol)
         assert_same_ownership(actual, expected, f"call {number}")
         for index, (want, got) in enumerate(zip(numpy_args, autojit_args)):
             if isinstance(want, np.ndarray):
-                assert_same_value(got, want, label=f"call {number}: argument {index} after")
+                assert_same_value(got, want, label=f"call {number}: argument {index} after",
+                                  rtol=rtol, atol=atol)
     return jitted

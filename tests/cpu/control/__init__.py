@@ -1,1 +1,1 @@
-"""Loops and branches: the source converter and the control calls (issue 15)."""
+"""Control flow (issue 15): the source converter, loop and branch regions, scratch arrays and sizes from arguments, the loop-program generator and corpus."""
