@@ -63,6 +63,7 @@ from autojit.runtime.binding import (
     SIZES_MISS,
     bind_sizes,
     call_arguments,
+    changed_decision,
     check_call,
     guards_hold,
 )
@@ -123,6 +124,7 @@ class Dispatcher:
         self._warned = False
         self._stats = FunctionStats()
         self._last_signature: Signature | None = None
+        self._miss_reason: str | None = None   # a changed decision, for the next recompile
         self._guard_retraces = 0
         self._fastpath = FastPath()   # repeat calls served natively (dispatch/fastpath.py)
         self._fast: Callable[[tuple], Any] | None = None   # its native table, once armed
@@ -365,7 +367,9 @@ class Dispatcher:
             if graph.int_guards or graph.prologue:   # this entry's Python scalar checks
                 status = check_call(plan, args)
                 if status == CALL_MISS:
-                    continue     # traced for other Python scalar types
+                    if graph.decisions:   # why, for the recompile this miss may become
+                        self._miss_reason = changed_decision(plan, call_arguments(plan, args))
+                    continue     # traced for other Python scalar types or decisions
                 if status != CALL_OK:
                     return None, {}  # Python or NumPy raises for these values; let it
             return entry, sizes
@@ -434,12 +438,13 @@ class Dispatcher:
 
     def _explain_miss(self, signature: Signature, environment_changed: bool = False) -> None:
         previous, self._last_signature = self._last_signature, signature
+        self._miss_reason, reason = None, self._miss_reason
         if previous is None:
             return
         if environment_changed:
             why = "a global, closure variable, default or helper it reads changed"
         elif previous == signature:
-            why = "a size the function reads (x.shape) changed"
+            why = reason or "a size the function reads (x.shape) changed"
         else:
             names = [p for p in self._signature.parameters]
             changes = [f"{names[i] if i < len(names) else i}: {describe_argument(a)} -> "

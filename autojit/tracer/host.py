@@ -90,6 +90,15 @@ class HostScalar(Traced):
     def __hash__(self) -> int:
         return id(self)
 
+    def __bool__(self) -> bool:
+        """Python branches on the value (``if n > 100:``): the trace takes the branch the
+        example value takes and guards on the *decision* (the bool prologue value), not on
+        the value: a call deciding otherwise misses and retraces (a counted recompile)."""
+        truth = self if type(self.value) is bool else _record("truth", self)
+        loc = user_location(2)
+        current_trace().decisions.setdefault(truth.ref, (bool(self.value), str(loc or "?")))
+        return bool(self.value)
+
     def __repr__(self) -> str:
         return f"<traced Python {type(self.value).__name__} @{self.ref}>"
 
@@ -134,6 +143,29 @@ class HostScalar(Traced):
 
     def __trunc__(self) -> Any:
         return _record("trunc", self)
+
+
+def host_step(op: str, *operands: Any) -> Any:
+    """Record ``HOST_OPS[op](*operands)`` on Python scalars of the call (the tracer's own
+    prologue arithmetic: a size ``len(range(a, b))``, a conversion ``float(n)``)."""
+    return _record(op, *operands)
+
+
+def python_int(value: Any) -> Any:
+    """``int(value)`` inside a trace: a host step for a traced Python scalar (Python's own
+    conversion per call: a float's truncation, OverflowError for inf); else ``int``."""
+    return _record("int", value) if isinstance(value, HostScalar) else int(value)
+
+
+def python_float(value: Any) -> Any:
+    """``float(value)`` inside a trace: a host step for a traced Python scalar."""
+    return _record("float", value) if isinstance(value, HostScalar) else float(value)
+
+
+def python_bool(value: Any) -> Any:
+    """``bool(value)`` inside a trace: a host step for a traced Python scalar (a value,
+    not a decision: branching on it later guards on the decision)."""
+    return _record("truth", value) if isinstance(value, HostScalar) else bool(value)
 
 
 class _MathPatches:

@@ -20,6 +20,7 @@ from autojit.ir.graph import Node, SourceLoc
 from autojit.ir.host import HostStep
 from autojit.ir.ops import Op
 from autojit.ir.types import Dim, TensorType
+from autojit.ir.views import ScalarRef
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
@@ -82,6 +83,13 @@ class TraceState:
     arg_count: int = 0                                   # the call's own arguments
     host_steps: list[HostStep] = field(default_factory=list)   # the host prologue
     host_inputs: dict[tuple[int, str], int] = field(default_factory=dict)
+    # Python ints of the call read as index or slice bounds (ScalarRef) -> trace-time value
+    ref_values: dict[int, int] = field(default_factory=dict)
+    # size symbols bound from a Python int of the call (np.empty(n)): symbol -> argument
+    scalar_dims: dict[str, int] = field(default_factory=dict)
+    # decisions Python took on traced scalars (if n > 100): bool host value -> (its value,
+    # where in the user's source)
+    decisions: dict[int, tuple[bool, str]] = field(default_factory=dict)
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:
@@ -322,7 +330,7 @@ def aliases_base(step: tuple[str, Any], base_ndim: int) -> bool:
         return True
     if name != "getitem":
         return False
-    ints = sum(isinstance(part, int) for part in argument)
+    ints = sum(isinstance(part, int) or part.__class__ is ScalarRef for part in argument)
     return ints < base_ndim or any(part is None or part is Ellipsis for part in argument)
 
 

@@ -149,4 +149,7 @@ def _freeze(state: TraceState, fn: Callable, name: str | None, params: Sequence[
         nonempty=tuple(sorted({state.find(s) for s in state.nonempty} - {1})),
         loc=_function_loc(fn),
         prologue=tuple(state.host_steps),
+        scalar_dims=tuple(sorted(((state.find(s), ref) for s, ref in state.scalar_dims.items()),
+                                 key=repr)),
+        decisions=tuple((ref, value, where) for ref, (value, where) in state.decisions.items()),
     )
