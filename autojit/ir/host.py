@@ -38,6 +38,7 @@ HOST_OPS: dict[str, Callable[..., Any]] = {
     "round": round, "floor": math.floor, "ceil": math.ceil, "trunc": math.trunc,
     # conversions and sizes: truth (bool()), int(), float(), max(), len(range(...))
     "truth": operator.truth, "int": int, "float": float, "max": max,
+    "select": lambda condition, a, b: a if condition else b,
     "range_len": lambda *bounds: len(range(*bounds)),
     **{f"math.{name}": getattr(math, name) for name in MATH_FUNCTIONS},
 }

@@ -250,15 +250,19 @@ def _scalar_linspace(start: Any, stop: Any, num: Any, endpoint: bool, dtype: Any
     first = host_step("float", start) if type(start) is HostScalar else float(start)
     last = host_step("float", stop) if type(stop) is HostScalar else float(stop)
     delta = last - first   # np.subtract in float64 of the two converted: Python's float -
+    # NumPy's step: delta / div, or delta itself for 0 or 1 values (one trace for every num)
+    positive = div > 0
+    step = host_step("select", positive, delta / host_step("max", div, 1), delta)
+    underflow = (step == 0) & (delta != 0) & positive   # a step too small for a float
     index = _positions(shape, 0).astype(np.float64)
-    if div > 0:
-        step = delta / div
-        values = index * step + first if step != 0 else index / div * delta + first
-    else:
-        values = index * delta + first
-    if endpoint and num > 1:
-        values = np.where(_positions(shape, 0) == num - 1, last, values)
-    if div > 0:
+    values = index / div * delta + first if underflow else index * step + first
+    if endpoint:   # the last value is stop itself, where there are two or more
+        final = host_step("select", num > 1, num - 1, -1) if type(num) is HostScalar \
+            else (num - 1 if num > 1 else -1)
+        values = np.where(_positions(shape, 0) == final, last, values)
+    if type(positive) is HostScalar:   # NumPy's is a view where div > 0: if it is returned,
+        current_trace().conditional_views[values.node] = positive   # a decision on that
+    elif positive:
         current_trace().numpy_views.add(values.node)
     return values
 

@@ -121,6 +121,9 @@ class TraceState:
     # 1-d values NumPy returns as a view of a new array (np.linspace scales a reshaped
     # arange in place): returned, they become a view of the stored value
     numpy_views: set[int] = field(default_factory=set)
+    # such values where it depends on Python scalars of the call (np.linspace(0, 1, n)):
+    # node -> the bool host value saying so; returning one decides on it (a decision guard)
+    conditional_views: dict[int, Any] = field(default_factory=dict)
     c_contiguous_args: set[int] = field(default_factory=set)   # part of the signature
 
     # -- size symbols ---------------------------------------------------------------------

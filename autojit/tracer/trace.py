@@ -76,7 +76,12 @@ def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
     if isinstance(value, Proxy):
         if value.node in state.stale and (value.is_scalar or value.node in state.view_copies):
             state.rebase(value.node)   # raises: a copy made before a later write
-        if value.node in state.numpy_views:   # NumPy's is a view: so is ours (no copy)
+        view = value.node in state.numpy_views
+        condition = state.conditional_views.get(value.node)
+        if condition is not None:   # it depends on the call's values: a decision on them
+            view = bool(condition.value)
+            state.decisions.setdefault(condition.ref, (view, "the returned value's base"))
+        if view:   # NumPy's is a view: so is ours (no copy)
             step = ("step", ("reshape", (-1,)))
             return state.add_node(Op.VIEW, (value.node,), value.type, (step,)), False
         return value.node, value.is_scalar

@@ -1,0 +1,135 @@
+"""Sizes from Python int arguments (and Python arithmetic on them): ``np.zeros(n)``,
+``np.ones((n, 3))``, ``np.full(n, v)``, ``np.arange(a, b)``, ``np.linspace(a, b, n)``
+compile once for every value; NumPy's errors for bad values (negative sizes) are still
+raised. Python ``if``s on such scalars guard on the decision, not the value."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.support.oracle import assert_calls_match_numpy
+
+import autojit
+
+SIZES = [0, 1, 2, 5, 17, 3]
+
+
+def _compiled_once(jitted, python_calls: int = 0, compiles: int = 1) -> None:
+    stats = jitted.stats()
+    assert stats["compiles"] == compiles, stats["recompiles"]
+    assert stats["routes"]["python"] == python_calls, stats["fallbacks"]
+
+
+def zeros_square(n):
+    return np.zeros((n, n)) + 1.0
+
+
+def ones_columns(n):
+    return np.ones((n, 3)) * 2.0
+
+
+def full_of(n, v):
+    return np.full(n, v)
+
+
+def full_pairs(n):
+    return np.full((n, 2), 1.5)
+
+
+def doubled(n):
+    return np.zeros(2 * n, dtype=np.int32) + 1
+
+
+def count_up(n):
+    return np.arange(n) * 2
+
+
+def between(a, b):
+    return np.arange(a, b)
+
+
+def every_third(a, b):
+    return np.arange(a, b, 3) + 0
+
+
+def samples(a, b, n):
+    return np.linspace(a, b, n)
+
+
+def open_samples(n):
+    return np.linspace(0.0, 1.0, n, endpoint=False) * 2.0
+
+
+def distances(n, x):
+    return np.zeros((n, n)) + np.abs(x[:n, None] - x[None, :n])
+
+
+def shrunk(x, n):
+    return x[:n - 2] + np.ones(n - 2)
+
+
+def step(x, n):
+    if n > 100:
+        return np.sqrt(x)
+    return x * 2.0
+
+
+def test_creation_sizes_from_an_int_argument_compile_once():
+    for fn in (zeros_square, ones_columns, full_pairs, doubled, count_up, open_samples):
+        _compiled_once(assert_calls_match_numpy(fn, [(n,) for n in SIZES]))
+
+
+def test_a_fill_value_from_an_argument_compiles_once():
+    calls = [(n, v) for n, v in ((3, 1.5), (0, 2.0), (7, -0.0), (2, float("nan")))]
+    _compiled_once(assert_calls_match_numpy(full_of, calls))
+    _compiled_once(assert_calls_match_numpy(full_of, [(n, v) for n, v in ((4, 3), (1, -9))]))
+
+
+def test_arange_bounds_from_int_arguments_compile_once():
+    calls = [(0, 5), (3, 10), (10, 3), (-4, 4), (2, 2)]
+    _compiled_once(assert_calls_match_numpy(between, calls))
+    _compiled_once(assert_calls_match_numpy(every_third, calls))
+
+
+def test_linspace_with_an_int_count_compiles_once():
+    calls = [(0.0, 1.0, n) for n in (2, 5, 50, 3)] + [(-2.5, 7.0, 9), (1.0, 1.0, 4)]
+    _compiled_once(assert_calls_match_numpy(samples, calls))
+    calls = [(a, b, n) for a, b, n in ((0, 10, 11), (3, -3, 4), (0, 1, 7))]
+    _compiled_once(assert_calls_match_numpy(samples, calls))
+
+
+def test_linspace_of_no_or_one_value_owns_its_memory_as_numpy_does():
+    calls = [(0.0, 1.0, n) for n in (0, 1, 5, 1, 0, 2)]
+    jitted = assert_calls_match_numpy(samples, calls)
+    _compiled_once(jitted, compiles=2)   # NumPy's result is a view for 2 or more values
+
+
+def test_a_negative_size_raises_as_numpy_does():
+    jitted = assert_calls_match_numpy(zeros_square, [(4,), (-1,), (2,)])
+    _compiled_once(jitted, python_calls=1)
+    jitted = assert_calls_match_numpy(samples, [(0.0, 1.0, 4), (0.0, 1.0, -1)])
+    _compiled_once(jitted, python_calls=1)
+
+
+def test_distances_of_a_prefix_compile_once():
+    x = np.linspace(-3.0, 5.0, 20)
+    _compiled_once(assert_calls_match_numpy(distances, [(n, x) for n in (0, 1, 4, 20, 9)]))
+
+
+def test_a_size_from_python_arithmetic_must_agree_with_a_slice():
+    x = np.arange(12.0)
+    jitted = assert_calls_match_numpy(shrunk, [(x, 2), (x, 5), (x, 12), (x, 14), (x, 1)])
+    _compiled_once(jitted, python_calls=1)   # ones(-1): NumPy's ValueError, from Python
+
+
+def test_a_branch_on_an_int_argument_guards_the_decision_not_the_value():
+    x = np.linspace(0.0, 4.0, 9)
+    calls = [(x, n) for n in (3, 50, 100, 101, 1000, 7, 250)]
+    jitted = assert_calls_match_numpy(step, calls)
+    _compiled_once(jitted, compiles=2)   # one trace per branch taken
+    assert any("decision" in why for why in jitted.stats()["recompiles"])
+
+
+def test_an_int_argument_index_runs_in_the_compiled_function():
+    f = autojit.autoroute(count_up, force="cpu")
+    assert f(4).tolist() == [0, 2, 4, 6]
