@@ -40,6 +40,7 @@ HOST_OPS: dict[str, Callable[..., Any]] = {
     "truth": operator.truth, "int": int, "float": float, "max": max,
     "select": lambda condition, a, b: a if condition else b,
     "range_len": lambda *bounds: len(range(*bounds)),
+    "dim": lambda array, axis: array.shape[axis],   # an array argument's size
     **{f"math.{name}": getattr(math, name) for name in MATH_FUNCTIONS},
 }
 

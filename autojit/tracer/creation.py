@@ -46,6 +46,8 @@ def _scalar_size(size: HostScalar) -> str:
     if size.value < 0:
         raise BroadcastError("negative dimensions are not allowed", user_location(5))
     state = current_trace()
+    if size.symbol is not None:   # an array's size (x.shape[0]), or one np.zeros(n) gave
+        return state.find(size.symbol)
     for symbol, ref in state.scalar_dims.items():   # the same value: the same symbol
         if ref == size.ref:
             return symbol
@@ -182,8 +184,10 @@ def _scalar_arange(start: Any, stop: Any, step: Any, dtype: Any) -> Proxy:
                                user_location(4))
     if type(step) is not HostScalar and step == 0:
         raise TraceError("ZeroDivisionError: division by zero", user_location(4))
-    length = host_step("range_len", *bounds)
-    index = _positions((_scalar_size(length),), 0)
+    if type(stop) is HostScalar and stop.symbol is not None and start == 0 and step == 1:
+        index = _positions((_scalar_size(stop),), 0)   # arange(x.shape[0]): that size
+    else:
+        index = _positions((_scalar_size(host_step("range_len", *bounds)),), 0)
     values = index * step if type(step) is HostScalar or step != 1 else index
     return (values + start).astype(np.int64) if type(start) is HostScalar or start \
         else values.astype(np.int64)

@@ -87,6 +87,10 @@ class TraceState:
     ref_values: dict[int, int] = field(default_factory=dict)
     # size symbols bound from a Python int of the call (np.empty(n)): symbol -> argument
     scalar_dims: dict[str, int] = field(default_factory=dict)
+    # each argument size symbol -> the (argument, axis) it is read from; prologue steps
+    # reading a size as a Python value of the call, by (argument, axis)
+    symbol_sources: dict[str, tuple[int, int]] = field(default_factory=dict)
+    size_refs: dict[tuple[int, int], int] = field(default_factory=dict)
     # decisions Python took on traced scalars (if n > 100): bool host value -> (its value,
     # where in the user's source)
     decisions: dict[int, tuple[bool, str]] = field(default_factory=dict)
@@ -97,6 +101,33 @@ class TraceState:
         self.host_steps.append(step)
         self.params_kind.append("scalar")
         return self.arg_count + len(self.host_steps) - 1
+
+    def size_ref(self, arg: int, axis: int) -> int:
+        """Return the call argument index of argument ``arg``'s size along ``axis`` as a
+        Python int of the call (a host step ``dim``, made once)."""
+        key = (arg, axis)
+        if key not in self.size_refs:
+            self.size_refs[key] = self.add_host_step(
+                HostStep("dim", (("ref", arg), ("const", axis)), "int"))
+        return self.size_refs[key]
+
+    def size_value(self, dim: Dim) -> Any:
+        """``x.shape[k]`` for a size ``dim``: a plain int where it is fixed (1, or
+        specialised), the HostScalar of a Python int argument that gave it
+        (``np.zeros(n)``), an argument's size as a HostScalar read per call; any other
+        size (a view's) is concrete and guarded, as before."""
+        from autojit.tracer.host import HostScalar
+        root = self.find(dim)
+        if root.__class__ is not str:
+            return root
+        example = self.example_sizes[root]
+        for symbol, ref in self.scalar_dims.items():
+            if self.find(symbol) == root:
+                return HostScalar(ref, example, None, root)
+        for symbol, source in self.symbol_sources.items():
+            if self.find(symbol) == root:
+                return HostScalar(None, example, frozenset((root,)), root, source)
+        return self.concrete(dim)
 
     def host_input(self, ref: int, dtype: np.dtype, python_type: type,
                    ufunc_operand: bool = True) -> int:

@@ -51,6 +51,7 @@ def _argument_proxy(state: TraceState, index: int, name: str, value: Any,
         return Param(name, kind, TensorType(dtype, ())), HostScalar(index, value)
     dims = tuple(1 if size == 1 else state.new_symbol(size) for size in shape)
     state.argument_symbols.update(d for d in dims if d != 1)
+    state.symbol_sources.update((d, (index, axis)) for axis, d in enumerate(dims) if d != 1)
     type_ = TensorType(dtype, dims)
     node = state.add_node(Op.ARG, (), type_, (("index", index),), loc)
     if isinstance(value, np.ndarray) and value.flags.c_contiguous:

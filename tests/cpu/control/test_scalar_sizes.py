@@ -130,6 +130,90 @@ def test_a_branch_on_an_int_argument_guards_the_decision_not_the_value():
     assert any("decision" in why for why in jitted.stats()["recompiles"])
 
 
-def test_an_int_argument_index_runs_in_the_compiled_function():
+def test_an_arange_of_an_int_argument_runs_compiled():
     f = autojit.autoroute(count_up, force="cpu")
     assert f(4).tolist() == [0, 2, 4, 6]
+
+
+# -- an array's sizes as values of the call (x.shape[k], x.size) ----------------------------
+
+def mean_rows(x):
+    return x.sum(axis=0) / x.shape[0]
+
+
+def first_half(x):
+    return x[: x.shape[0] // 2] * 2.0
+
+
+def ramp(x):
+    return np.arange(x.shape[0]) * x
+
+
+def zeros_like_shape(x):
+    return np.zeros(x.shape) + x
+
+
+def per_element(x):
+    return x / x.size
+
+
+def last_of(x):
+    return x[x.shape[0] - 1] + 0.5
+
+
+def same_shapes(x, y):
+    if x.shape == y.shape:
+        return x + y
+    return x * 2.0
+
+
+def as_column(x):
+    return x.reshape(x.shape[0], 1) * 2.0
+
+
+def unrolled(x):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc = acc + x[i]
+    return acc
+
+
+def _vectors(*sizes):
+    return [(np.linspace(-1.0, 2.0, n),) for n in sizes]
+
+
+def test_sizes_used_as_values_compile_once_for_every_size():
+    for fn in (first_half, ramp, zeros_like_shape, per_element, last_of):   # (size 1 is
+        _compiled_once(assert_calls_match_numpy(fn, _vectors(3, 8, 2, 20, 5)))   # its own key)
+    matrices = [(np.arange(float(n * 3)).reshape(n, 3),) for n in (2, 7, 4)]
+    _compiled_once(assert_calls_match_numpy(mean_rows, matrices))
+
+
+def test_a_comparison_of_sizes_guards_the_decision():
+    calls = [(np.ones(3), np.arange(3.0)), (np.ones(6), np.arange(6.0)),
+             (np.ones(4), np.arange(5.0)), (np.ones(2), np.arange(2.0))]
+    jitted = assert_calls_match_numpy(same_shapes, calls)
+    stats = jitted.stats()
+    assert stats["compiles"] == 1   # sizes that differ make x + y raise: Python runs that one
+    assert stats["routes"]["python"] == 1
+
+
+def test_a_use_that_needs_the_concrete_size_still_guards_on_it():
+    jitted = assert_calls_match_numpy(as_column, _vectors(3, 5, 3))
+    _compiled_once(jitted, compiles=2)
+    jitted = assert_calls_match_numpy(unrolled, _vectors(3, 5, 3))
+    _compiled_once(jitted, compiles=2)
+
+
+def test_a_size_scalar_is_never_an_int_subclass():
+    """C code reads an int subclass's value without asking it (no guard would be made):
+    a size is a traced Python scalar whose type is not int, though isinstance answers."""
+    seen = []
+
+    def probe(x):
+        n = x.shape[0]
+        seen.append((type(n) is int, isinstance(n, int), issubclass(type(n), int)))
+        return x * n
+
+    autojit.autoroute(probe, force="cpu")(np.ones(4))
+    assert seen == [(False, True, False)]
