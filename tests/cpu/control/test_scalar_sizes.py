@@ -217,3 +217,17 @@ def test_a_size_scalar_is_never_an_int_subclass():
 
     autojit.autoroute(probe, force="cpu")(np.ones(4))
     assert seen == [(False, True, False)]
+
+
+# -- conversions for the converter (tracer/host.py: int(), float(), bool() as host steps) --
+
+def _converted(x, s):
+    from autojit.tracer.host import python_bool, python_float, python_int
+    return x[: python_int(s)] * python_float(s) + python_bool(s)
+
+
+def test_int_float_and_bool_of_a_python_scalar_are_host_steps():
+    x = np.arange(6.0)
+    calls = [(x, s) for s in (2.7, 0.0, 5.5, -1.5, 3.0)] + [(x, float("inf")), (x, 4.25)]
+    jitted = assert_calls_match_numpy(_converted, calls)
+    _compiled_once(jitted, python_calls=1)   # int(inf): OverflowError, raised by Python
