@@ -24,7 +24,7 @@ class ScalarRef:
     index: int
 
     def __repr__(self) -> str:
-        return f"%{self.index}"
+        return f"@{self.index}"   # call argument `index` (the graph's params, in order)
 
 
 def _resolved(part: Any, values: Any) -> Any:
