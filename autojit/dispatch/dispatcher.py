@@ -84,6 +84,9 @@ _LOGGER = logging.getLogger("autojit")
 #: runs as plain Python for environments it has not seen: one that changes every call
 #: (a counter) would otherwise compile on every call
 MAX_GUARD_RETRACES = 16
+#: traces for another decision on Python scalars (``if n > 100:`` took the other branch)
+#: before calls deciding otherwise than every compiled version run as plain Python
+MAX_DECISION_RETRACES = 16
 
 
 def _signature_of_callable(fn: Callable) -> pyinspect.Signature:
@@ -126,6 +129,7 @@ class Dispatcher:
         self._last_signature: Signature | None = None
         self._miss_reason: str | None = None   # a changed decision, for the next recompile
         self._guard_retraces = 0
+        self._decision_retraces = 0
         self._fastpath = FastPath()   # repeat calls served natively (dispatch/fastpath.py)
         self._fast: Callable[[tuple], Any] | None = None   # its native table, once armed
         # (host prologue replay, native table): the one armed Executable with a prologue
@@ -343,12 +347,21 @@ class Dispatcher:
                                     "compile each)", settings)
                 return None, {}
             self._guard_retraces += 1
+        elif self._miss_reason is not None:   # another decision on the call's scalars
+            if self._decision_retraces >= MAX_DECISION_RETRACES:
+                self._miss_reason = None
+                self._note_fallback(f"more than {MAX_DECISION_RETRACES} traces for other "
+                                    "decisions on its Python scalars (one compile each)",
+                                    settings)
+                return None, {}
+            self._decision_retraces += 1
         return self._trace(signature, args, settings, changed)
 
     def _lookup(self, signature: Signature,
                 args: tuple) -> tuple[Executable | None, dict] | None:
         """Return (entry, sizes) from the memory cache, (None, {}) when NumPy would raise
         for these arguments, or None on a miss."""
+        self._miss_reason = None   # set again below by an entry missing on a decision
         for entry in self._cache.get(signature, ()):
             guards = entry.guards
             if guards.checks and not guards.hold():

@@ -231,3 +231,20 @@ def test_int_float_and_bool_of_a_python_scalar_are_host_steps():
     calls = [(x, s) for s in (2.7, 0.0, 5.5, -1.5, 3.0)] + [(x, float("inf")), (x, 4.25)]
     jitted = assert_calls_match_numpy(_converted, calls)
     _compiled_once(jitted, python_calls=1)   # int(inf): OverflowError, raised by Python
+
+
+def _many_branches(x, n):
+    for k in range(40):   # 41 ways to decide: the first 17 compile, the rest run as Python
+        if n < k:
+            return x * k
+    return x
+
+
+def test_decisions_that_keep_changing_stop_compiling():
+    from autojit.dispatch.dispatcher import MAX_DECISION_RETRACES
+    x = np.arange(3.0)
+    jitted = assert_calls_match_numpy(_many_branches, [(x, n) for n in range(41)] + [(x, 2)])
+    stats = jitted.stats()
+    assert stats["compiles"] == MAX_DECISION_RETRACES + 1
+    assert stats["routes"]["python"] == 41 - stats["compiles"]
+    assert any("decisions" in why for why in stats["fallbacks"])
