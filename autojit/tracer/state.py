@@ -97,7 +97,12 @@ class TraceState:
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:
-        """Append a host step; return the call argument index its value will have."""
+        """Append a host step; return the call argument index its value will have. Bounded
+        as the nodes are: a Python loop deciding on scalars (``while i < n``) unrolls."""
+        if len(self.host_steps) >= MAX_TRACE_NODES:
+            raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} Python scalar operations "
+                             "(a Python loop on scalars unrolled?); running it as plain Python",
+                             user_location(3))
         self.host_steps.append(step)
         self.params_kind.append("scalar")
         return self.arg_count + len(self.host_steps) - 1
