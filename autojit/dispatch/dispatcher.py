@@ -63,6 +63,7 @@ from autojit.runtime.binding import (
     SIZES_MISS,
     bind_sizes,
     call_arguments,
+    changed_decision,
     check_call,
     guards_hold,
 )
@@ -83,6 +84,9 @@ _LOGGER = logging.getLogger("autojit")
 #: runs as plain Python for environments it has not seen: one that changes every call
 #: (a counter) would otherwise compile on every call
 MAX_GUARD_RETRACES = 16
+#: traces for another decision on Python scalars (``if n > 100:`` took the other branch)
+#: before calls deciding otherwise than every compiled version run as plain Python
+MAX_DECISION_RETRACES = 16
 
 
 def _signature_of_callable(fn: Callable) -> pyinspect.Signature:
@@ -123,7 +127,9 @@ class Dispatcher:
         self._warned = False
         self._stats = FunctionStats()
         self._last_signature: Signature | None = None
+        self._miss_reason: str | None = None   # a changed decision, for the next recompile
         self._guard_retraces = 0
+        self._decision_retraces = 0
         self._fastpath = FastPath()   # repeat calls served natively (dispatch/fastpath.py)
         self._fast: Callable[[tuple], Any] | None = None   # its native table, once armed
         # (host prologue replay, native table): the one armed Executable with a prologue
@@ -341,12 +347,21 @@ class Dispatcher:
                                     "compile each)", settings)
                 return None, {}
             self._guard_retraces += 1
+        elif self._miss_reason is not None:   # another decision on the call's scalars
+            if self._decision_retraces >= MAX_DECISION_RETRACES:
+                self._miss_reason = None
+                self._note_fallback(f"more than {MAX_DECISION_RETRACES} traces for other "
+                                    "decisions on its Python scalars (one compile each)",
+                                    settings)
+                return None, {}
+            self._decision_retraces += 1
         return self._trace(signature, args, settings, changed)
 
     def _lookup(self, signature: Signature,
                 args: tuple) -> tuple[Executable | None, dict] | None:
         """Return (entry, sizes) from the memory cache, (None, {}) when NumPy would raise
         for these arguments, or None on a miss."""
+        self._miss_reason = None   # set again below by an entry missing on a decision
         for entry in self._cache.get(signature, ()):
             guards = entry.guards
             if guards.checks and not guards.hold():
@@ -365,7 +380,9 @@ class Dispatcher:
             if graph.int_guards or graph.prologue:   # this entry's Python scalar checks
                 status = check_call(plan, args)
                 if status == CALL_MISS:
-                    continue     # traced for other Python scalar types
+                    if graph.decisions:   # why, for the recompile this miss may become
+                        self._miss_reason = changed_decision(plan, call_arguments(plan, args))
+                    continue     # traced for other Python scalar types or decisions
                 if status != CALL_OK:
                     return None, {}  # Python or NumPy raises for these values; let it
             return entry, sizes
@@ -434,12 +451,13 @@ class Dispatcher:
 
     def _explain_miss(self, signature: Signature, environment_changed: bool = False) -> None:
         previous, self._last_signature = self._last_signature, signature
+        self._miss_reason, reason = None, self._miss_reason
         if previous is None:
             return
         if environment_changed:
             why = "a global, closure variable, default or helper it reads changed"
         elif previous == signature:
-            why = "a size the function reads (x.shape) changed"
+            why = reason or "a size the function reads (x.shape) changed"
         else:
             names = [p for p in self._signature.parameters]
             changes = [f"{names[i] if i < len(names) else i}: {describe_argument(a)} -> "

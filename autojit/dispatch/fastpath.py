@@ -164,6 +164,8 @@ def _check_plan(plan: Plan, schedule: Schedule, argument_count: int) -> None:
     if (not 1 <= len(plan.kernels) <= MAX_CALLS or schedule.libraries or schedule.views
             or tuple(schedule.order) != kernels_only):
         raise Unsupported("library steps, views, or too many kernels")
+    if plan.graph.scalar_dims or plan.graph.decisions:
+        raise Unsupported("sizes or decisions from Python scalars of the call")
     if any(node.op in (Op.VIEW, Op.WRITE) for node in plan.graph.nodes):
         # a write needs the full path's overlap check (runtime.binding.argument_overlaps)
         raise Unsupported("views or writes into arguments")

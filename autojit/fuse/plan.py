@@ -17,6 +17,7 @@ from autojit.ir.ops import NUMPY_BUFSIZE, OP_TABLE, Op, ordered_reduction
 from autojit.ir.region import Region
 from autojit.ir.types import Dim
 from autojit.ir.verify import check_graph, check_kernel
+from autojit.ir.views import ScalarRef
 
 DEFAULT_MAX_OPS = 128
 
@@ -113,7 +114,8 @@ def _keeps_c_order(step: tuple) -> bool:
     for k in argument if isinstance(argument, tuple) else (argument,):
         if k is None:
             continue
-        if isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_):
+        if (isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
+                or k.__class__ is ScalarRef):   # an int the call passes: the same
             if not leading:
                 return False
             continue
@@ -134,7 +136,7 @@ def _is_index_key(step: tuple) -> bool:
     return name == "getitem" and all(
         k is None or k is Ellipsis or isinstance(k, slice)
         or (isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_))
-        for k in keys)
+        or k.__class__ is ScalarRef for k in keys)
 
 
 def _forward_line(node: Node) -> bool:

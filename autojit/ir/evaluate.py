@@ -15,7 +15,7 @@ import numpy as np
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel, Level
 from autojit.ir.ops import ARG_KINDS, OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op
-from autojit.ir.views import apply_view, view_shape
+from autojit.ir.views import apply_view, resolve_step, view_shape
 
 
 def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -42,6 +42,7 @@ def graph_sizes(graph: Graph, args: Sequence[Any]) -> dict[str, int]:
     sizes = {symbol: np.shape(args[sources[0][0]])[sources[0][1]]
              for symbol, sources in graph.dims}
     sizes.update(dict(graph.guards))
+    sizes.update((s, args[ref]) for s, ref in graph.scalar_dims if s.__class__ is str)
     shapes: dict[int, tuple[int, ...]] = {}
     for node in graph.nodes:
         if node.op is Op.VIEW:
@@ -52,7 +53,7 @@ def graph_sizes(graph: Graph, args: Sequence[Any]) -> dict[str, int]:
                 shape = np.shape(args[base.attr("index")])
             else:   # a computed value (or an argument after a write): its type's shape
                 shape = tuple(sizes[d] if isinstance(d, str) else d for d in base.type.shape)
-            shapes[node.id] = view_shape(shape, node.attr("step"))
+            shapes[node.id] = view_shape(shape, resolve_step(node.attr("step"), args))
             for dim, size in zip(node.type.shape, shapes[node.id]):
                 if isinstance(dim, str):
                     sizes.setdefault(dim, size)
@@ -123,7 +124,7 @@ def evaluate_graph(graph: Graph, args: Sequence[Any]) -> list[Any]:
                 values[node.id] = values[root.attr("root", root.id)]
             elif node.op is Op.VIEW:
                 values[node.id] = np.asarray(apply_view(values[node.inputs[0]],
-                                                        node.attr("step")))
+                                                        resolve_step(node.attr("step"), args)))
             elif node.op is Op.INDEX:
                 shape = tuple(sizes[d] if isinstance(d, str) else d for d in node.type.shape)
                 axis = node.attr("axis")

@@ -72,6 +72,12 @@ class Graph:
     (an int in range; no NaN or inf into an integer), else NumPy raises.
     ``prologue`` is the host prologue (``autojit.ir.host``): Python-scalar arithmetic,
     replayed per call; its values are the last ``len(prologue)`` params (kind 'scalar').
+    ``scalar_dims`` lists (size symbol, call argument) pairs: a size a Python int of the
+    call gives (``np.empty((n, n))``, ``np.arange(n)``: an argument or a prologue value),
+    bound at each call (a negative value: NumPy raises); a symbol the trace specialised on
+    being 1 is the literal 1 there (another value misses and retraces).
+    ``decisions`` lists (call argument, value, where): a bool prologue value Python branched
+    on while tracing (``if n > 100:``); a call where it differs misses and retraces.
     """
 
     name: str
@@ -86,6 +92,8 @@ class Graph:
     nonempty: tuple[str, ...] = ()          # sizes NumPy requires > 0 (max of nothing raises)
     loc: SourceLoc | None = None
     prologue: tuple[HostStep, ...] = ()
+    scalar_dims: tuple[tuple[str | int, int], ...] = ()
+    decisions: tuple[tuple[int, bool, str], ...] = ()
     _by_id: dict[int, Node] = field(default_factory=dict, compare=False, repr=False)
 
     def node(self, node_id: int) -> Node:

@@ -36,6 +36,11 @@ HOST_OPS: dict[str, Callable[..., Any]] = {
         "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and_", "or_", "xor",
         "lshift", "rshift", "eq", "ne", "lt", "le", "gt", "ge", "neg", "pos", "abs", "invert")},
     "round": round, "floor": math.floor, "ceil": math.ceil, "trunc": math.trunc,
+    # conversions and sizes: truth (bool()), int(), float(), max(), len(range(...))
+    "truth": operator.truth, "int": int, "float": float, "max": max,
+    "select": lambda condition, a, b: a if condition else b,
+    "range_len": lambda *bounds: len(range(*bounds)),
+    "dim": lambda array, axis: array.shape[axis],   # an array argument's size
     **{f"math.{name}": getattr(math, name) for name in MATH_FUNCTIONS},
 }
 

@@ -103,6 +103,10 @@ def format_graph(graph: Graph) -> str:
         lines.append(_with_comment(text, str(node.loc) if node.loc else ""))
     for symbol, value in graph.guards:
         lines.append(f"  guard {symbol} == {value}")
+    for symbol, ref in graph.scalar_dims:   # sizes Python ints of the call give
+        lines.append(f"  size {symbol} = {graph.params[ref].name}")
+    for ref, taken, where in graph.decisions:
+        lines.append(f"  decision {graph.params[ref].name} is {taken}  # {where}")
     outs = ", ".join(f"%{i}" for i in graph.outputs)
     lines.append(f"  return ({outs})" if graph.output_tuple else f"  return {outs}")
     return "\n".join(lines) + "\n"

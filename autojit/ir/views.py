@@ -1,14 +1,61 @@
 """View steps (``("getitem", key)``, ``("transpose", axes)``, ``("reshape", shape)``,
 ``("ravel", None)``), applied with the array library itself so indexing follows NumPy's
 rules exactly. A reshape views its base whenever the strides allow; a ravel only when the
-base is C-contiguous (else it copies, as ``np.ravel`` does)."""
+base is C-contiguous (else it copies, as ``np.ravel`` does).
+
+An index or slice bound of a getitem key may be a :class:`ScalarRef`: a Python int the
+call passes (an argument, or a host prologue value, ``x[i:j]``, ``x[n - 2]``), read at
+each call (:func:`resolve_step`), so Python's rules for negatives and clamping are
+NumPy's own, per call."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class ScalarRef:
+    """Call argument ``index`` (an exact Python int) as an index or slice bound."""
+
+    index: int
+
+    def __repr__(self) -> str:
+        return f"@{self.index}"   # call argument `index` (the graph's params, in order)
+
+
+def _resolved(part: Any, values: Any) -> Any:
+    if part.__class__ is ScalarRef:
+        return values[part.index]
+    if part.__class__ is slice and (part.start.__class__ is ScalarRef
+                                    or part.stop.__class__ is ScalarRef
+                                    or part.step.__class__ is ScalarRef):
+        return slice(*(_resolved(v, values) for v in (part.start, part.stop, part.step)))
+    return part
+
+
+def step_refs(step: tuple[str, Any]) -> tuple[int, ...]:
+    """Return the call arguments a view step reads (its ScalarRefs), in key order."""
+    name, argument = step
+    if name != "getitem":
+        return ()
+    found: list[int] = []
+    for part in argument if isinstance(argument, tuple) else (argument,):
+        bounds = (part.start, part.stop, part.step) if part.__class__ is slice else (part,)
+        found += [b.index for b in bounds if b.__class__ is ScalarRef]
+    return tuple(found)
+
+
+def resolve_step(step: tuple[str, Any], values: Any) -> tuple[str, Any]:
+    """Return ``step`` with each ScalarRef replaced by the call's value of it."""
+    name, argument = step
+    if name != "getitem" or not step_refs(step):
+        return step
+    key = argument if isinstance(argument, tuple) else (argument,)
+    return (name, tuple(_resolved(part, values) for part in key))
 
 
 def apply_view(array: Any, step: tuple[str, Any]) -> Any:

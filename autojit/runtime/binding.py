@@ -21,7 +21,7 @@ from autojit.fuse.partition import memory_param
 from autojit.fuse.plan import Plan
 from autojit.ir.host import compile_prologue, conversion_fails
 from autojit.ir.ops import Op
-from autojit.ir.views import apply_view, view_shape
+from autojit.ir.views import apply_view, resolve_step, step_refs, view_shape
 
 #: What ``bind_sizes`` returns when a size the trace depends on differs at this call (a
 #: guard, or a view's size the trace specialised on being 1): not this entry; retrace.
@@ -36,6 +36,7 @@ class _SizeSources:
     special: tuple[Any, ...]
     guards: dict[str, int]
     fixed: tuple[tuple[str, int], ...]
+    refs: bool = False   # a view's index or slice bound is a Python int of the call
 
 
 def _size_sources(plan: Plan) -> _SizeSources:
@@ -45,9 +46,11 @@ def _size_sources(plan: Plan) -> _SizeSources:
         special = tuple(n for n in graph.nodes if n.op in (Op.VIEW, Op.WRITE))
         # a guarded size no argument binds: fixed by the code, or one a view binds later
         # (preset to its guard: a view of another size then misses and retraces)
-        bound = {s for s, _ in graph.dims}
+        bound = {s for s, _ in graph.dims} | {s for s, _ in graph.scalar_dims}
+        refs = any(n.op is Op.VIEW and step_refs(n.attr("step")) for n in special)
         found = plan.schedule_cache["size_sources"] = _SizeSources(
-            special, dict(graph.guards), tuple(g for g in graph.guards if g[0] not in bound))
+            special, dict(graph.guards), tuple(g for g in graph.guards if g[0] not in bound),
+            refs)
     return found
 
 
@@ -63,6 +66,7 @@ class _Binder:
     special: bool
     nonempty: tuple[str, ...]
     limit: float
+    values: bool = False   # sizes or views read Python ints of the call (prologue values)
 
 
 def _binder(plan: Plan) -> _Binder:
@@ -71,10 +75,11 @@ def _binder(plan: Plan) -> _Binder:
         graph = plan.graph
         _, rank, literal = _value_shapes(plan)
         root = _integer_root(_MAX_ELEMENTS, rank) if rank else math.inf
+        sources = _size_sources(plan)
         found = plan.schedule_cache["binder"] = _Binder(
             tuple((symbol, *sources[0], tuple(sources[1:])) for symbol, sources in graph.dims),
-            bool(_size_sources(plan).special or graph.guards), tuple(graph.nonempty),
-            root if literal <= root else -1)
+            bool(sources.special or graph.guards), tuple(graph.nonempty),
+            root if literal <= root else -1, bool(graph.scalar_dims or sources.refs))
     return found
 
 
@@ -100,12 +105,23 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> Mapping[str, int] | None:
             if args[arg].shape[axis] != size:
                 return None
         sizes[symbol] = size
+    values = args
+    if binder.values:   # the call's Python ints, its prologue's values among them
+        try:
+            values = call_arguments(plan, args)
+        except Exception:  # the prologue's Python arithmetic raised: so does the function
+            return None
+        if values is None:
+            return SIZES_MISS   # traced for other Python scalar types
+        found = _bind_scalar_sizes(plan, values, sizes)
+        if found is not True:
+            return found
     if binder.special:
         graph, sources = plan.graph, _size_sources(plan)
         if any(sizes.get(s, v) != v for s, v in graph.guards):
             return SIZES_MISS
         sizes.update(sources.fixed)   # sizes the code itself fixed (np.zeros(3))
-        found = _bind_view_sizes(plan, sources, args, sizes)
+        found = _bind_view_sizes(plan, sources, values, sizes)
         if found is not True:
             return found
     if binder.nonempty and any(sizes[s] == 0 for s in binder.nonempty):
@@ -141,6 +157,26 @@ def _bind_regions(plan: Plan, sizes: dict[str, int]) -> Mapping[str, int] | None
         if found is None or found is SIZES_MISS:
             return found
         sizes.update(found)
+    return True
+
+
+def _bind_scalar_sizes(plan: Plan, values: Sequence[Any],
+                       sizes: dict[str, int]) -> Mapping[str, int] | None | bool:
+    """Bind the sizes Python ints of the call give (``Graph.scalar_dims``); True when bound,
+    else what ``bind_sizes`` returns: None where NumPy raises (a negative size, sizes that
+    must be equal and are not), SIZES_MISS where a size the trace took as 1 is not, or one
+    that may broadcast as 1 differs."""
+    for symbol, ref in plan.graph.scalar_dims:
+        value = values[ref]
+        if value < 0:
+            return None   # NumPy raises: negative dimensions are not allowed
+        if symbol.__class__ is not str:
+            if value != symbol:
+                return SIZES_MISS
+            continue
+        known = sizes.setdefault(symbol, value)
+        if known != value:
+            return SIZES_MISS if 1 in (known, value) else None
     return True
 
 
@@ -192,6 +228,7 @@ def _bind_view_sizes(plan: Plan, sources: _SizeSources, args: Sequence[Any],
     whose size differs from what it must equal misses where NumPy might broadcast (a size 1)
     or the trace depends on it (a guard, a literal 1), and raises otherwise."""
     views: dict[int, Any] = {}   # an array where the view of an argument is cheap, else a shape
+    refs = sources.refs
     for node in sources.special:
         if node.op is Op.WRITE and node.attr("root") is None and not getattr(
                 args[node.attr("param")].flags, "writeable", True):
@@ -199,6 +236,8 @@ def _bind_view_sizes(plan: Plan, sources: _SizeSources, args: Sequence[Any],
         if node.op is not Op.VIEW:
             continue
         base, step = _view_base(plan, node, args, sizes, views), node.attr("step")
+        if refs:
+            step = resolve_step(step, args)
         try:
             if base.__class__ is tuple or step[0] in ("reshape", "ravel"):   # may copy
                 view = view_shape(base if base.__class__ is tuple else base.shape, step)
@@ -343,4 +382,15 @@ def check_call(plan: Plan, args: Sequence[Any]) -> str:
         return CALL_MISS
     if plan.graph.int_guards and not int_arguments_fit(plan, values):
         return CALL_PYTHON
+    if plan.graph.decisions and changed_decision(plan, values) is not None:
+        return CALL_MISS   # Python takes another branch for these values: another trace
     return CALL_OK
+
+
+def changed_decision(plan: Plan, values: Sequence[Any]) -> str | None:
+    """Return the first decision the trace took (``if n > 100:``) that these call values
+    (:func:`call_arguments`) take otherwise, in words; None when every one holds."""
+    for ref, taken, where in plan.graph.decisions:
+        if values[ref] is not taken:
+            return f"a decision on Python scalars at {where} was {taken}, now {not taken}"
+    return None

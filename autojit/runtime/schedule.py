@@ -17,7 +17,7 @@ from autojit.fuse.partition import memory_param
 from autojit.fuse.plan import Plan
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
-from autojit.ir.views import apply_view
+from autojit.ir.views import apply_view, resolve_step, step_refs
 from autojit.runtime.binding import _may_overlap, argument_overlaps
 from autojit.runtime.regions import RegionSlots, run_region
 from autojit.runtime.targets import Target
@@ -51,6 +51,8 @@ class Schedule:
     outputs: tuple[tuple[int, bool], ...]
     output_tuple: bool
     views: tuple[tuple[int, tuple[str, Any]], ...] = ()   # (base slot, step), in slot order
+    # views whose index or slice bounds are Python ints of the call (ScalarRef), by position
+    dynamic_views: frozenset[int] = frozenset()
     # the views taken before each step (first entry: before any step; last: after all), in
     # slot order: a view of an argument after a write, or of a computed value, is taken once
     # that value is in memory (a reshape may copy: a.ravel() of an F-ordered argument, or
@@ -151,8 +153,9 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     at = _view_steps(plan.steps, calls, libraries, views, written_views, first_view, regions)
     batches = tuple(tuple(v for v, step in enumerate(at) if step == position)
                     for position in range(-1, len(plan.steps) + 1))
+    dynamic = frozenset(v for v, (_, step) in enumerate(views) if step_refs(step))
     schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs,
-                        graph.output_tuple, tuple(views), batches,
+                        graph.output_tuple, tuple(views), dynamic, batches,
                         argument_overlaps(plan).copy, libraries, plan.steps,
                         *_lifetimes(plan), owner_shapes, owned_outputs, regions)
     plan.schedule_cache[argument_count] = schedule
@@ -287,12 +290,18 @@ def _launch(backend: Target, kernel: Kernel, program: Any, call: KernelCall,
 
 def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: int,
                 memo: dict | None = None) -> None:
-    """Take the views of ``batch`` (see ``Schedule.view_batches``). ``memo`` (a loop
+    """Take the views of ``batch`` (see ``Schedule.view_batches``); a view's Python int
+    bounds are the call's (``values`` starts with the call arguments). ``memo`` (a loop
     region's, one per call of the loop) keeps each view with the array it was taken of:
-    a view of the same array (a captured argument, every iteration) is the same view."""
+    a view of the same array (a captured argument, every iteration) is the same view,
+    unless its bounds are Python ints of the call (the loop index: new every iteration)."""
+    dynamic = schedule.dynamic_views
     for v in schedule.view_batches[batch]:
         base, step = schedule.views[v]
         source = values[base]
+        if dynamic and v in dynamic:
+            values[first_view + v] = apply_view(source, resolve_step(step, values))
+            continue
         if memo is not None:
             held = memo.get(v)
             if held is not None and held[0] is source:

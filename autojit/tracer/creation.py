@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from autojit.errors import TraceError, UnsupportedError
+from autojit.errors import BroadcastError, TraceError, UnsupportedError
 from autojit.ir.ops import Op
 from autojit.ir.types import TensorType, is_supported
+from autojit.tracer.host import HostScalar, host_step
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import current_trace, user_location
 
@@ -40,8 +41,31 @@ def _filled(shape: tuple, value: Any, dtype: Any, like: Proxy | None = None) -> 
     return Proxy(node, type_, is_scalar=False)
 
 
+def _scalar_size(size: HostScalar) -> str:
+    """A size a Python int of the call gives (``np.empty((n, n))``, ``n - 2``): a symbol
+    bound from its value at every call (``Graph.scalar_dims``; a negative one: NumPy
+    raises, so the call runs as Python)."""
+    if type(size.value) is not int:   # a float or bool size: NumPy raises TypeError/... as Python
+        raise UnsupportedError(f"a Python {type(size.value).__name__} as an array size",
+                               user_location(5))
+    if size.value < 0:
+        raise BroadcastError("negative dimensions are not allowed", user_location(5))
+    state = current_trace()
+    if size.symbol is not None:   # an array's size (x.shape[0]), or one np.zeros(n) gave
+        return state.find(size.symbol)
+    for symbol, ref in state.scalar_dims.items():   # the same value: the same symbol
+        if ref == size.ref:
+            return symbol
+    symbol = state.new_symbol(size.value)
+    state.scalar_dims[symbol] = size.ref
+    return symbol
+
+
 def _concrete_shape(shape: Any) -> tuple:
     sizes = shape if isinstance(shape, tuple | list) else (shape,)
+    if any(type(s) is HostScalar for s in sizes):
+        return tuple(_scalar_size(s) if type(s) is HostScalar
+                     else _concrete_shape((s,))[0] for s in sizes)
     if not all(isinstance(s, int | np.integer) and s >= 0 for s in sizes):
         raise TraceError(f"array sizes must be non-negative integers, not {shape!r}",
                          user_location(4))
@@ -75,8 +99,24 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: Any = "C", **kwa
          ) -> Proxy:
     """np.full: the dtype defaults to the fill value's NumPy type."""
     _check(order, **kwargs)
+    if type(fill_value) is HostScalar:   # a Python scalar of the call: read per call
+        return _scalar_full(_concrete_shape(shape), fill_value, dtype)
     dtype = dtype if dtype is not None else np.asarray(fill_value).dtype
     return _filled(_concrete_shape(shape), fill_value, dtype)
+
+
+def _scalar_full(shape: tuple, value: HostScalar, dtype: Any) -> Proxy:
+    """``np.full(shape, v)`` with ``v`` a Python scalar of the call, in its own dtype
+    (bool, int64, float64): ones times the value (exact: 1 * v is v, its zero sign and NaN
+    kept), the value converted per call as NumPy converts it (an int out of int64 raises)."""
+    from autojit.tracer.host import python_scalar_dtype
+    own = python_scalar_dtype(value.python_type)
+    if dtype is not None and np.dtype(dtype) != own:
+        raise UnsupportedError("np.full of a Python scalar of the call in another dtype",
+                               user_location(4))
+    state = current_trace()
+    node = state.host_input(value.ref, own, value.python_type, ufunc_operand=False)
+    return np.multiply(_filled(shape, 1, own), Proxy(node, TensorType(own, ()), is_scalar=True))
 
 
 def _like(value: Any) -> Callable[..., Proxy]:
@@ -116,6 +156,8 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     """NumPy's arange: ``out[i] = start + i * delta`` with ``delta = out[1] - out[0]``."""
     _check(like=like, device=device)
     start, stop, step = (_python_number(v) for v in (start, stop, step))
+    if any(type(v) is HostScalar for v in (start, stop, step)):
+        return _scalar_arange(start, stop, step, dtype)
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
@@ -133,6 +175,29 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
     return (_positions(_concrete_shape((length,)), 0) * step + start).astype(sample.dtype)
 
 
+def _scalar_arange(start: Any, stop: Any, step: Any, dtype: Any) -> Proxy:
+    """``np.arange`` with Python int bounds of the call (``arange(n)``, ``arange(a, b)``):
+    its length ``len(range(start, stop, step))`` is a host step, the size symbol bound from
+    it at every call; the values ``start + i * step`` in int64, as NumPy computes them."""
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    bounds = (start, stop, step)
+    if not all(type(v.value if type(v) is HostScalar else v) is int for v in bounds) \
+            or (dtype is not None and np.dtype(dtype) != np.int64):
+        raise UnsupportedError("np.arange of Python scalar bounds other than ints in int64",
+                               user_location(4))
+    if type(step) is not HostScalar and step == 0:
+        raise TraceError("ZeroDivisionError: division by zero", user_location(4))
+    if type(stop) is HostScalar and stop.symbol is not None and start == 0 and step == 1:
+        index = _positions((_scalar_size(stop),), 0)   # arange(x.shape[0]): that size
+    else:
+        index = _positions((_scalar_size(host_step("range_len", *bounds)),), 0)
+    values = index * step if type(step) is HostScalar or step != 1 else index
+    return (values + start).astype(np.int64) if type(start) is HostScalar or start \
+        else values.astype(np.int64)
+
+
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              retstep: bool = False, dtype: Any = None, axis: int = 0, *,
              device: Any = None) -> Proxy:
@@ -140,7 +205,11 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     stop)``, inexact: Python numbers weak, so ``np.float32`` bounds compute in float32):
     ``i * step + start``, the last value exactly ``stop``; an integer ``dtype`` floors."""
     start, stop = _python_number(start), _python_number(stop)
-    if retstep or axis != 0 or device is not None or np.ndim(start) or np.ndim(stop):
+    if retstep or axis != 0 or device is not None:
+        raise UnsupportedError("linspace with retstep, axis or array bounds", user_location(3))
+    if any(type(v) is HostScalar for v in (start, stop, num)):
+        return _scalar_linspace(start, stop, num, endpoint, dtype)
+    if np.ndim(start) or np.ndim(stop):
         raise UnsupportedError("linspace with retstep, axis or array bounds", user_location(3))
     try:   # NumPy's own dtype rule and errors, on two values (the bounds are constants)
         computed = _NUMPY_LINSPACE(start, stop, 2).dtype
@@ -166,6 +235,43 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     if wanted != computed:
         return values.astype(wanted)      # NumPy's astype(copy=False) copies: a new array
     if div > 0:   # NumPy scales ``arange(num).reshape(-1)`` in place: a view, if returned
+        current_trace().numpy_views.add(values.node)
+    return values
+
+
+def _scalar_linspace(start: Any, stop: Any, num: Any, endpoint: bool, dtype: Any) -> Proxy:
+    """``np.linspace`` with Python scalars of the call as bounds or count (float64 only):
+    NumPy's steps (``div = num - 1``, ``step = delta / div``, ``i * step + start``, the
+    last value ``stop``) as host steps, the branches NumPy takes on them as decisions."""
+    plain = (int, float)
+    if not all(type(v.value if type(v) is HostScalar else v) in plain for v in (start, stop)) \
+            or type(num.value if type(num) is HostScalar else num) is not int \
+            or (dtype is not None and np.dtype(dtype) != np.float64):
+        raise UnsupportedError("np.linspace of Python scalars other than float64 values of "
+                               "Python numbers and an int count", user_location(4))
+    if type(num) is HostScalar:
+        if num.value < 0:
+            raise BroadcastError("Number of samples must be non-negative", user_location(4))
+        shape: tuple = (_scalar_size(num),)
+    else:
+        shape = _concrete_shape((num,))
+    div = num - 1 if endpoint else num
+    first = host_step("float", start) if type(start) is HostScalar else float(start)
+    last = host_step("float", stop) if type(stop) is HostScalar else float(stop)
+    delta = last - first   # np.subtract in float64 of the two converted: Python's float -
+    # NumPy's step: delta / div, or delta itself for 0 or 1 values (one trace for every num)
+    positive = div > 0
+    step = host_step("select", positive, delta / host_step("max", div, 1), delta)
+    underflow = (step == 0) & (delta != 0) & positive   # a step too small for a float
+    index = _positions(shape, 0).astype(np.float64)
+    values = index / div * delta + first if underflow else index * step + first
+    if endpoint:   # the last value is stop itself, where there are two or more
+        final = host_step("select", num > 1, num - 1, -1) if type(num) is HostScalar \
+            else (num - 1 if num > 1 else -1)
+        values = np.where(_positions(shape, 0) == final, last, values)
+    if type(positive) is HostScalar:   # NumPy's is a view where div > 0: if it is returned,
+        current_trace().conditional_views[values.node] = positive   # a decision on that
+    elif positive:
         current_trace().numpy_views.add(values.node)
     return values
 

@@ -37,6 +37,18 @@ def _operand(value: Any) -> tuple[str, Any] | None:
     return None
 
 
+def _sizes_of(operands: tuple) -> frozenset | None:
+    """The size symbols a result of ``operands`` is a function of (with constants); None
+    where one depends on a Python scalar argument of the call."""
+    found: frozenset = frozenset()
+    for o in operands:
+        if isinstance(o, HostScalar):
+            if o.sizes is None:
+                return None
+            found |= o.sizes
+    return found
+
+
 def _record(op: str, *operands: Any) -> Any:
     """Record ``HOST_OPS[op](*operands)`` as a host step; return its HostScalar, or
     NotImplemented for an operand that is not a Python scalar (an array: its own method)."""
@@ -53,7 +65,8 @@ def _record(op: str, *operands: Any) -> Any:
         raise CallRaisesError(f"Python scalar arithmetic gave a {type(value).__name__}",
                               user_location(3))
     state = current_trace()
-    return HostScalar(state.add_host_step(HostStep(op, refs, type(value).__name__)), value)
+    return HostScalar(state.add_host_step(HostStep(op, refs, type(value).__name__)), value,
+                      _sizes_of(operands))
 
 
 def _binary(op: str):
@@ -67,15 +80,61 @@ def _reflected(op: str):
 class HostScalar(Traced):
     """A Python scalar of the traced function: call argument ``ref`` (a real argument, or a
     host step's value) with the example value the trace runs on. Where it meets NumPy, the
-    tracer takes it (``Traced``'s protocols); a use needing its value falls back."""
+    tracer takes it (``Traced``'s protocols); a use needing its value falls back.
 
-    __slots__ = ("ref", "value")
+    An array argument's size (``a.shape[0]``, ``len`` aside) is one too: ``symbol`` is its
+    size symbol, ``source`` the (argument, axis) the prologue reads it from, first when a
+    use needs it as a value of the call (``ref``; as a size it is the symbol itself).
+    ``sizes`` are the size symbols the value is a function of (with constants; None: it
+    depends on a Python scalar argument): a use that needs the concrete int (``range()``,
+    a reshape, ``hash``) guards on those sizes, as reading ``x.shape`` did before."""
+
+    __slots__ = ("_ref", "value", "sizes", "symbol", "source")
     _unknown = "the Python scalar's value, which changes from call to call"
     _noun = "a Python scalar"
     _as_index = "using a Python scalar as an index or size"
 
-    def __init__(self, ref: int, value: Any) -> None:
-        self.ref, self.value = ref, value
+    def __init__(self, ref: int | None, value: Any, sizes: frozenset | None = None,
+                 symbol: str | None = None, source: tuple[int, int] | None = None) -> None:
+        self._ref, self.value, self.sizes = ref, value, sizes
+        self.symbol, self.source = symbol, source
+
+    @property
+    def ref(self) -> int:
+        """The call argument holding the value (an array's size: a prologue step reading
+        it, made on first use)."""
+        if self._ref is None:
+            arg, axis = self.source
+            self._ref = current_trace().size_ref(arg, axis)
+        return self._ref
+
+    def concrete(self, what: str) -> Any:
+        """The value as a plain Python scalar for a use that needs it: guarded on the
+        sizes it derives from; one that depends on a scalar argument falls back."""
+        if self.sizes is None:
+            raise self._value_needed(what)
+        state = current_trace()
+        for symbol in self.sizes:
+            state.concrete(symbol)
+        return self.value
+
+    def __index__(self) -> int:
+        if type(self.value) is not int:
+            raise TypeError(f"'{type(self.value).__name__}' object cannot be interpreted as "
+                            "an integer")
+        return self.concrete(self._as_index)
+
+    def __int__(self) -> int:
+        return int(self.concrete("int()"))
+
+    def __float__(self) -> float:
+        return float(self.concrete("float()"))
+
+    def __str__(self) -> str:
+        return str(self.concrete("str()"))
+
+    def __format__(self, spec: str) -> str:
+        return format(self.concrete("formatting"), spec)
 
     @property
     def python_type(self) -> type:
@@ -88,7 +147,16 @@ class HostScalar(Traced):
         return type(self.value)
 
     def __hash__(self) -> int:
-        return id(self)
+        return id(self) if self.sizes is None else hash(self.concrete("hash()"))
+
+    def __bool__(self) -> bool:
+        """Python branches on the value (``if n > 100:``): the trace takes the branch the
+        example value takes and guards on the *decision* (the bool prologue value), not on
+        the value: a call deciding otherwise misses and retraces (a counted recompile)."""
+        truth = self if type(self.value) is bool else _record("truth", self)
+        loc = user_location(2)
+        current_trace().decisions.setdefault(truth.ref, (bool(self.value), str(loc or "?")))
+        return bool(self.value)
 
     def __repr__(self) -> str:
         return f"<traced Python {type(self.value).__name__} @{self.ref}>"
@@ -134,6 +202,29 @@ class HostScalar(Traced):
 
     def __trunc__(self) -> Any:
         return _record("trunc", self)
+
+
+def host_step(op: str, *operands: Any) -> Any:
+    """Record ``HOST_OPS[op](*operands)`` on Python scalars of the call (the tracer's own
+    prologue arithmetic: a size ``len(range(a, b))``, a conversion ``float(n)``)."""
+    return _record(op, *operands)
+
+
+def python_int(value: Any) -> Any:
+    """``int(value)`` inside a trace: a host step for a traced Python scalar (Python's own
+    conversion per call: a float's truncation, OverflowError for inf); else ``int``."""
+    return _record("int", value) if isinstance(value, HostScalar) else int(value)
+
+
+def python_float(value: Any) -> Any:
+    """``float(value)`` inside a trace: a host step for a traced Python scalar."""
+    return _record("float", value) if isinstance(value, HostScalar) else float(value)
+
+
+def python_bool(value: Any) -> Any:
+    """``bool(value)`` inside a trace: a host step for a traced Python scalar (a value,
+    not a decision: branching on it later guards on the decision)."""
+    return _record("truth", value) if isinstance(value, HostScalar) else bool(value)
 
 
 class _MathPatches:

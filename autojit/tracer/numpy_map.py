@@ -72,6 +72,8 @@ def _operand_node(state: TraceState, operand: Any, dtype: np.dtype, op: Op) -> i
     """Return a node holding ``operand`` converted to ``dtype`` (a CAST, a constant, or a
     Python scalar converted to ``dtype`` by NumPy at call time)."""
     if isinstance(operand, HostScalar):
+        if operand.source is not None and operand._ref is None and dtype in _SIZE_DTYPES:
+            return _size_node(state, operand.symbol, dtype)   # no prologue step needed
         return state.host_input(operand.ref, dtype, operand.python_type)
     if isinstance(operand, Proxy):
         if operand.type.dtype == dtype:
@@ -88,6 +90,26 @@ def _operand_node(state: TraceState, operand: Any, dtype: np.dtype, op: Op) -> i
     return state.add_const(value, dtype)
 
 
+#: dtypes every array size converts to exactly as NumPy converts the Python int (no range
+#: check needed): an argument's size meeting such an array is read from the sizes bound.
+_SIZE_DTYPES = (np.dtype(np.int64), np.dtype(np.float64))
+
+
+def _size_node(state: TraceState, symbol: str, dtype: np.dtype) -> int:
+    """A kernel scalar holding size ``symbol`` as ``dtype`` (a SIZE node, cast)."""
+    root = state.find(symbol)
+    if root.__class__ is not str:
+        return state.add_const(root, dtype)
+    key = ("size", (root,))
+    if key not in state.consts:
+        state.consts[key] = state.add_node(Op.SIZE, (), TensorType(np.dtype(np.int64), ()),
+                                           (("symbols", (root,)),), user_location(4))
+    node = state.consts[key]
+    if dtype == np.int64:
+        return node
+    return state.add_node(Op.CAST, (node,), TensorType(dtype, ()))
+
+
 def _shape_of(operand: Any) -> tuple:
     return operand.type.shape if isinstance(operand, Proxy) else ()
 
@@ -95,8 +117,8 @@ def _shape_of(operand: Any) -> tuple:
 def _host_free(value: Any) -> Any:
     """``value`` with Python scalars (top level, or in a tuple/list) as weak graph values:
     what NumPy functions other than ufuncs receive."""
-    if isinstance(value, HostScalar):
-        return host_proxy(value)
+    if isinstance(value, HostScalar):   # an array's size (a shape): the int, guarded
+        return value.concrete("") if value.sizes is not None else host_proxy(value)
     if isinstance(value, tuple | list) and any(isinstance(v, HostScalar) for v in value):
         return type(value)(_host_free(v) for v in value)
     return value

@@ -9,6 +9,8 @@ the user's line, and the caller falls back to plain Python.
 from __future__ import annotations
 
 import functools
+import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -67,19 +69,21 @@ class Proxy(Traced):
         return self.type.ndim
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        """Concrete sizes: reading them specialises the trace on them (a guarded recompile)."""
+    def shape(self) -> tuple[Any, ...]:
+        """The sizes as Python ints of the call: an argument's size is a HostScalar (no
+        guard until a use needs the concrete int: ``range()``, a reshape); a view's size is
+        concrete, specialising the trace on it (a guarded recompile)."""
         state = current_trace()
-        return tuple(state.concrete(d) for d in self.type.shape)
+        return tuple(state.size_value(d) for d in self.type.shape)
 
     @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+    def size(self) -> Any:
+        return math.prod(self.shape)
 
     def __len__(self) -> int:
         if not self.type.shape:
             raise TypeError("len() of unsized object")
-        return self.shape[0]
+        return operator.index(self.shape[0])   # Python's len() needs the int: guarded
 
     def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Proxy:
         from autojit.tracer.numpy_map import astype

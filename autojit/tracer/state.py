@@ -20,6 +20,7 @@ from autojit.ir.graph import Node, SourceLoc
 from autojit.ir.host import HostStep
 from autojit.ir.ops import Op
 from autojit.ir.types import Dim, TensorType
+from autojit.ir.views import ScalarRef
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
@@ -82,13 +83,56 @@ class TraceState:
     arg_count: int = 0                                   # the call's own arguments
     host_steps: list[HostStep] = field(default_factory=list)   # the host prologue
     host_inputs: dict[tuple[int, str], int] = field(default_factory=dict)
+    # Python ints of the call read as index or slice bounds (ScalarRef) -> trace-time value
+    ref_values: dict[int, int] = field(default_factory=dict)
+    # size symbols bound from a Python int of the call (np.empty(n)): symbol -> argument
+    scalar_dims: dict[str, int] = field(default_factory=dict)
+    # each argument size symbol -> the (argument, axis) it is read from; prologue steps
+    # reading a size as a Python value of the call, by (argument, axis)
+    symbol_sources: dict[str, tuple[int, int]] = field(default_factory=dict)
+    size_refs: dict[tuple[int, int], int] = field(default_factory=dict)
+    # decisions Python took on traced scalars (if n > 100): bool host value -> (its value,
+    # where in the user's source)
+    decisions: dict[int, tuple[bool, str]] = field(default_factory=dict)
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:
-        """Append a host step; return the call argument index its value will have."""
+        """Append a host step; return the call argument index its value will have. Bounded
+        as the nodes are: a Python loop deciding on scalars (``while i < n``) unrolls."""
+        if len(self.host_steps) >= MAX_TRACE_NODES:
+            raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} Python scalar operations "
+                             "(a Python loop on scalars unrolled?); running it as plain Python",
+                             user_location(3))
         self.host_steps.append(step)
         self.params_kind.append("scalar")
         return self.arg_count + len(self.host_steps) - 1
+
+    def size_ref(self, arg: int, axis: int) -> int:
+        """Return the call argument index of argument ``arg``'s size along ``axis`` as a
+        Python int of the call (a host step ``dim``, made once)."""
+        key = (arg, axis)
+        if key not in self.size_refs:
+            self.size_refs[key] = self.add_host_step(
+                HostStep("dim", (("ref", arg), ("const", axis)), "int"))
+        return self.size_refs[key]
+
+    def size_value(self, dim: Dim) -> Any:
+        """``x.shape[k]`` for a size ``dim``: a plain int where it is fixed (1, or
+        specialised), the HostScalar of a Python int argument that gave it
+        (``np.zeros(n)``), an argument's size as a HostScalar read per call; any other
+        size (a view's) is concrete and guarded, as before."""
+        from autojit.tracer.host import HostScalar
+        root = self.find(dim)
+        if root.__class__ is not str:
+            return root
+        example = self.example_sizes[root]
+        for symbol, ref in self.scalar_dims.items():
+            if self.find(symbol) == root:
+                return HostScalar(ref, example, None, root)
+        for symbol, source in self.symbol_sources.items():
+            if self.find(symbol) == root:
+                return HostScalar(None, example, frozenset((root,)), root, source)
+        return self.concrete(dim)
 
     def host_input(self, ref: int, dtype: np.dtype, python_type: type,
                    ufunc_operand: bool = True) -> int:
@@ -116,6 +160,9 @@ class TraceState:
     # 1-d values NumPy returns as a view of a new array (np.linspace scales a reshaped
     # arange in place): returned, they become a view of the stored value
     numpy_views: set[int] = field(default_factory=set)
+    # such values where it depends on Python scalars of the call (np.linspace(0, 1, n)):
+    # node -> the bool host value saying so; returning one decides on it (a decision guard)
+    conditional_views: dict[int, Any] = field(default_factory=dict)
     c_contiguous_args: set[int] = field(default_factory=set)   # part of the signature
 
     # -- size symbols ---------------------------------------------------------------------
@@ -338,7 +385,7 @@ def aliases_base(step: tuple[str, Any], base_ndim: int) -> bool:
         return True
     if name != "getitem":
         return False
-    ints = sum(isinstance(part, int) for part in argument)
+    ints = sum(isinstance(part, int) or part.__class__ is ScalarRef for part in argument)
     return ints < base_ndim or any(part is None or part is Ellipsis for part in argument)
 
 

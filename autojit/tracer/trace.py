@@ -52,6 +52,7 @@ def _argument_proxy(state: TraceState, index: int, name: str, value: Any,
         return Param(name, kind, TensorType(dtype, ())), HostScalar(index, value)
     dims = tuple(1 if size == 1 else state.new_symbol(size) for size in shape)
     state.argument_symbols.update(d for d in dims if d != 1)
+    state.symbol_sources.update((d, (index, axis)) for axis, d in enumerate(dims) if d != 1)
     type_ = TensorType(dtype, dims)
     node = state.add_node(Op.ARG, (), type_, (("index", index),), loc)
     if isinstance(value, np.ndarray) and value.flags.c_contiguous:
@@ -81,7 +82,12 @@ def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
             # a scratch array's view taken before a write: the same view of it now (its
             # views are taken once their base is computed; a reshape may have copied)
             value.node = state.rebase(value.node)
-        if value.node in state.numpy_views:   # NumPy's is a view: so is ours (no copy)
+        view = value.node in state.numpy_views
+        condition = state.conditional_views.get(value.node)
+        if condition is not None:   # it depends on the call's values: a decision on them
+            view = bool(condition.value)
+            state.decisions.setdefault(condition.ref, (view, "the returned value's base"))
+        if view:   # NumPy's is a view: so is ours (no copy)
             step = ("step", ("reshape", (-1,)))
             return state.add_node(Op.VIEW, (value.node,), value.type, (step,)), False
         return value.node, value.is_scalar
@@ -155,4 +161,7 @@ def _freeze(state: TraceState, fn: Callable, name: str | None, params: Sequence[
         nonempty=tuple(sorted({state.find(s) for s in state.nonempty} - {1})),
         loc=_function_loc(fn),
         prologue=tuple(state.host_steps),
+        scalar_dims=tuple(sorted(((state.find(s), ref) for s, ref in state.scalar_dims.items()),
+                                 key=repr)),
+        decisions=tuple((ref, value, where) for ref, (value, where) in state.decisions.items()),
     )

@@ -20,7 +20,8 @@ import numpy as np
 from autojit.errors import BroadcastError, TraceError, UnsupportedError
 from autojit.ir.ops import Op
 from autojit.ir.types import Dim, TensorType
-from autojit.ir.views import apply_view, view_shape
+from autojit.ir.views import ScalarRef, apply_view, resolve_step, view_shape
+from autojit.tracer.host import HostScalar
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import current_trace, user_location, view_key
 
@@ -56,7 +57,7 @@ def _view_dims(state: Any, dims: tuple[Dim, ...], step: tuple[str, Any],
             result.append(1 if sizes[len(result)] == 1 else state.new_symbol(0))
             continue
         dim, axis = dims[axis], axis + 1
-        if isinstance(part, int):
+        if isinstance(part, int) or part.__class__ is ScalarRef:
             continue
         size = sizes[len(result)]
         forward = part.step in (None, 1) and part.start in (None, 0)
@@ -82,7 +83,8 @@ def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False,
         found = state.nodes[state.seen[key]]
         return Proxy(found.id, found.type, is_scalar=scalar and not found.type.shape)
     try:
-        sizes = view_shape(tuple(state.example_of(d) for d in proxy.type.shape), step)
+        sizes = view_shape(tuple(state.example_of(d) for d in proxy.type.shape),
+                           resolve_step(step, state.ref_values))
     except (IndexError, ValueError, TypeError) as exc:   # NumPy's own error: fallback raises
         # it depends on sizes (the signature fixes the rest): not cached as a fallback
         raise BroadcastError(f"{type(exc).__name__}: {exc}", user_location(3)) from None
@@ -97,6 +99,8 @@ def record_view(proxy: Proxy, step: tuple[str, Any], scalar: bool = False,
 def _index_key(key: Any) -> tuple:
     parts = key if isinstance(key, tuple) else (key,)
     for part in parts:
+        if type(part) is HostScalar:   # (its __class__ answers as its value's type)
+            continue
         if isinstance(part, Proxy | np.ndarray | list):
             raise UnsupportedError("boolean masks and fancy indexing are not supported yet",
                                    user_location(4))
@@ -105,15 +109,32 @@ def _index_key(key: Any) -> tuple:
     return tuple(_plain(p) for p in parts)
 
 
+def _scalar_ref(scalar: HostScalar) -> ScalarRef:
+    """A Python int the call passes as an index or slice bound: read at every call (Python's
+    and NumPy's rules for negatives, clamping and IndexError apply to its value then)."""
+    if type(scalar.value) is not int:   # a bool is a mask index, a float raises: Python runs
+        raise UnsupportedError(f"a Python {type(scalar.value).__name__} as an index",
+                               user_location(6))
+    current_trace().ref_values[scalar.ref] = scalar.value
+    return ScalarRef(scalar.ref)
+
+
 def _plain(part: Any) -> Any:
-    """Return an index part with NumPy integers (also slice bounds) as Python ints."""
+    """Return an index part with NumPy integers (also slice bounds) as Python ints and
+    Python int scalars of the call as ScalarRefs."""
+    if type(part) is HostScalar:
+        return _scalar_ref(part)
     if isinstance(part, np.integer):
         return int(part)
     if isinstance(part, slice):
         bounds = (part.start, part.stop, part.step)
-        if not all(v is None or isinstance(v, int | np.integer) for v in bounds):
+        if type(part.step) is HostScalar:
+            raise UnsupportedError("a slice step from a Python scalar", user_location(5))
+        if not all(v is None or type(v) is HostScalar or isinstance(v, int | np.integer)
+                   for v in bounds):
             raise UnsupportedError(f"slice {part!r} is not supported", user_location(5))
-        return slice(*(None if v is None else int(v) for v in bounds))
+        return slice(*(None if v is None else _scalar_ref(v) if type(v) is HostScalar
+                       else int(v) for v in bounds))
     return part
 
 
@@ -122,7 +143,8 @@ def getitem(proxy: Proxy, key: Any) -> Proxy:
     An element is a NumPy scalar only when integers index every axis and no ``...`` is
     given (``x[..., -1]`` of a 1-D array is a 0-d array)."""
     key = _index_key(key)
-    integers = sum(isinstance(p, int) and p.__class__ is not bool for p in key)
+    integers = sum(isinstance(p, int) and p.__class__ is not bool or p.__class__ is ScalarRef
+                   for p in key)
     scalar = integers == proxy.ndim and not any(p is Ellipsis for p in key)
     return record_view(proxy, ("getitem", key), scalar=scalar)
 

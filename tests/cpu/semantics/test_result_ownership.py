@@ -39,8 +39,12 @@ def test_linspace_is_a_view_exactly_where_numpys_is(bounds):
 
 
 def test_linspace_inside_an_expression_still_fuses():
-    """Only a returned linspace becomes a view: inside an expression it is not stored."""
+    """Only a returned linspace becomes a view: inside an expression it is not stored.
+    With its count an argument's size (read per call, issue 15) the view is decided only
+    where it is returned: the whole expression is one kernel."""
     jitted = assert_matches_numpy(lambda x: np.linspace(0, 1, x.shape[0]) * x, np.ones(100))
+    assert str(jitted.inspect(np.ones(100))).count("kernel k") == 1
+    jitted = assert_matches_numpy(lambda x: np.linspace(0, 1, 100) * x, np.ones(100))
     assert str(jitted.inspect(np.ones(100))).count("kernel k") == 2
 
 
