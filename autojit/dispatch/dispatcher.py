@@ -69,6 +69,7 @@ from autojit.runtime.binding import (
 )
 from autojit.runtime.devices import transfer_counts
 from autojit.runtime.executable import Executable
+from autojit.runtime.regions import RegionMiss
 from autojit.tracer import trace_function
 from autojit.tracer.state import CURRENT_TRACE
 
@@ -226,7 +227,12 @@ class Dispatcher:
             decision = cpu_rerun(decision, entry.routing.resident)
         if "cpu" not in entry.programs_by_target and not self._cpu_compiles(entry, settings):
             return self._run_python(given, {})
-        result, seconds = router.devices["cpu"].run(entry, args, sizes, decision, settings)
+        try:
+            result, seconds = router.devices["cpu"].run(entry, args, sizes, decision, settings)
+        except RegionMiss as exc:   # the arguments are as given again (run_plan)
+            self._note_fallback(f"this call's loop met an iteration the compiled loop "
+                                f"cannot run ({exc})", settings)
+            return self._run_python(given, {})
         if decision.to_device or decision.fetch_inputs:
             result = self._place_cpu_result(router, args, result, decision)
         self._stats.record("cpu", decision, n, seconds)

@@ -136,12 +136,27 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> Mapping[str, int] | None:
     return sizes
 
 
+def has_dynamic_sizes(body: Plan) -> bool:
+    """Whether a body's sizes change from one iteration to the next: a view or size from a
+    Python int of the body (the loop index), or a loop inside it. Those bodies bind their
+    sizes at every iteration, from the iteration's own values (computed once per plan)."""
+    found = body.schedule_cache.get("dynamic_sizes")
+    if found is None:
+        graph = body.graph
+        found = bool(graph.scalar_dims or body.regions or any(
+            n.op is Op.VIEW and step_refs(n.attr("step")) for n in graph.nodes))
+        body.schedule_cache["dynamic_sizes"] = found
+    return found
+
+
 def _bind_regions(plan: Plan, sizes: dict[str, int]) -> Mapping[str, int] | None | bool:
     """Bind each loop body's sizes (the sizes of its views) from the shapes its parameters
     have at this call, into ``sizes`` (the body shares the trace's size symbols); True when
     bound, else what ``bind_sizes`` returns. Where the body's views or broadcasts make NumPy
     raise, the call runs as Python, which raises it at the right point (if the loop runs)."""
     for call in plan.regions:
+        if has_dynamic_sizes(call.body):   # bound at every iteration, from its own values
+            continue
         region, body, graph = call.region, call.body, plan.graph
         args: list[Any] = [0] if region.kind == "for" else []
         for source, param in zip(region.sources, body.graph.params[len(args):]):

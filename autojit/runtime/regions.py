@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 
 from autojit.fuse.plan import RegionCall
-from autojit.runtime.binding import call_arguments
+from autojit.runtime.binding import bind_sizes, call_arguments, has_dynamic_sizes
+
+
+class RegionMiss(Exception):
+    """An iteration the compiled loop cannot run as NumPy would: a size or view of the body
+    that NumPy refuses at this iteration (``x[i]`` out of range), a Python scalar changing
+    its type. ``run_plan`` puts back the arguments the plan wrote and the dispatcher runs
+    the call as Python, which raises (or not) exactly where NumPy does."""
 
 
 @dataclass(frozen=True)
@@ -78,13 +85,21 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
     body_sizes = sizes   # the body's own sizes too (binding._bind_regions, per call)
     memo: dict = {}   # views of the captured arrays, taken once per call of the loop
     prologue = bool(graph.prologue)
+    dynamic = has_dynamic_sizes(body)
 
     def iterate(args: list[Any]) -> tuple:
         if prologue:
             args = call_arguments(body, args)
             if args is None:
-                raise RuntimeError("a Python scalar in the loop body changed its type")
-        return run_plan(body, body_programs, backend, args, body_sizes, memo)
+                raise RegionMiss("a Python scalar in the loop body changed its type")
+        own = body_sizes
+        if dynamic:   # this iteration's sizes (x[:i] grows with i), NumPy's refusals
+            found = bind_sizes(body, args)
+            if found.__class__ is not dict:
+                raise RegionMiss("a view or size of the loop body that NumPy refuses at "
+                                 "this iteration")
+            own = {**body_sizes, **found}
+        return run_plan(body, body_programs, backend, args, own, memo)
 
     if region.kind == "for":
         start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)

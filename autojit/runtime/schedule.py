@@ -18,8 +18,8 @@ from autojit.fuse.plan import Plan
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
 from autojit.ir.views import apply_view, resolve_step, step_refs
-from autojit.runtime.binding import _may_overlap, argument_overlaps
-from autojit.runtime.regions import RegionSlots, run_region
+from autojit.runtime.binding import _may_overlap, argument_overlaps, has_dynamic_sizes
+from autojit.runtime.regions import RegionMiss, RegionSlots, run_region
 from autojit.runtime.targets import Target
 
 
@@ -312,10 +312,40 @@ def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: i
             memo[v] = (source, view)
 
 
+def _guarded_arguments(plan: Plan) -> tuple[int, ...]:
+    """The arguments a plan writes, where one of its loops binds sizes per iteration (a
+    loop that may meet, midway, an iteration NumPy refuses: ``RegionMiss``); else ()."""
+    found = plan.schedule_cache.get("guarded_arguments")
+    if found is None:
+        dynamic = any(has_dynamic_sizes(call.body) for call in plan.regions)
+        found = tuple(sorted({n.attr("param") for n in plan.graph.nodes
+                              if n.op is Op.WRITE and n.attr("root") is None
+                              and n.attr("param") is not None})) if dynamic else ()
+        plan.schedule_cache["guarded_arguments"] = found
+    return found
+
+
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequence[Any],
              sizes: dict[str, int], memo: dict | None = None) -> Any:
     """Run every kernel of ``plan``; return the function's result as NumPy would
-    (``memo``: a loop region's body, see ``_take_views``)."""
+    (``memo``: a loop region's body, see ``_take_views``). A loop that meets an iteration
+    NumPy refuses (``RegionMiss``) puts back the arguments the plan wrote before it
+    re-raises: the dispatcher then runs the call as Python, on the arguments as given."""
+    if memo is None and plan.regions:
+        guarded = _guarded_arguments(plan)
+        if guarded:
+            kept = [(args[p], args[p].copy(order="K")) for p in guarded]
+            try:
+                return _run_steps(plan, programs, backend, args, sizes, memo)
+            except RegionMiss:
+                for array, copy in kept:
+                    array[...] = copy
+                raise
+    return _run_steps(plan, programs, backend, args, sizes, memo)
+
+
+def _run_steps(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequence[Any],
+               sizes: dict[str, int], memo: dict | None) -> Any:
     first = len(args)
     schedule = plan.schedule_cache.get(first) or build_schedule(plan, first)
     values = [*args, *schedule.blank]
