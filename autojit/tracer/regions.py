@@ -389,11 +389,13 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
     again, keys_again = loop.trace(after_first, example + step, None)
     if keys_again != keys:
         raise _Decline("carried types keep changing")
+    again.graph("for_body")   # what would decline, before the peel: after it, too late
     peeled = body(start, tuple(carried), captured)   # the first iteration, as Python runs it
     if loop.keys(tuple(peeled)) != keys:
         raise TraceError("the loop's first iteration traced differently twice", loop.loc)
-    second, _ = loop.trace(tuple(peeled), example + step, None)
-    return loop.build(second, tuple(peeled), (start + step, stop, step))
+    with _after_peel(loop):
+        second, _ = loop.trace(tuple(peeled), example + step, None)
+        return loop.build(second, tuple(peeled), (start + step, stop, step))
 
 
 def trace_while(cond: Any, body: Any, carried: tuple, captured: tuple, names: Any) -> Any:
@@ -438,6 +440,7 @@ def _trace_while(state: TraceState, cond: Callable, body: Callable, carried: tup
     again, keys_again = loop.trace(body_trace.results, None, cond)
     if keys_again != keys:
         raise _Decline("carried types keep changing")
+    again.graph("while_body")   # what would decline, before the peel: after it, too late
     _guard_truth(first_cond, True)
     peeled = body(carried, captured)   # the first iteration, as Python runs it
     if loop.keys(tuple(peeled)) != keys:
@@ -447,8 +450,27 @@ def _trace_while(state: TraceState, cond: Callable, body: Callable, carried: tup
         return tuple(peeled)
     if not _cond_ok(next_cond):
         raise TraceError("a while condition that is not a scalar", loop.loc)
-    second, _ = loop.trace(tuple(peeled), None, cond)
-    return loop.build(second, tuple(peeled), first=next_cond)
+    with _after_peel(loop):
+        second, _ = loop.trace(tuple(peeled), None, cond)
+        return loop.build(second, tuple(peeled), first=next_cond)
+
+
+class _after_peel:  # noqa: N801 (a with-block's name)
+    """Once the first iteration is in the outer trace (its writes too), declining would
+    make Python run the loop again from the start, that iteration twice: a decline from
+    here on is the whole function's fallback."""
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        if kind is _Decline:
+            raise TraceError(f"a loop whose first iteration was traced apart cannot be a "
+                             f"region: {exc}", self.loop.loc) from None
+        return False
 
 
 def _guard_truth(value: Any, expected: bool) -> None:

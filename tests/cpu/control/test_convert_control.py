@@ -45,8 +45,9 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, control.Names]]:
 
 
 def test_regions_are_asked_for_statements_on_traced_values(asked: list) -> None:
-    with pytest.raises(Exception, match="truth-testing a Python scalar"):
-        trace_function(mixed, (np.ones(3), 2))   # `while k < n`: n is traced, declined
+    # `while k < n`: n is a traced Python int; declined here, the Python while then runs,
+    # its test a decision on the call's values (guarded as such since the scalars work)
+    trace_function(mixed, (np.ones(3), 2))
     kinds = [(k, n.carried, n.captured) for k, n in asked]
     assert kinds == [("for", ("acc",), ("a",)), ("while", ("k",), ("n",))]
     assert all(n.file == __file__ for _, n in asked)

@@ -1,5 +1,7 @@
 """Errors and fallback reasons from inside converted loops and branches name the user's
-``file:line:col``, the same place as without the converter."""
+``file:line:col``, the same place as without the converter. The comparisons with the
+converter off run with regions declined (``regions_declined``): the converter alone must
+change nothing; what regions then make of a loop is tested in test_regions_*.py."""
 
 from __future__ import annotations
 
@@ -12,7 +14,15 @@ import pytest
 
 from autojit import autoroute
 from autojit.errors import TraceError
-from autojit.tracer import convert, trace_function
+from autojit.tracer import convert, regions, trace_function
+
+
+@pytest.fixture(autouse=True)
+def regions_declined(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every statement runs as Python, as it did before regions: the converter's own
+    effect, compared with the converter off."""
+    for name in ("trace_for", "trace_while", "trace_if"):
+        monkeypatch.setattr(regions, name, lambda *args: NotImplemented)
 
 
 def branch_on_element(a):
