@@ -145,12 +145,14 @@ def overwritten_memory(graph: Graph) -> set[int]:
         if node.op is Op.WRITE:
             last_write[node.attr("param")] = node.id
     found: set[int] = set()
-    for node in graph.nodes:
+    roots: dict[int, Node] = {}   # a view -> what it views through views (topological
+    for node in graph.nodes:      # order: a view's base view is known; no walk per view)
         if node.op not in (Op.ARG, Op.VIEW, Op.WRITE):
             continue
         root = node
-        while root.op is Op.VIEW:
-            root = graph.node(root.inputs[0])
+        if node.op is Op.VIEW:
+            base = node.inputs[0]
+            root = roots[node.id] = roots[base] if base in roots else graph.node(base)
         param = memory_param(graph, root.id)
         if param is not None and last_write.get(param, -1) > root.id:
             found.add(node.id)
@@ -182,7 +184,7 @@ def inlined_nodes(graph: Graph) -> set[int]:
             scalar.add(node.id)
     inlined = set(scalar)
     for node in reversed(graph.nodes):
-        if (node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs | inlined
+        if (node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs or node.id in inlined
                 or overwritten.intersection(node.inputs)):
             continue
         readers = [graph.node(u) for u in users[node.id]]

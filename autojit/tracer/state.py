@@ -9,7 +9,7 @@ import contextvars
 import functools
 import os
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -231,22 +231,29 @@ class TraceState:
         version, or a view of one), that memory now: the argument's current version seen
         through the same view steps. A copy NumPy made then (a scalar ``a[0]``, a reshape
         that may copy) keeps the old values: that is refused, not guessed."""
-        if node_id not in self.stale:
-            return node_id
-        node = self.nodes[node_id]
-        if node.op is Op.ARG:
-            return self.current_version(node.attr("index"))
-        if node.op is Op.WRITE:
-            return self.current_version(node.attr("param"))
-        base = self.nodes[node.inputs[0]]
-        if node.op is not Op.VIEW or not aliases_base(node.attr("step"), base.type.ndim):
-            raise UnsupportedError("reading a copy of an argument (a scalar a[i], a reshape) "
-                                   "taken before a later write to it is not supported", loc)
-        rebased = self.rebase(base.id, loc)
-        key = view_key(rebased, node.attr("step"))
-        if key not in self.seen:
-            self.seen[key] = self.add_node(Op.VIEW, (rebased,), node.type, node.attrs, node.loc)
-        return self.seen[key]
+        chain: list[Node] = []   # the stale views, outermost first (walked, not recursed:
+        while node_id in self.stale:   # a view chain is as long as the loop that made it)
+            node = self.nodes[node_id]
+            if node.op is Op.ARG:
+                node_id = self.current_version(node.attr("index"))
+                break
+            if node.op is Op.WRITE:
+                node_id = self.current_version(node.attr("param"))
+                break
+            base = self.nodes[node.inputs[0]]
+            if node.op is not Op.VIEW or not aliases_base(node.attr("step"), base.type.ndim):
+                raise UnsupportedError("reading a copy of an argument (a scalar a[i], a "
+                                       "reshape) taken before a later write to it is not "
+                                       "supported", loc)
+            chain.append(node)
+            node_id = base.id
+        for node in reversed(chain):
+            key = view_key(node_id, node.attr("step"))
+            if key not in self.seen:
+                self.seen[key] = self.add_node(Op.VIEW, (node_id,), node.type, node.attrs,
+                                               node.loc)
+            node_id = self.seen[key]
+        return node_id
 
     def copy_of(self, node_id: int, param: int) -> None:
         """Record ``node_id`` as a copy the trace made of argument ``param``'s memory where
@@ -299,12 +306,15 @@ class TraceState:
         """Return the nodes with every size symbol (in shapes and in SIZE products)
         replaced by its class representative."""
         nodes = []
-        for n in self.nodes:
-            n = replace(n, type=TensorType(n.type.dtype, tuple(self.find(d) for d in n.type.shape)))
+        find = self.find
+        for n in self.nodes:   # (a node per loop iteration: built directly, not replace())
+            shape = tuple(d if d.__class__ is int else find(d) for d in n.type.shape)
+            attrs = n.attrs
             if n.op is Op.SIZE:   # a size specialised to 1 leaves the product
-                found = (self.find(s) for s in n.attr("symbols"))
-                symbols = tuple(sorted(f for f in found if f.__class__ is str))
-                n = replace(n, attrs=(("symbols", symbols),))
+                found = (find(s) for s in n.attr("symbols"))
+                attrs = (("symbols", tuple(sorted(f for f in found if f.__class__ is str))),)
+            if shape != n.type.shape or attrs is not n.attrs:
+                n = Node(n.id, n.op, n.inputs, TensorType(n.type.dtype, shape), n.loc, attrs)
             nodes.append(n)
         return nodes
 
