@@ -25,9 +25,12 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 _SKIPPED_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
 
-#: Python loops over arrays unroll into the trace; beyond this many nodes, compiling would
-#: take longer than it could save.
-MAX_TRACE_NODES = 20_000
+#: Python loops over arrays unroll into the trace (where a loop is not traced once as a
+#: region); beyond this many nodes the call falls back. Measured on the 2-core Xeon, shared
+#: (A/B in one run): tracing costs a flat 45-65 us a node (1,000 to 30,000 iterations),
+#: planning ~100 us, so the bound costs a fallback ~0.5 s of tracing and a trace under it
+#: ~1-2.5 s to its first result; at 20,000 a fallback took 1.3 s and a compile 3-4 s.
+MAX_TRACE_NODES = 10_000
 
 
 def user_location(skip_frames: int = 1) -> SourceLoc | None:
@@ -203,7 +206,7 @@ class TraceState:
         if len(self.nodes) >= MAX_TRACE_NODES:
             raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} operations (a long Python "
                              "loop unrolled?); running it as plain Python instead of "
-                             "compiling for minutes", loc or user_location(2))
+                             "compiling it for seconds", loc or user_location(2))
         if self.fp_policy is not current_policy() and numpy_reports_fp_errors():
             raise UnsupportedError("np.errstate/np.seterr inside the function asks NumPy to "
                                    "raise, call, print or log FP errors, which compiled code "
