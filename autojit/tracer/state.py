@@ -32,6 +32,11 @@ _SKIPPED_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
 #: ~1-2.5 s to its first result; at 20,000 a fallback took 1.3 s and a compile 3-4 s.
 MAX_TRACE_NODES = 10_000
 
+#: operations a trace may record, new or reused (``y = x * 2`` in a loop is one node, and
+#: 200,000 iterations of it took 6.7 s to trace), host prologue steps included: each costs
+#: the tracer what a new node does, so this bounds the trace's time as the other its size
+MAX_TRACE_OPERATIONS = 2 * MAX_TRACE_NODES
+
 
 def user_location(skip_frames: int = 1) -> SourceLoc | None:
     """Return the innermost caller frame outside autojit and NumPy as a SourceLoc."""
@@ -85,10 +90,12 @@ class TraceState:
     arg_count: int = 0                                   # the call's own arguments
     host_steps: list[HostStep] = field(default_factory=list)   # the host prologue
     host_inputs: dict[tuple[int, str], int] = field(default_factory=dict)
+    operations: int = 0                                  # recorded, new or reused
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:
         """Append a host step; return the call argument index its value will have."""
+        self.count_operation(None)
         self.host_steps.append(step)
         self.params_kind.append("scalar")
         return self.arg_count + len(self.host_steps) - 1
@@ -207,6 +214,7 @@ class TraceState:
             raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} operations (a long Python "
                              "loop unrolled?); running it as plain Python instead of "
                              "compiling it for seconds", loc or user_location(2))
+        self.count_operation(loc)
         if self.fp_policy is not current_policy() and numpy_reports_fp_errors():
             raise UnsupportedError("np.errstate/np.seterr inside the function asks NumPy to "
                                    "raise, call, print or log FP errors, which compiled code "
@@ -221,6 +229,16 @@ class TraceState:
         self.seen[key] = node.id
         self._index_memory(node)
         return node.id
+
+    def count_operation(self, loc: SourceLoc | None) -> None:
+        """Count one recorded operation (``MAX_TRACE_OPERATIONS``): a loop whose every
+        iteration reuses nodes grows the trace's time, not its size."""
+        self.operations += 1
+        if self.operations > MAX_TRACE_OPERATIONS:
+            raise TraceError(f"the trace exceeds {MAX_TRACE_OPERATIONS} operations recorded "
+                             f"({len(self.nodes)} distinct; a long Python loop unrolled?); "
+                             "running it as plain Python instead of tracing it for seconds",
+                             loc or user_location(3))
 
     def current_version(self, param: int) -> int:
         """Return the node that is argument ``param``'s memory now: its last write, or it."""

@@ -2,7 +2,8 @@
 globals compile or fall back with the reason, never an internal exception to the caller.
 
 Speed is not asserted here (the machine is shared): the figures are in the commit that
-chose ``MAX_TRACE_NODES``.
+chose ``MAX_TRACE_NODES`` (under it a trace compiles, over it or over
+``MAX_TRACE_OPERATIONS`` it falls back).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from autojit import FallbackWarning, autoroute
 from autojit.cache import disk_cache
 from autojit.dispatch import dispatcher as dispatcher_module
 from autojit.errors import StrictFallbackError
-from autojit.tracer.state import MAX_TRACE_NODES
+from autojit.tracer.state import MAX_TRACE_OPERATIONS
 
 
 def go_fast(a):
@@ -55,13 +56,43 @@ def test_the_five_minute_guide_loop_matches_numpy(n):
 def test_a_loop_over_the_trace_bound_falls_back_with_the_reason_and_the_line():
     f = autoroute(fixed_loop)
     x = np.linspace(0.0, 1.0, 7)
-    with pytest.warns(FallbackWarning, match=f"exceeds {MAX_TRACE_NODES} operations"):
+    with pytest.warns(FallbackWarning, match=r"the trace exceeds \d+ operations"):
         result = f(x.copy())
     np.testing.assert_array_equal(result, fixed_loop(x.copy()))
     (reason,) = f.stats()["fallbacks"]
     assert f"{os.path.basename(__file__)}:" in reason      # the user's file:line
     assert f.stats()["routes"]["python"] == 1
     assert_matches_numpy(fixed_loop, x, compiled=False)
+
+
+def test_a_loop_reusing_its_nodes_is_bounded_by_the_operations_it_records():
+    """Every iteration's ``x * 2.0`` is the node before (one node, 200,000 operations):
+    the trace stops at MAX_TRACE_OPERATIONS instead of tracing every iteration."""
+    def same_each_time(x):
+        for _ in range(200_000):
+            y = x * 2.0
+        return y
+
+    f = autoroute(same_each_time)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(_quiet(f, x), x * 2.0)
+    (reason,) = f.stats()["fallbacks"]
+    assert f"exceeds {MAX_TRACE_OPERATIONS} operations recorded (" in reason
+    assert f"{os.path.basename(__file__)}:" in reason
+
+
+def test_a_loop_of_python_scalar_arithmetic_is_bounded_too():
+    """Python-scalar steps (the host prologue) count as operations: 50,000 of them would be
+    replayed on every call."""
+    def count_up(x, n):
+        for _ in range(50_000):
+            n = n + 1
+        return x * n
+
+    f = autoroute(count_up)
+    np.testing.assert_array_equal(_quiet(f, np.ones(2), 3), np.ones(2) * 50_003)
+    assert f.stats()["routes"]["python"] == 1
+    assert "operations recorded" in f.stats()["fallbacks"][0]
 
 
 def test_a_loop_over_the_trace_bound_in_strict_mode_raises_strict_fallback_error():
