@@ -259,10 +259,12 @@ def _is_dispatcher(value: Any) -> bool:
 
 def _global_names(code: types.CodeType) -> frozenset[str]:
     """Return the global (and attribute) names of ``code`` and the code nested in it."""
-    names = set(code.co_names)
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            names |= _global_names(constant)
+    names: set[str] = set()
+    pending = [code]   # nested code from a list, not recursion
+    while pending:
+        code = pending.pop()
+        names.update(code.co_names)
+        pending.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
     return frozenset(names)
 
 
