@@ -27,9 +27,10 @@ _SKIPPED_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
 
 #: Python loops over arrays unroll into the trace (where a loop is not traced once as a
 #: region); beyond this many nodes the call falls back. Measured on the 2-core Xeon, shared
-#: (A/B in one run): tracing costs a flat 45-65 us a node (1,000 to 30,000 iterations),
-#: planning ~100 us, so the bound costs a fallback ~0.5 s of tracing and a trace under it
-#: ~1-2.5 s to its first result; at 20,000 a fallback took 1.3 s and a compile 3-4 s.
+#: (A/B against 20,000, alternating processes): tracing costs a flat 25-50 us a node (1,000
+#: to 30,000 iterations), planning ~55-100 us; a 100,000-iteration loop's first call falls
+#: back in 0.21-0.30 s (0.56-0.57 s at 20,000), and the longest trace under the bound
+#: (go_fast 3000x3000, 9,003 nodes) compiles and runs in 1.1-1.7 s.
 MAX_TRACE_NODES = 10_000
 
 #: operations a trace may record, new or reused (``y = x * 2`` in a loop is one node, and
