@@ -172,27 +172,35 @@ class _Walk:
 
     # -- values --------------------------------------------------------------------------------
     def value(self, value: Any, names: frozenset[str], label: str = "") -> None:
-        """Feed ``value``; raise Unkeyable when it has no faithful digest."""
-        kind = type(value)
-        if kind in _SCALARS:
-            self.feed(kind.__name__, repr(value))
-        elif kind in (tuple, list, dict):
-            if id(value) in self.open:
-                raise Unkeyable(f"{label}: a {kind.__name__} that contains itself")
-            self.open.add(id(value))
-            self.spend(len(value))
-            self.feed(kind.__name__, len(value))
-            for item in (value.items() if kind is dict else value):
-                for part in (item if kind is dict else (item,)):
-                    self.value(part, names, label)
-            self.open.discard(id(value))
-        elif kind in (set, frozenset):
-            self.spend(len(value))
-            if not all(type(item) in _SCALARS for item in value):
-                raise Unkeyable(f"{label}: a set of non-scalar values")
-            self.feed(kind.__name__, *sorted(f"{type(i).__name__}:{i!r}" for i in value))
-        else:
-            self.other(value, names, label)
+        """Feed ``value``; raise Unkeyable when it has no faithful digest. Containers are
+        walked from an explicit stack in the order a recursive walk takes (a global nested
+        thousands deep must not exhaust Python's recursion limit)."""
+        pending: list[tuple[Any, bool]] = [(value, False)]
+        while pending:
+            value, closing = pending.pop()
+            if closing:   # every item of this container is fed
+                self.open.discard(id(value))
+                continue
+            kind = type(value)
+            if kind in _SCALARS:
+                self.feed(kind.__name__, repr(value))
+            elif kind in (tuple, list, dict):
+                if id(value) in self.open:
+                    raise Unkeyable(f"{label}: a {kind.__name__} that contains itself")
+                self.open.add(id(value))
+                self.spend(len(value))
+                self.feed(kind.__name__, len(value))
+                items = ([part for item in value.items() for part in item] if kind is dict
+                         else list(value))
+                pending.append((value, True))
+                pending.extend((item, False) for item in reversed(items))
+            elif kind in (set, frozenset):
+                self.spend(len(value))
+                if not all(type(item) in _SCALARS for item in value):
+                    raise Unkeyable(f"{label}: a set of non-scalar values")
+                self.feed(kind.__name__, *sorted(f"{type(i).__name__}:{i!r}" for i in value))
+            else:
+                self.other(value, names, label)
 
     def other(self, value: Any, names: frozenset[str], label: str) -> None:
         if isinstance(value, np.ndarray):
@@ -251,10 +259,12 @@ def _is_dispatcher(value: Any) -> bool:
 
 def _global_names(code: types.CodeType) -> frozenset[str]:
     """Return the global (and attribute) names of ``code`` and the code nested in it."""
-    names = set(code.co_names)
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            names |= _global_names(constant)
+    names: set[str] = set()
+    pending = [code]   # nested code from a list, not recursion
+    while pending:
+        code = pending.pop()
+        names.update(code.co_names)
+        pending.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
     return frozenset(names)
 
 

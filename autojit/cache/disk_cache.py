@@ -86,6 +86,10 @@ def open_slot(fn: Any, name: str, signature: tuple, settings: Settings) -> DiskS
     except Unkeyable as exc:
         _LOGGER.debug("%s is not cached on disk: %s", name, exc)
         return None
+    except Exception as exc:  # what it reads raised (a repr, a chain of helpers too deep):
+        _LOGGER.debug("%s is not cached on disk: fingerprinting raised %s: %s", name,
+                      type(exc).__name__, exc)   # the disk cache is optional, never fatal
+        return None
     key = key_digest(fingerprint.digest, repr(tuple(map(tuple, signature))),
                      settings.fusion_max_ops, environment_digest())
     return DiskSlot(disk_files.layout_root(settings.cache_dir), key, name,

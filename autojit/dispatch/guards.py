@@ -250,34 +250,37 @@ class _Walk:
     # -- values --------------------------------------------------------------------------------
     def value(self, value: Any) -> None:
         """Add the checks that see a change *inside* ``value`` (its identity is guarded by
-        whoever holds it) and walk what it leads to."""
-        kind = type(value)
-        if kind in _SCALARS or value is ABSENT or kind is frozenset:
-            return
-        if kind is tuple:
-            for item in value[:MAX_ITEMS]:
-                self.value(item)
-        elif kind is list:
-            if not self.first_visit(value):
-                return
-            self.add(LENGTH, value, None, len(value))
-            if len(value) <= MAX_LIST_ITEMS:
-                self.add(ITEMS, value, None, tuple(value))
-                for item in value:
-                    self.value(item)
-        elif kind is dict:
-            self.add(LENGTH, value, None, len(value))
-            if len(value) <= MAX_ITEMS and self.first_visit(value):
-                for key, item in value.items():
-                    self.add(DICT, value, key, item)
-                    self.value(item)
-        elif kind is set:
-            self.add(SET, value, None, frozenset(value))
-        elif kind is np.ndarray or isinstance(value, np.ndarray):
-            if value.nbytes <= ARRAY_BYTES and not value.dtype.hasobject:
-                self.add(BYTES, value, None, value.tobytes())
-        else:
-            self.other(value)
+        whoever holds it) and walk what it leads to: containers from an explicit stack, in
+        the order a recursive walk takes (a global nested thousands deep must not exhaust
+        Python's recursion limit)."""
+        pending: list[tuple[Any, Any, Any]] = [(None, None, value)]   # (dict, key, value)
+        while pending:
+            holder, key, value = pending.pop()
+            if holder is not None:   # a dict's item: checked where a recursive walk checks it
+                self.add(DICT, holder, key, value)
+            kind = type(value)
+            if kind in _SCALARS or value is ABSENT or kind is frozenset:
+                continue
+            if kind is tuple:
+                pending.extend((None, None, item) for item in reversed(value[:MAX_ITEMS]))
+            elif kind is list:
+                if not self.first_visit(value):
+                    continue
+                self.add(LENGTH, value, None, len(value))
+                if len(value) <= MAX_LIST_ITEMS:
+                    self.add(ITEMS, value, None, tuple(value))
+                    pending.extend((None, None, item) for item in reversed(value))
+            elif kind is dict:
+                self.add(LENGTH, value, None, len(value))
+                if len(value) <= MAX_ITEMS and self.first_visit(value):
+                    pending.extend((value, k, item) for k, item in reversed(value.items()))
+            elif kind is set:
+                self.add(SET, value, None, frozenset(value))
+            elif kind is np.ndarray or isinstance(value, np.ndarray):
+                if value.nbytes <= ARRAY_BYTES and not value.dtype.hasobject:
+                    self.add(BYTES, value, None, value.tobytes())
+            else:
+                self.other(value)
 
     def other(self, value: Any) -> None:
         if isinstance(value, types.FunctionType):

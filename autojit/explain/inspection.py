@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -133,8 +134,19 @@ class Inspection:
         if not self.gpu_report or not self.kernels or nvrtc_version() is None:
             return {}
         found = {}
+        # kernels alike but for their names (a Python loop's: thousands) compile once
+        alike: dict[str, tuple[str, list]] = {}
         for kernel in self.kernels:
-            for res in kernel_resources(render_cuda(kernel), kernel.name, self.gpu_arch):
+            source = render_cuda(kernel)
+            key = source.replace(kernel.name, "\0")
+            if key in alike:
+                first, resources = alike[key]
+                resources = [dataclasses.replace(r, name=kernel.name) if r.name == first
+                             else r for r in resources]
+            else:
+                resources = kernel_resources(source, kernel.name, self.gpu_arch)
+                alike[key] = (kernel.name, resources)
+            for res in resources:
                 found[res.name] = res
         return found
 

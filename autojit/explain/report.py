@@ -120,6 +120,8 @@ class _Writer:
         self.bp, self.inputs, self.graph = plan, inputs, plan.graph
         self.users = self.graph.users()
         self.facts: list[Fact] = []
+        #: where a flow chain stops: stored or returned values (once, not per value)
+        self.stops = {a.node for a in plan.allocations} | set(self.graph.outputs)
 
     def rename(self, text: str) -> str:
         names = self.inputs.names
@@ -218,7 +220,7 @@ class _Writer:
 
     def flow(self, fate: ValueFate) -> list[str]:
         """Return the flow chain from the value to the next stored or returned value."""
-        stop = {a.node for a in self.bp.allocations} | set(self.graph.outputs)
+        stop = self.stops
         lines, current = [], fate.node
         for _ in range(8):
             readers = self.users[current]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autojit.fuse.partition import memory_param
 from autojit.fuse.plan import Plan
@@ -76,13 +76,17 @@ class BufferPlan:
     step_names: tuple[str, ...]
     fates: tuple[ValueFate, ...]
     allocations: tuple[Allocation, ...]
+    _by_node: dict[int, ValueFate] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def graph(self) -> Graph:
         return self.plan.graph
 
     def fate(self, node_id: int) -> ValueFate:
-        return next(f for f in self.fates if f.node == node_id)
+        """The fate of ``node_id`` (indexed once: a report asks for every value's)."""
+        if not self._by_node:
+            self._by_node.update((f.node, f) for f in self.fates)
+        return self._by_node[node_id]
 
     def fresh_allocations(self) -> int:
         """Return how many times a call asks the allocator for memory."""

@@ -190,13 +190,15 @@ def overwritten_memory(graph: Graph) -> set[int]:
     found: set[int] = set()
     if not last_write:
         return found
-    scratch = any(k < 0 for k in last_write)
-    for node in graph.nodes:
+    scratch = any(k < 0 for k in last_write)   # any computed value may be written memory
+    roots: dict[int, Node] = {}   # a view -> what it views through views (topological
+    for node in graph.nodes:      # order: a view's base view is known; no walk per view)
         if node.op not in (Op.ARG, Op.VIEW, Op.WRITE) and not scratch:
             continue
         root = node
-        while root.op is Op.VIEW:
-            root = graph.node(root.inputs[0])
+        if node.op is Op.VIEW:
+            base = node.inputs[0]
+            root = roots[node.id] = roots[base] if base in roots else graph.node(base)
         key = memory_key(graph, root.id)
         if key is not None and last_write.get(key, -1) > root.id:
             found.add(node.id)
@@ -229,7 +231,7 @@ def inlined_nodes(graph: Graph) -> set[int]:
             scalar.add(node.id)
     inlined = set(scalar)
     for node in reversed(graph.nodes):
-        if (node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs | inlined
+        if (node.op in (*LEAF_OPS, *ROW_OPS) or node.id in outputs or node.id in inlined
                 or node.id in overwritten or overwritten.intersection(node.inputs)):
             continue
         readers = [graph.node(u) for u in users[node.id]]

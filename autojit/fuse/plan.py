@@ -21,6 +21,11 @@ from autojit.ir.views import ScalarRef
 
 DEFAULT_MAX_OPS = 128
 
+#: graphs with more nodes are refused before planning: planning is linear, ~50 us a node on
+#: a 2-core Xeon, so this is seconds already; the tracer stops far earlier
+#: (``tracer.state.MAX_TRACE_NODES``), this bounds graphs built another way
+MAX_PLAN_NODES = 100_000
+
 
 @dataclass(frozen=True)
 class LibraryCall:
@@ -675,6 +680,10 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAUL
     within the time its trace and partition took. With checks on (``AUTOJIT_CHECKS``) the
     graph, the graph with its reductions split and every kernel are verified (``ir.verify``).
     """
+    if len(graph.nodes) > MAX_PLAN_NODES:
+        raise UnsupportedError(f"the program has {len(graph.nodes)} operations, over the "
+                               f"{MAX_PLAN_NODES} autojit plans (a long Python loop "
+                               "unrolled?); running it as plain Python", graph.loc)
     graph = check_graph(split_reductions(check_graph(graph)))
     ordered, in_order = _order_sets(graph, contiguous, c_strided)
     exact = numpy_ordered_reductions(graph, ordered, in_order)

@@ -9,7 +9,7 @@ import contextvars
 import functools
 import os
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,9 +26,18 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 _SKIPPED_DIRS = (_PACKAGE_DIR + os.sep, _NUMPY_DIR + os.sep)
 
-#: Python loops over arrays unroll into the trace; beyond this many nodes, compiling would
-#: take longer than it could save.
-MAX_TRACE_NODES = 20_000
+#: Python loops over arrays unroll into the trace (where a loop is not traced once as a
+#: region); beyond this many nodes the call falls back. Measured on the 2-core Xeon, shared
+#: (A/B against 20,000, alternating processes): tracing costs a flat 25-50 us a node (1,000
+#: to 30,000 iterations), planning ~55-100 us; a 100,000-iteration loop's first call falls
+#: back in 0.21-0.30 s (0.56-0.57 s at 20,000), and the longest trace under the bound
+#: (go_fast 3000x3000, 9,003 nodes) compiles and runs in 1.1-1.7 s.
+MAX_TRACE_NODES = 10_000
+
+#: operations a trace may record, new or reused (``y = x * 2`` in a loop is one node, and
+#: 200,000 iterations of it took 6.7 s to trace), host prologue steps included: each costs
+#: the tracer what a new node does, so this bounds the trace's time as the other its size
+MAX_TRACE_OPERATIONS = 2 * MAX_TRACE_NODES
 
 
 def user_location(skip_frames: int = 1) -> SourceLoc | None:
@@ -94,11 +103,13 @@ class TraceState:
     # decisions Python took on traced scalars (if n > 100): bool host value -> (its value,
     # where in the user's source)
     decisions: dict[int, tuple[bool, str]] = field(default_factory=dict)
+    operations: int = 0                                  # recorded, new or reused
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:
         """Append a host step; return the call argument index its value will have. Bounded
         as the nodes are: a Python loop deciding on scalars (``while i < n``) unrolls."""
+        self.count_operation(None)
         if len(self.host_steps) >= MAX_TRACE_NODES:
             raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} Python scalar operations "
                              "(a Python loop on scalars unrolled?); running it as plain Python",
@@ -253,7 +264,8 @@ class TraceState:
         if len(self.nodes) >= MAX_TRACE_NODES:
             raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} operations (a long Python "
                              "loop unrolled?); running it as plain Python instead of "
-                             "compiling for minutes", loc or user_location(2))
+                             "compiling it for seconds", loc or user_location(2))
+        self.count_operation(loc)
         if self.fp_policy is not current_policy() and numpy_reports_fp_errors():
             raise UnsupportedError("np.errstate/np.seterr inside the function asks NumPy to "
                                    "raise, call, print or log FP errors, which compiled code "
@@ -274,6 +286,16 @@ class TraceState:
         self._index_memory(node)
         return node.id
 
+    def count_operation(self, loc: SourceLoc | None) -> None:
+        """Count one recorded operation (``MAX_TRACE_OPERATIONS``): a loop whose every
+        iteration reuses nodes grows the trace's time, not its size."""
+        self.operations += 1
+        if self.operations > MAX_TRACE_OPERATIONS:
+            raise TraceError(f"the trace exceeds {MAX_TRACE_OPERATIONS} operations recorded "
+                             f"({len(self.nodes)} distinct; a long Python loop unrolled?); "
+                             "running it as plain Python instead of tracing it for seconds",
+                             loc or user_location(3))
+
     def current_version(self, param: int) -> int:
         """Return the node that is memory ``param``'s now (an argument's index, or a
         computed value's ``scratch_key``): its last write, or the argument or value itself."""
@@ -287,23 +309,28 @@ class TraceState:
         version, or a view of one), that memory now: the argument's current version seen
         through the same view steps. A copy NumPy made then (a scalar ``a[0]``, a reshape
         that may copy) keeps the old values: that is refused, not guessed."""
-        if node_id not in self.stale:
-            return node_id
-        node = self.nodes[node_id]
-        if node_id in self.view_copies:
-            raise UnsupportedError("reading a copy of an array (a scalar a[i], a reshape) "
-                                   "taken before a later write to it is not supported", loc)
-        if node.op is not Op.VIEW:   # a version: the argument, a computed value, a write
-            return self.current_version(self.memory_of[node_id])
-        base = self.nodes[node.inputs[0]]
-        if not aliases_base(node.attr("step"), base.type.ndim):
-            raise UnsupportedError("reading a copy of an array (a scalar a[i], a reshape) "
-                                   "taken before a later write to it is not supported", loc)
-        rebased = self.rebase(base.id, loc)
-        key = view_key(rebased, node.attr("step"))
-        if key not in self.seen:
-            self.seen[key] = self.add_node(Op.VIEW, (rebased,), node.type, node.attrs, node.loc)
-        return self.seen[key]
+        chain: list[Node] = []   # the stale views, outermost first (walked, not recursed:
+        while node_id in self.stale:   # a view chain is as long as the loop that made it)
+            node = self.nodes[node_id]
+            if node_id in self.view_copies:
+                raise UnsupportedError("reading a copy of an array (a scalar a[i], a reshape) "
+                                       "taken before a later write to it is not supported", loc)
+            if node.op is not Op.VIEW:   # a version: the argument, a computed value, a write
+                node_id = self.current_version(self.memory_of[node_id])
+                break
+            base = self.nodes[node.inputs[0]]
+            if not aliases_base(node.attr("step"), base.type.ndim):
+                raise UnsupportedError("reading a copy of an array (a scalar a[i], a reshape) "
+                                       "taken before a later write to it is not supported", loc)
+            chain.append(node)
+            node_id = base.id
+        for node in reversed(chain):
+            key = view_key(node_id, node.attr("step"))
+            if key not in self.seen:
+                self.seen[key] = self.add_node(Op.VIEW, (node_id,), node.type, node.attrs,
+                                               node.loc)
+            node_id = self.seen[key]
+        return node_id
 
     def copy_of(self, node_id: int, param: int) -> None:
         """Record ``node_id`` as a copy the trace made of argument ``param``'s memory where
@@ -357,12 +384,15 @@ class TraceState:
         """Return the nodes with every size symbol (in shapes and in SIZE products)
         replaced by its class representative."""
         nodes = []
-        for n in self.nodes:
-            n = replace(n, type=TensorType(n.type.dtype, tuple(self.find(d) for d in n.type.shape)))
+        find = self.find
+        for n in self.nodes:   # (a node per loop iteration: built directly, not replace())
+            shape = tuple(d if d.__class__ is int else find(d) for d in n.type.shape)
+            attrs = n.attrs
             if n.op is Op.SIZE:   # a size specialised to 1 leaves the product
-                found = (self.find(s) for s in n.attr("symbols"))
-                symbols = tuple(sorted(f for f in found if f.__class__ is str))
-                n = replace(n, attrs=(("symbols", symbols),))
+                found = (find(s) for s in n.attr("symbols"))
+                attrs = (("symbols", tuple(sorted(f for f in found if f.__class__ is str))),)
+            if shape != n.type.shape or attrs is not n.attrs:
+                n = Node(n.id, n.op, n.inputs, TensorType(n.type.dtype, shape), n.loc, attrs)
             nodes.append(n)
         return nodes
 

@@ -11,6 +11,7 @@ from tests.support.oracle import assert_matches_numpy
 import autojit
 from autojit import FallbackWarning, autoroute
 from autojit.runtime.devices import gpu_usable
+from autojit.tracer.state import MAX_TRACE_NODES
 
 
 @autoroute
@@ -220,5 +221,5 @@ def test_a_loop_too_long_to_compile_falls_back_with_the_reason():
             x = x + 1.0
         return x
     f = autoroute(long_loop)
-    with pytest.warns(FallbackWarning, match="exceeds 20000 operations"):
+    with pytest.warns(FallbackWarning, match=f"exceeds {MAX_TRACE_NODES} operations"):
         np.testing.assert_array_equal(f(np.zeros(3)), np.full(3, 30_000.0))
