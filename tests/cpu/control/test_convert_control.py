@@ -49,7 +49,7 @@ def test_regions_are_asked_for_statements_on_traced_values(asked: list) -> None:
     # its test a decision on the call's values (guarded as such since the scalars work)
     trace_function(mixed, (np.ones(3), 2))
     kinds = [(k, n.carried, n.captured) for k, n in asked]
-    assert kinds == [("for", ("acc",), ("a",)), ("while", ("k",), ("n",))]
+    assert kinds == [("for", ("acc",), ("a",)), ("while", ("k",), ("n",)), ("if", ("acc",), ())]
     assert all(n.file == __file__ for _, n in asked)
 
 
