@@ -383,7 +383,7 @@ class Dispatcher:
             graph = plan.graph   # most plans have none of the guards: skip the calls
             if graph.guards and not guards_hold(plan, sizes, args):
                 continue
-            if graph.int_guards or graph.prologue:   # this entry's Python scalar checks
+            if graph.int_guards or graph.prologue or graph.decisions:   # Python scalar checks
                 status = check_call(plan, args)
                 if status == CALL_MISS:
                     if graph.decisions:   # why, for the recompile this miss may become

@@ -1,0 +1,28 @@
+"""A Python decision on a Python scalar argument itself (``bool(flag)``, ``if flag:``, no
+arithmetic before it, so no host prologue step) is checked on every call: a call that
+decides otherwise traces again (a fuzz-found wrong answer: ``-bool(a)`` stayed 0)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.support.oracle import assert_calls_match_numpy
+
+
+def negated_truth(a0):
+    v3 = -bool(a0)
+    return np.floor_divide(v3, a0)
+
+
+def branch_on_flag(x, flag):
+    if flag:
+        return x * 2.0
+    return x - 1.0
+
+
+def test_a_decision_on_an_argument_is_checked_per_call() -> None:
+    jitted = assert_calls_match_numpy(negated_truth, [(False,), (True,), (False,), (True,)])
+    assert jitted.stats()["compiles"] == 2, jitted.stats()
+    jitted = assert_calls_match_numpy(branch_on_flag, [(np.ones(3), True), (np.ones(3), False),
+                                                       (np.ones(4), 1), (np.ones(4), 0)])
+    assert jitted.stats()["routes"]["python"] == 0, jitted.stats()["fallbacks"]
