@@ -72,7 +72,8 @@ def _build_parser() -> argparse.ArgumentParser:
     ins.add_argument("target", metavar="TARGET",
                      help="path/to/file.py:FUNC or package.module:FUNC")
     ins.add_argument("--args", dest="spec", default="", metavar="SPEC",
-                     help='example arguments, e.g. "f64[1000], f32[n,3]:F, i64, n=100"')
+                     help='example arguments, e.g. "f64[1000], f32[n,3]:F, i64=50, f64=0.5, '
+                          'n=100" (a scalar with no value is random)')
     ins.add_argument("--stage", action="append", choices=(*STAGES, "all"), metavar="STAGE",
                      help=f"stage to print (repeatable): {', '.join(STAGES)} or all "
                           "(default all)")
@@ -342,7 +343,8 @@ def _ensure_routed(func: Callable[..., object]) -> object:
 
 def _check_arity(func: Callable[..., object], name: str, args: list[object],
                  spec: str) -> None:
-    """Raise CliError (usage) when ``func`` cannot take ``args`` positionally."""
+    """Raise CliError (usage) when ``func`` cannot take ``args`` positionally, saying what
+    ``--args`` should hold: one entry per parameter."""
     try:
         signature = pyinspect.signature(func)
     except (TypeError, ValueError):  # builtins and odd callables: let the call decide
@@ -350,8 +352,22 @@ def _check_arity(func: Callable[..., object], name: str, args: list[object],
     try:
         signature.bind(*args)
     except TypeError as err:
+        hint = _ARGS_HINT
+        if not spec.strip():
+            required = [p.name for p in signature.parameters.values()
+                        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
+                                                                p.POSITIONAL_OR_KEYWORD)]
+            raise CliError(f"{name}{signature} takes {len(required)} argument(s) "
+                           f"({', '.join(required)}): give them with --args, {hint}",
+                           EXIT_USAGE) from None
         raise CliError(f"{name}{signature} cannot take the {len(args)} argument(s) of "
-                       f"--args {spec!r}: {err}", EXIT_USAGE) from None
+                       f"--args {spec!r}: {err}; {hint}", EXIT_USAGE) from None
+
+
+#: what an --args entry looks like, for the arity errors
+_ARGS_HINT = ('one entry per argument, e.g. --args "f64[n,n], i64=1000, f64=0.5, bool=True" '
+              "(arrays DTYPE[sizes], scalars DTYPE=VALUE; a size name like n is 16 unless "
+              "n=VALUE)")
 
 
 def _inspect(routed: object, name: str, args: list[object], force: str | None) -> object:
