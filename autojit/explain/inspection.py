@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from autojit.explain.llvm_facts import LlvmFacts, collect_llvm_facts
@@ -14,7 +14,7 @@ from autojit.fuse.plan import Plan
 from autojit.fuse.traffic import Traffic, kernel_traffic
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
-from autojit.ir.printer import format_graph, format_kernel
+from autojit.ir.printer import body_names, format_graph, format_kernel, param_names, region_head
 from autojit.runtime.executable import Executable
 
 STAGES = ("graph", "fused", "traffic", "llvm", "llvm-opt", "asm", "cuda", "ptx", "report",
@@ -252,21 +252,36 @@ class Inspection:
                 f"route {self.route}>")
 
 
-def _steps_text(plan: Plan, indent: str = "") -> str:
-    """The plan's steps in order; a loop region's body plan follows it, indented."""
+def _steps_text(plan: Plan, indent: str = "", names: Mapping[int, str] | None = None) -> str:
+    """The plan's steps in order; a loop region's head (the user's names: ``loop i in [0,
+    n) carried (acc) ...``) and its body plan's steps under it, indented (nested loops
+    further in)."""
     parts = []
+    shown = param_names(plan.graph, names)
     for kind, index in plan.steps:
         if kind == "kernel":
             text = format_kernel(plan.kernels[index])
         elif kind == "region":
             call = plan.regions[index]
-            carries = ", ".join(f"%{c}" for c in call.carries)
-            body = _steps_text(call.body, "  ")
-            text = (f"loop{index} %{call.node} ({call.region.kind}, carried "
-                    f"{carries or 'nothing'}), per iteration:\n{body}")
+            node = plan.graph.node(call.node)
+            where = f", {str(node.loc).rsplit(':', 1)[0]}" if node.loc else ""
+            body = _steps_text(call.body, "  ", body_names(node, plan.graph, shown))
+            text = (f"{region_head(node, plan.graph, shown)}    # loop{index} %{call.node}"
+                    f"{where}: per iteration {_step_counts(call.body)}\n{body}")
         else:
             call = plan.libraries[index]
             operands = " ".join(f"%{i}" for i in call.inputs)
             text = f"library {call.name} {operands} -> %{call.output}\n"
-        parts.append("".join(f"{indent}{line}\n" for line in text.splitlines()))
+        parts.append("".join(f"{indent}{line}\n" if line else "\n"
+                             for line in text.splitlines()))
     return "\n".join(parts)
+
+
+def _step_counts(plan: Plan) -> str:
+    """``2 kernels, 1 library call, 1 loop``: what one iteration of a body plan runs."""
+    counts = {"kernel": 0, "library": 0, "region": 0}
+    for kind, _ in plan.steps:
+        counts[kind] = counts.get(kind, 0) + 1
+    words = {"kernel": "kernel", "library": "library call", "region": "loop"}
+    text = [f"{n} {words[k]}{'s' if n != 1 else ''}" for k, n in counts.items() if n]
+    return ", ".join(text) or "nothing"
