@@ -241,6 +241,9 @@ def _configure(inspection: Any, args: argparse.Namespace,
     graph = getattr(inspection, "graph", None)
     if graph is None:
         return
+    for symbol, ref in graph.scalar_dims:   # np.empty((n, n)): the size is the argument n
+        if isinstance(symbol, str) and ref < len(graph.params):
+            inspection.size_names.setdefault(symbol, graph.params[ref].name)
     for symbol, sources in graph.dims:
         for arg, axis in sources:
             names = size_names[arg] if arg < len(size_names) else None

@@ -8,7 +8,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from autojit.explain.llvm_facts import LlvmFacts, collect_llvm_facts
-from autojit.explain.report import Fact, ReportInputs, format_report, report_facts
+from autojit.explain.report import (
+    Fact,
+    ReportInputs,
+    format_report,
+    report_facts,
+    step_counts,
+)
 from autojit.fuse.buffers import BufferPlan, plan_buffers, value_bytes
 from autojit.fuse.plan import Plan
 from autojit.fuse.traffic import Traffic, kernel_traffic
@@ -267,7 +273,7 @@ def _steps_text(plan: Plan, indent: str = "", names: Mapping[int, str] | None = 
             where = f", {str(node.loc).rsplit(':', 1)[0]}" if node.loc else ""
             body = _steps_text(call.body, "  ", body_names(node, plan.graph, shown))
             text = (f"{region_head(node, plan.graph, shown)}    # loop{index} %{call.node}"
-                    f"{where}: per iteration {_step_counts(call.body)}\n{body}")
+                    f"{where}: per iteration {step_counts(call.body)}\n{body}")
         else:
             call = plan.libraries[index]
             operands = " ".join(f"%{i}" for i in call.inputs)
@@ -275,13 +281,3 @@ def _steps_text(plan: Plan, indent: str = "", names: Mapping[int, str] | None = 
         parts.append("".join(f"{indent}{line}\n" if line else "\n"
                              for line in text.splitlines()))
     return "\n".join(parts)
-
-
-def _step_counts(plan: Plan) -> str:
-    """``2 kernels, 1 library call, 1 loop``: what one iteration of a body plan runs."""
-    counts = {"kernel": 0, "library": 0, "region": 0}
-    for kind, _ in plan.steps:
-        counts[kind] = counts.get(kind, 0) + 1
-    words = {"kernel": "kernel", "library": "library call", "region": "loop"}
-    text = [f"{n} {words[k]}{'s' if n != 1 else ''}" for k, n in counts.items() if n]
-    return ", ".join(text) or "nothing"

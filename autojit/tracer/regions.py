@@ -368,6 +368,7 @@ def trace_for(bounds: tuple, body: Any, carried: tuple, captured: tuple, names: 
         return _trace_for(state, bounds, body, carried, captured, names)
     except _Decline as exc:
         _LOGGER.debug("the loop at %s runs as Python: %s", _where(names), exc)
+        state.declined.append(("loop", _where(names), str(exc)))
         return NotImplemented
 
 
@@ -418,6 +419,7 @@ def trace_while(cond: Any, body: Any, carried: tuple, captured: tuple, names: An
         return _trace_while(state, cond, body, carried, captured, names)
     except _Decline as exc:
         _LOGGER.debug("the loop at %s runs as Python: %s", _where(names), exc)
+        state.declined.append(("loop", _where(names), str(exc)))
         return NotImplemented
 
 
@@ -505,6 +507,7 @@ def trace_if(pred: Any, then: Any, orelse: Any, carried: tuple, captured: tuple,
         return _trace_if(state, pred, then, orelse, tuple(carried), tuple(captured), names)
     except _Decline as exc:
         _LOGGER.debug("the branch at %s runs as Python: %s", _where(names), exc)
+        state.declined.append(("branch", _where(names), str(exc)))
         return NotImplemented
 
 
