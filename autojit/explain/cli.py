@@ -215,10 +215,12 @@ def _run_inspect(args: argparse.Namespace) -> int:
     func, name = _load_target(args.target)
     _check_arity(func, name, call_args, args.spec)
     routed = _ensure_routed(func)
-    inspection = _inspect(routed, name, call_args, args.force)
+    with _declined_loops() as declined:
+        inspection = _inspect(routed, name, call_args, args.force)
     reason = getattr(inspection, "fallback_reason", None)
     if reason and inspection.route == "python" and args.force != "python":
-        raise CliError(f"cannot trace {name}: {reason}", EXIT_UNTRACEABLE)
+        raise CliError(f"cannot trace {name}: {reason}{_declines_text(declined)}",
+                       EXIT_UNTRACEABLE)
     _configure(inspection, args, size_names)
     if args.measure:
         inspection.measure_numpy(routed, *call_args)
@@ -230,6 +232,36 @@ def _run_inspect(args: argparse.Namespace) -> int:
     text = inspection.report() if bare else inspection.format(stages)
     print(text if text.endswith("\n") else text + "\n", end="")
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _declined_loops() -> Iterator[list[str]]:
+    """Collect what ``tracer.regions`` says of each loop or branch it leaves to Python
+    while the block traces (``the loop at f.py:7 runs as Python: why``): a function that
+    falls back because of one says so, not only where the trace stopped after it."""
+    import logging
+
+    found: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            found.append(record.getMessage())
+
+    logger = logging.getLogger("autojit.regions")
+    handler, level = Collect(logging.DEBUG), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield found
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _declines_text(declined: list[str]) -> str:
+    """``; the loop at f.py:7 runs as Python: why`` (file names without their folders)."""
+    texts = [re.sub(r"at \S*?([^/\\\s]+:\d+)", r"at \1", text) for text in dict.fromkeys(declined)]
+    return "".join(f"; {text}" for text in texts[:3])
 
 
 def _configure(inspection: Any, args: argparse.Namespace,
