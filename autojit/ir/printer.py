@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from autojit.ir.graph import Graph, Node
 from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
+from autojit.ir.region import Region
 from autojit.ir.types import short_name
 from autojit.ir.views import ScalarRef
 
@@ -162,11 +163,39 @@ def region_head(node: Node, graph: Graph, shown: Sequence[str]) -> str:
         by = "" if step == "1" else f" step {step}"
         head = f"loop {region.index_name or '%t'} in [{start}, {stop}){by}"
     else:
-        head = f"while {_source(region.first, node, graph, shown)}"
+        head = f"while {_condition(region, inner) or _source(region.first, node, graph, shown)}"
     head += f" carried ({carried}) from ({initial})" if count else " carried ()"
     head += f", in place ({', '.join(in_place)})" if in_place else ""
     head += f", reads ({', '.join(reads)})" if reads else ""
     return head + ":"
+
+
+#: comparisons a while condition is written with, as Python spells them
+_COMPARE = {Op.GT: ">", Op.LT: "<", Op.GE: ">=", Op.LE: "<=", Op.EQ: "==", Op.NE: "!="}
+
+
+def _condition(region: Region, inner: Mapping[int, str]) -> str:
+    """A while loop's condition as the user wrote it (``err > tol``) when the body's next
+    condition compares carried values, captured ones and constants; else ``""``."""
+    body = region.body
+    if not body.outputs:
+        return ""
+    cond = body.node(body.outputs[-1])
+    if cond.op not in _COMPARE or len(cond.inputs) != 2:
+        return ""
+    carried = {o: j for j, o in enumerate(body.outputs[:-1])}
+    sides = []
+    for i in cond.inputs:
+        operand = body.node(i)
+        if i in carried and carried[i] < len(region.names):
+            sides.append(region.names[carried[i]])
+        elif operand.op is Op.ARG and inner.get(operand.attr("index")):
+            sides.append(inner[operand.attr("index")])
+        elif operand.op is Op.CONST:
+            sides.append(repr(operand.attr("value")))
+        else:
+            return ""
+    return f"{sides[0]} {_COMPARE[cond.op]} {sides[1]}"
 
 
 def _region_lines(node: Node, graph: Graph, shown: Sequence[str]) -> list[str]:
