@@ -212,3 +212,12 @@ def test_cli_fallback_names_the_loop_that_runs_as_python(
     assert code == EXIT_UNTRACEABLE
     assert (f"the loop at {_line(programs.drop, 1)} runs as Python: carried types keep "
             "changing") in err
+
+
+def test_notebook_view_of_a_loop_renders_its_head() -> None:
+    from autojit.explain.html import graph_dot, graph_text_diagram
+
+    inspection = _inspect(programs.lu_inplace, _lower())
+    assert "loop i in [0, A.shape[0])" in graph_text_diagram(inspection)
+    assert "cluster_r0_" not in graph_dot(inspection)   # body kernels are the loop's
+    assert "loop i in [0, A.shape[0])" in inspection._repr_html_()
