@@ -11,6 +11,7 @@ summary, values by id, kernels by launch order). ``-m`` (verbosity 1) gives deci
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -128,8 +129,10 @@ def describe_node(graph: Graph, node: Node, shown: Sequence[str] | None = None) 
 class _Writer:
     """Builds the facts of one report."""
 
-    def __init__(self, plan: BufferPlan, inputs: ReportInputs) -> None:
+    def __init__(self, plan: BufferPlan, inputs: ReportInputs,
+                 shown: Sequence[str] | None = None) -> None:
         self.bp, self.inputs, self.graph = plan, inputs, plan.graph
+        self.shown = shown   # parameters' names (a loop body's: the user's)
         self.users = self.graph.users()
         self.facts: list[Fact] = []
         #: where a flow chain stops: stored or returned values (once, not per value)
@@ -156,20 +159,21 @@ class _Writer:
         node = self.graph.node(fate.node)
         if fate.decision == "loop":   # said by ``regions``, in the user's names
             return
-        text = self.rename_sizes(describe_node(self.graph, node))
+        text = self.rename_sizes(describe_node(self.graph, node, self.shown))
         if fate.decision in _DECISION_TEXT:
             level = 2 if fate.decision == "constant" else 1
             message = _DECISION_TEXT[fate.decision].format(v=text, k=", ".join(fate.kernels))
             why = _DECISION_WHY[fate.decision]
             if fate.decision == "view" and node.op is Op.WRITE:   # into a scratch array
-                message = f"%{node.id}: {_operand(self.graph, node.inputs[0])} {fate.escape}"
+                written = _operand(self.graph, node.inputs[0], self.shown)
+                message = f"%{node.id}: {written} {fate.escape}"
                 message += " (no allocation)"
                 why = ("each write is the array's next version; nothing reads the old "
                        "values after it, so it is written in the array's own buffer")
             elif fate.decision == "view":
                 returned = f", {fate.escape}" if fate.escape else ""
-                message = (f"%{node.id} is a view of {_operand(self.graph, node.inputs[0])}"
-                           f"{returned} (no allocation)")
+                base = _operand(self.graph, node.inputs[0], self.shown)
+                message = f"%{node.id} is a view of {base}{returned} (no allocation)"
             self.add(node.loc, fate.decision, message,
                      [f"why: {why}", *self.readers(fate.node)], fate.node, level)
         elif fate.decision == "escapes" and not fate.allocated:
@@ -244,7 +248,7 @@ class _Writer:
             kernels = self.bp.fate(node.id).kernels or (self.bp.fate(node.id).writer or "",)
             where = f" ({', '.join(k for k in kernels if k)})" if any(kernels) else ""
             lines.append(f"flow: %{current} -> "
-                         f"{self.rename_sizes(describe_node(self.graph, node))}{where} "
+                         f"{self.rename_sizes(describe_node(self.graph, node, self.shown))}{where} "
                          f"at {node.loc}")
             current = node.id
             if current in stop:
@@ -345,7 +349,13 @@ class _Writer:
             if lead + k not in written:
                 continue
             self.scratch(plan, call, k, inner[lead + k], at, loc)
-        self.per_iteration(region, body, inner, at, loc, node.id)
+        nested = _Writer(plan_buffers(body), self.inputs, param_names(body.graph, inner))
+        self.per_iteration(region, nested, at, loc, node.id)
+        for fate in nested.bp.fates:   # -m -m: what the body's values became
+            nested.value(fate)
+        self.facts += [dataclasses.replace(f, message=f"{at}: in the body: {f.message}",
+                                           level=2) for f in nested.facts
+                       if f.kind not in ("heap", "escapes", "loop")]
         self.regions(body, inner)
 
     def scratch(self, plan: Plan, call: RegionCall, k: int, name: str, at: str,
@@ -378,37 +388,31 @@ class _Writer:
                      f"written in place: {type_} (no copy)",
                      ["why: nothing reads the value before the loop's writes"], operand.id)
 
-    def per_iteration(self, call_region: Region, body: Plan, shown: Mapping[int, str],
-                      at: str, loc: SourceLoc | None, node: int) -> None:
-        """What the body's plan allocates each iteration (there should be nothing)."""
-        plan = plan_buffers(body)
+    def per_iteration(self, region: Region, nested: _Writer, at: str,
+                      loc: SourceLoc | None, node: int) -> None:
+        """What the body's plan allocates each iteration (there should be nothing), each
+        with why the body's plan stores it."""
+        plan, graph = nested.bp, nested.bp.graph
         fresh = [a for a in plan.allocations if a.reuses is None]
         if not fresh:
             self.add(loc, "iteration", f"{at}: no allocation per iteration", node=node)
             return
-        names = param_names(body.graph, shown)
-        region = call_region
-        lead = 1 if region.kind == "for" else 0
-        count = len(region.carried)
-        total = []
         for allocation in fresh:
-            value = body.graph.node(allocation.node)
+            value = graph.node(allocation.node)
             fate = plan.fate(allocation.node)
-            text = self.rename_sizes(describe_node(body.graph, value, names))
-            size = self.size_or_formula(value)
-            total.append(size)
-            where = f" at {value.loc}" if value.loc else ""
-            outputs = body.graph.outputs
-            carried = [names[lead + j] for j, o in enumerate(outputs)
-                       if o == allocation.node and j < count]
+            text = self.rename_sizes(describe_node(graph, value, nested.shown))
+            carried = [region.names[j] for j, o in enumerate(graph.outputs)
+                       if o == allocation.node and j < len(region.names)]
             what = f" (the next {carried[0]})" if carried else (
-                " (the next condition)" if allocation.node in outputs else "")
+                " (the next condition)" if allocation.node in graph.outputs else "")
+            where = f" at {value.loc}" if value.loc else ""
+            why = (["why: a carried value: the next iteration reads it (a host loop "
+                    "passes it as an array)"] if what else
+                   [f"why: {reason}" for reason in nested.why_stored(fate)])
             self.add(value.loc or loc, "iteration",
                      f"{at}: allocates per iteration: {text}{what}{where}: "
-                     f"{self.rename(str(value.type))} {size}, written by {fate.writer}",
-                     ["why: the body's plan stores it (a carried value, or read by another "
-                      "step of the body) and a host loop allocates a plan's buffers at each "
-                      "run"], allocation.node)
+                     f"{self.rename(str(value.type))} {self.size_or_formula(value)}, "
+                     f"written by {fate.writer}", why, allocation.node)
 
     def size_or_formula(self, node: Node) -> str:
         """``8·n bytes (128 B here)``, or the formula alone when the size varies."""
