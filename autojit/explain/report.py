@@ -303,10 +303,17 @@ class _Writer:
         for kind, index in plan.steps:
             if kind == "region":
                 self.region(plan, plan.regions[index], shown)
+        for ref, taken, where in graph.decisions:   # a Python if on int arguments
+            self.add(_loc_of(where) or graph.loc, "decision",
+                     f"if {shown[ref]} was {taken} here: the trace holds the "
+                     f"{'true' if taken else 'false'} branch; a call deciding otherwise traces "
+                     "again (a recompile, with this place as its reason)",
+                     ["why: a Python if on Python scalars of the call guards on the decision, "
+                      "not on the values"])
         for kind, where, why in graph.declined:
-            file, _, line = where.rpartition(":")
-            loc = SourceLoc(file, int(line)) if line.isdigit() else graph.loc
-            at = f"{os.path.basename(file)}:{line}" if line.isdigit() else where
+            loc = _loc_of(where)
+            at = f"{os.path.basename(loc.file)}:{loc.line}" if loc else where
+            loc = loc or graph.loc
             how = "unrolled into the trace" if kind == "loop" else "traced as it went"
             self.add(loc, "python-loop", f"{kind} at {at} runs as Python while tracing "
                      f"({how}): {why}",
@@ -438,6 +445,12 @@ def report_facts(plan: BufferPlan, inputs: ReportInputs) -> list[Fact]:
     order = {id(f): i for i, f in enumerate(writer.facts)}
     return sorted(writer.facts, key=lambda f: ((f.loc.line, f.loc.col) if f.loc else (0, 0),
                                                order[id(f)]))
+
+
+def _loc_of(where: str) -> SourceLoc | None:
+    """``f.py:12`` or ``f.py:12:8`` as a SourceLoc (None when it is not one)."""
+    match = re.fullmatch(r"(.*?):(\d+)(?::(\d+))?", where)
+    return SourceLoc(match[1], int(match[2]), int(match[3] or 0)) if match else None
 
 
 def step_counts(plan: Plan) -> str:

@@ -239,7 +239,7 @@ def format_graph(graph: Graph, names: Mapping[int, str] | None = None) -> str:
     for symbol, ref in graph.scalar_dims:   # sizes Python ints of the call give
         lines.append(f"  size {symbol} = {graph.params[ref].name}")
     for ref, taken, where in graph.decisions:
-        lines.append(f"  decision {graph.params[ref].name} is {taken}  # {where}")
+        lines.append(f"  decision {shown[ref]} is {taken}  # {where}")
     outs = ", ".join(f"%{i}" for i in graph.outputs)
     lines.append(f"  return ({outs})" if graph.output_tuple else f"  return {outs}")
     return "\n".join(lines) + "\n"

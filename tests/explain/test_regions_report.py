@@ -230,3 +230,11 @@ def test_notebook_view_of_a_loop_renders_its_head() -> None:
     assert "loop i in [0, A.shape[0])" in graph_text_diagram(inspection)
     assert "cluster_r0_" not in graph_dot(inspection)   # body kernels are the loop's
     assert "loop i in [0, A.shape[0])" in inspection._repr_html_()
+
+
+def test_a_python_if_on_an_int_argument_shows_its_decision() -> None:
+    inspection = _inspect(programs.step, RNG.random(4), 7)
+    assert "decision n > 100 is False" in inspection.graph_text
+    assert (f"{_line(programs.step, 1)}:8: if n > 100 was False here: the trace holds the "
+            "false branch; a call deciding otherwise traces again") in inspection.report(
+                toolchain=False)
