@@ -375,7 +375,8 @@ class _Writer:
         if operand is None:
             return
         type_ = self.rename(str(operand.type))
-        if operand.op is Op.ARG or operand.op is Op.WRITE and operand.attr("param") is not None:
+        param = operand.attr("param") if operand.op is Op.WRITE else None
+        if k not in region.private and (operand.op is Op.ARG or param is not None):
             self.add(loc, "in-place", f"{at}: {name} is written in place: {type_}, the "
                      "caller's array (no copy, no allocation)",
                      ["why: an argument the body writes into: NumPy writes the caller's "
