@@ -6,6 +6,14 @@ Graph::
       %2 = sub %0 %1 : f64[n0]                # model.py:11:11
       return %2
 
+A loop region, in the user's names, its body indented (``ir.region``)::
+
+      %4 = loop i in [0, b.shape[0]) carried (), in place (x), reads (L, b): # f.py:13:0
+        trace for_body(i: i64[], L: f64[n0,n1], b: f64[n2], x: f64[n2]):
+          %4 = view %0[i, :i] : f64[n3]           # f.py:14:24
+          ...
+      %5 = carry %4[0] (x after the loop) : f64[n2]
+
 Kernel::
 
     kernel k0_sub(in0: f64[n0] strides (1), out0: f64[n0] strides (1)) loop [n0]:
@@ -32,11 +40,11 @@ def _with_comment(text: str, comment: str) -> str:
 
 
 def _node_operands(node: Node, graph: Graph, shown: Sequence[str]) -> str:
-    if node.op is Op.ARG:
+    if node.op is Op.ARG:   # a host value also says what made it: ``host0 (b.shape[0])``
         index = node.attr("index")
         name = graph.params[index].name
-        return name if shown[index] == name else f"{name} ({shown[index]})" if \
-            index >= len(graph.params) - len(graph.prologue) else shown[index]
+        host = index >= len(graph.params) - len(graph.prologue)
+        return f"{name} ({shown[index]})" if host and shown[index] != name else shown[index]
     if node.op in (Op.CONST, Op.FILL):
         return repr(node.attr("value"))
     if node.op is Op.SIZE:
@@ -53,16 +61,22 @@ def _node_operands(node: Node, graph: Graph, shown: Sequence[str]) -> str:
     if node.op is Op.SCAN:
         return f"{operands} axes={node.attr('axes')}"
     if node.op is Op.CARRY:
-        region = graph.node(node.inputs[0]).attr("region")
         index = node.attr("index")
-        names = list(region.names) + [
-            (list(region.captured_names) + [""] * len(region.sources))[k - len(region.carried)]
-            for k in region.private]
-        name = names[index] if index < len(names) and names[index] else ""
+        names = carry_names(graph.node(node.inputs[0]).attr("region"))
+        name = names[index] if index < len(names) else ""
         return f"{operands}[{index}]" + (f" ({name} after the loop)" if name else "")
     if node.op is Op.WRITE and node.attr("region"):
         return f"{operands} (in the loop)"
     return operands
+
+
+def carry_names(region: Region) -> list[str]:
+    """The user's name of each CARRY index: the carried values, then the scratch arrays
+    the loop wrote into (``Region.private``); ``""`` where unknown."""
+    captured = list(region.captured_names)
+    count = len(region.carried)
+    return list(region.names) + [captured[k - count] if 0 <= k - count < len(captured)
+                                 else "" for k in region.private]
 
 
 #: Python's spelling of the host prologue's operators, to name a bound as the user wrote it
