@@ -2,7 +2,8 @@
 
 A spec is a comma-separated list of entries::
 
-    f64[1000], f32[4,5], i64, f32[n,3], f64[100]:F, bool[8], u8[2,3]:strided, n=1000
+    f64[1000], f32[4,5], i64, f32[n,3], f64[100]:F, bool[8], u8[2,3]:strided, n=1000,
+    i64=1000, f64=0.5, bool=True, i64=n
 
 * ``DTYPE[d0,d1,...]`` is an array; each size is an integer or a name. A name is a
   symbolic size: every use of it gets the same value, 16 unless an entry ``name=VALUE``
@@ -11,6 +12,9 @@ A spec is a comma-separated list of entries::
   element along the last axis, so neither C- nor F-contiguous) picks the layout.
 * ``DTYPE`` alone is a scalar: ``f64`` → ``float``, ``i64`` → ``int``, ``bool`` → ``bool``
   (Python scalars, as users pass them); other dtypes give a NumPy scalar of that dtype.
+  Its contents are random (below) unless ``DTYPE=VALUE`` gives the value: ``i64=1000`` (a
+  loop bound or a size), ``f64=0.5``, ``bool=True``, ``i32=7`` (a NumPy scalar); an integer
+  may be a size name (``i64=n``: the value of ``n``, so a size argument matches an array's).
 
 Contents are deterministic for a given ``seed`` and sensible for the dtype: floats are
 standard normal, signed integers lie in [-100, 100), unsigned ones in [0, 100), booleans
@@ -139,11 +143,11 @@ def _collect_bindings(spec: str, entries: list[_Entry]) -> tuple[dict[str, int],
             args.append(entry)
             continue
         name, _, value = (part.strip() for part in entry.text.partition("="))
+        if name in DTYPES or "[" in name:   # a scalar argument with its value (i64=1000)
+            args.append(entry)
+            continue
         if not _NAME.match(name):
             raise ArgSpecError(f"{name!r} is not a size name", spec, entry.text, entry.column)
-        if name in DTYPES:
-            raise ArgSpecError(f"{name!r} is a dtype, not a size name", spec, entry.text,
-                               entry.column)
         if name in sizes:
             raise ArgSpecError(f"size {name!r} is bound twice", spec, entry.text, entry.column)
         sizes[name] = _parse_int(spec, entry, value)
@@ -165,6 +169,8 @@ def _parse_int(spec: str, entry: _Entry, text: str) -> int:
 def _make_argument(spec: str, entry: _Entry, sizes: dict[str, int],
                    rng: np.random.Generator) -> object:
     """Return the scalar or array one argument entry describes."""
+    if "=" in entry.text:
+        return _scalar_with_value(spec, entry, sizes)
     match = _ENTRY.match(entry.text)
     if match is None:
         raise ArgSpecError("expected DTYPE, DTYPE[d0,d1,...] or DTYPE[...]:LAYOUT "
@@ -182,6 +188,54 @@ def _make_argument(spec: str, entry: _Entry, sizes: dict[str, int],
     shape = _parse_shape(spec, entry, match["dims"], sizes)
     layout = _parse_layout(spec, entry, match["layout"], len(shape))
     return _make_array(dtype, shape, layout, rng)
+
+
+#: how a scalar entry's value is read, by dtype kind ("i64=1000", "f64=0.5", "bool=True")
+_BOOLS = {"true": True, "false": False, "1": True, "0": False}
+
+
+def _scalar_with_value(spec: str, entry: _Entry, sizes: dict[str, int]) -> object:
+    """Return the scalar ``DTYPE=VALUE`` gives: a Python int/float/bool for i64/f64/bool
+    (as users pass them), else a NumPy scalar of the dtype; an int may name a size."""
+    name, _, text = (part.strip() for part in entry.text.partition("="))
+    if name not in DTYPES:
+        raise ArgSpecError("only a scalar takes a value: DTYPE=VALUE (e.g. i64=1000, "
+                           "f64=0.5, bool=True); an array's sizes go in [...]", spec,
+                           entry.text, entry.column)
+    dtype = DTYPES[name]
+    value: object
+    if not text:
+        raise ArgSpecError(f"{name}= needs a value (e.g. {name}={_EXAMPLE[dtype.kind]})",
+                           spec, entry.text, entry.column)
+    if dtype.kind == "b":
+        if text.lower() not in _BOOLS:
+            raise ArgSpecError(f"{text!r} is not a bool: use True or False", spec,
+                               entry.text, entry.column)
+        value = _BOOLS[text.lower()]
+    elif dtype.kind == "f":
+        try:
+            value = float(text.replace("_", ""))
+        except ValueError:
+            raise ArgSpecError(f"{text!r} is not a number", spec, entry.text,
+                               entry.column) from None
+    elif _NAME.match(text):
+        value = sizes.get(text, DEFAULT_SIZE)   # i64=n: the size n's value
+    else:
+        try:
+            value = int(text.replace("_", ""), 10)
+        except ValueError:
+            raise ArgSpecError(f"{text!r} is not an integer or a size name", spec,
+                               entry.text, entry.column) from None
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise ArgSpecError(f"{value} does not fit {name} ({info.min} to {info.max})",
+                               spec, entry.text, entry.column)
+    python_types = {np.dtype("float64"): float, np.dtype("int64"): int,
+                    np.dtype("bool"): bool}
+    return python_types[dtype](value) if dtype in python_types else dtype.type(value)
+
+
+_EXAMPLE = {"b": "True", "f": "0.5", "i": "1000", "u": "1000"}
 
 
 def _parse_shape(spec: str, entry: _Entry, dims: str, sizes: dict[str, int]) -> tuple[int, ...]:

@@ -72,7 +72,8 @@ def _build_parser() -> argparse.ArgumentParser:
     ins.add_argument("target", metavar="TARGET",
                      help="path/to/file.py:FUNC or package.module:FUNC")
     ins.add_argument("--args", dest="spec", default="", metavar="SPEC",
-                     help='example arguments, e.g. "f64[1000], f32[n,3]:F, i64, n=100"')
+                     help='example arguments, e.g. "f64[1000], f32[n,3]:F, i64=50, f64=0.5, '
+                          'n=100" (a scalar with no value is random)')
     ins.add_argument("--stage", action="append", choices=(*STAGES, "all"), metavar="STAGE",
                      help=f"stage to print (repeatable): {', '.join(STAGES)} or all "
                           "(default all)")
@@ -214,10 +215,12 @@ def _run_inspect(args: argparse.Namespace) -> int:
     func, name = _load_target(args.target)
     _check_arity(func, name, call_args, args.spec)
     routed = _ensure_routed(func)
-    inspection = _inspect(routed, name, call_args, args.force)
+    with _declined_loops() as declined:
+        inspection = _inspect(routed, name, call_args, args.force)
     reason = getattr(inspection, "fallback_reason", None)
     if reason and inspection.route == "python" and args.force != "python":
-        raise CliError(f"cannot trace {name}: {reason}", EXIT_UNTRACEABLE)
+        raise CliError(f"cannot trace {name}: {reason}{_declines_text(declined)}",
+                       EXIT_UNTRACEABLE)
     _configure(inspection, args, size_names)
     if args.measure:
         inspection.measure_numpy(routed, *call_args)
@@ -231,6 +234,36 @@ def _run_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@contextlib.contextmanager
+def _declined_loops() -> Iterator[list[str]]:
+    """Collect what ``tracer.regions`` says of each loop or branch it leaves to Python
+    while the block traces (``the loop at f.py:7 runs as Python: why``): a function that
+    falls back because of one says so, not only where the trace stopped after it."""
+    import logging
+
+    found: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            found.append(record.getMessage())
+
+    logger = logging.getLogger("autojit.regions")
+    handler, level = Collect(logging.DEBUG), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield found
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _declines_text(declined: list[str]) -> str:
+    """``; the loop at f.py:7 runs as Python: why`` (file names without their folders)."""
+    texts = [re.sub(r"at \S*?([^/\\\s]+:\d+)", r"at \1", text) for text in dict.fromkeys(declined)]
+    return "".join(f"; {text}" for text in texts[:3])
+
+
 def _configure(inspection: Any, args: argparse.Namespace,
                size_names: list[tuple[str | None, ...] | None]) -> None:
     """Pass the report's options to ``inspection``: verbosity, GPU architecture, and the
@@ -240,6 +273,9 @@ def _configure(inspection: Any, args: argparse.Namespace,
     graph = getattr(inspection, "graph", None)
     if graph is None:
         return
+    for symbol, ref in graph.scalar_dims:   # np.empty((n, n)): the size is the argument n
+        if isinstance(symbol, str) and ref < len(graph.params):
+            inspection.size_names.setdefault(symbol, graph.params[ref].name)
     for symbol, sources in graph.dims:
         for arg, axis in sources:
             names = size_names[arg] if arg < len(size_names) else None
@@ -342,7 +378,8 @@ def _ensure_routed(func: Callable[..., object]) -> object:
 
 def _check_arity(func: Callable[..., object], name: str, args: list[object],
                  spec: str) -> None:
-    """Raise CliError (usage) when ``func`` cannot take ``args`` positionally."""
+    """Raise CliError (usage) when ``func`` cannot take ``args`` positionally, saying what
+    ``--args`` should hold: one entry per parameter."""
     try:
         signature = pyinspect.signature(func)
     except (TypeError, ValueError):  # builtins and odd callables: let the call decide
@@ -350,8 +387,22 @@ def _check_arity(func: Callable[..., object], name: str, args: list[object],
     try:
         signature.bind(*args)
     except TypeError as err:
+        hint = _ARGS_HINT
+        if not spec.strip():
+            required = [p.name for p in signature.parameters.values()
+                        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
+                                                                p.POSITIONAL_OR_KEYWORD)]
+            raise CliError(f"{name}{signature} takes {len(required)} argument(s) "
+                           f"({', '.join(required)}): give them with --args, {hint}",
+                           EXIT_USAGE) from None
         raise CliError(f"{name}{signature} cannot take the {len(args)} argument(s) of "
-                       f"--args {spec!r}: {err}", EXIT_USAGE) from None
+                       f"--args {spec!r}: {err}; {hint}", EXIT_USAGE) from None
+
+
+#: what an --args entry looks like, for the arity errors
+_ARGS_HINT = ('one entry per argument, e.g. --args "f64[n,n], i64=1000, f64=0.5, bool=True" '
+              "(arrays DTYPE[sizes], scalars DTYPE=VALUE; a size name like n is 16 unless "
+              "n=VALUE)")
 
 
 def _inspect(routed: object, name: str, args: list[object], force: str | None) -> object:

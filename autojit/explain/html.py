@@ -12,6 +12,7 @@ import shutil
 from typing import Any
 
 from autojit.ir.ops import Op
+from autojit.ir.printer import param_names, region_head
 
 #: section title, Inspection attribute, pygments lexer name (None: plain text)
 SECTIONS: tuple[tuple[str, str, str | None], ...] = (
@@ -62,7 +63,7 @@ def graph_dot(inspection: Any) -> str:
     coloured by their buffer-plan decision."""
     graph, plan = inspection.graph, inspection.buffer_plan
     lines = ["digraph fusion {", "  rankdir=TB; node [shape=box, style=filled, fontsize=10];"]
-    for kernel in inspection.kernels:
+    for kernel in inspection.plan.own_kernels:   # a loop body's kernels are the loop's
         lines.append(f'  subgraph "cluster_{kernel.name}" {{ label="{kernel.name}";')
         lines += [f"    n{n};" for n in kernel.nodes]
         lines.append("  }")
@@ -96,6 +97,10 @@ def graph_text_diagram(inspection: Any) -> str:
         if kind == "kernel":
             nodes = inspection.kernels[index].nodes
             members = " ".join(f"%{n}" for n in nodes)
+        elif kind == "region":   # a loop: its head in the user's names
+            call = inspection.plan.regions[index]
+            head = region_head(graph.node(call.node), graph, param_names(graph))
+            members = f"%{call.node} = {head.rstrip(':')}"
         else:
             call = inspection.plan.libraries[index]
             members = f"%{call.output} = {call.name}"

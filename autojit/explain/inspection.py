@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from autojit.explain.llvm_facts import LlvmFacts, collect_llvm_facts
-from autojit.explain.report import Fact, ReportInputs, format_report, report_facts
+from autojit.explain.report import (
+    Fact,
+    ReportInputs,
+    format_report,
+    report_facts,
+    step_counts,
+)
 from autojit.fuse.buffers import BufferPlan, plan_buffers, value_bytes
 from autojit.fuse.plan import Plan
 from autojit.fuse.traffic import Traffic, kernel_traffic
 from autojit.ir.graph import Graph
 from autojit.ir.kernel import Kernel
-from autojit.ir.printer import format_graph, format_kernel
+from autojit.ir.printer import body_names, format_graph, format_kernel, param_names, region_head
 from autojit.runtime.executable import Executable
 
 STAGES = ("graph", "fused", "traffic", "llvm", "llvm-opt", "asm", "cuda", "ptx", "report",
@@ -252,21 +258,26 @@ class Inspection:
                 f"route {self.route}>")
 
 
-def _steps_text(plan: Plan, indent: str = "") -> str:
-    """The plan's steps in order; a loop region's body plan follows it, indented."""
+def _steps_text(plan: Plan, indent: str = "", names: Mapping[int, str] | None = None) -> str:
+    """The plan's steps in order; a loop region's head (the user's names: ``loop i in [0,
+    n) carried (acc) ...``) and its body plan's steps under it, indented (nested loops
+    further in)."""
     parts = []
+    shown = param_names(plan.graph, names)
     for kind, index in plan.steps:
         if kind == "kernel":
             text = format_kernel(plan.kernels[index])
         elif kind == "region":
             call = plan.regions[index]
-            carries = ", ".join(f"%{c}" for c in call.carries)
-            body = _steps_text(call.body, "  ")
-            text = (f"loop{index} %{call.node} ({call.region.kind}, carried "
-                    f"{carries or 'nothing'}), per iteration:\n{body}")
+            node = plan.graph.node(call.node)
+            where = f", {str(node.loc).rsplit(':', 1)[0]}" if node.loc else ""
+            body = _steps_text(call.body, "  ", body_names(node, plan.graph, shown))
+            text = (f"{region_head(node, plan.graph, shown)}    # loop{index} %{call.node}"
+                    f"{where}: per iteration {step_counts(call.body)}\n{body}")
         else:
             call = plan.libraries[index]
             operands = " ".join(f"%{i}" for i in call.inputs)
             text = f"library {call.name} {operands} -> %{call.output}\n"
-        parts.append("".join(f"{indent}{line}\n" for line in text.splitlines()))
+        parts.append("".join(f"{indent}{line}\n" if line else "\n"
+                             for line in text.splitlines()))
     return "\n".join(parts)

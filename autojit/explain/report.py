@@ -11,14 +11,26 @@ summary, values by id, kernels by launch order). ``-m`` (verbosity 1) gives deci
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autojit.fuse.buffers import BufferPlan, ValueFate, bytes_formula, kernel_nest, value_bytes
+from autojit.fuse.buffers import (
+    BufferPlan,
+    ValueFate,
+    bytes_formula,
+    kernel_nest,
+    plan_buffers,
+    value_bytes,
+)
+from autojit.fuse.plan import Plan, RegionCall
 from autojit.ir.graph import Graph, Node, SourceLoc
 from autojit.ir.ops import Op
+from autojit.ir.printer import body_names, param_names, region_head, written_params
+from autojit.ir.region import Region
 from autojit.ir.types import short_name
 
 
@@ -84,12 +96,13 @@ def _constant(node: Node) -> str:
         return repr(value)
 
 
-def _operand(graph: Graph, node_id: int) -> str:
-    """Return how a report names an operand: arguments by name, constants by value, sizes
-    as ``size(n1*n2)``, other values as ``%id``."""
+def _operand(graph: Graph, node_id: int, shown: Sequence[str] | None = None) -> str:
+    """Return how a report names an operand: arguments by name (``shown``: a loop body's
+    by the user's names), constants by value, sizes as ``size(n1*n2)``, other values as
+    ``%id``."""
     node = graph.node(node_id)
     if node.op is Op.ARG:
-        return graph.params[node.attr("index")].name
+        return (shown or [p.name for p in graph.params])[node.attr("index")]
     if node.op is Op.CONST:
         return _constant(node)
     if node.op is Op.SIZE:
@@ -105,10 +118,10 @@ def _op_name(node: Node) -> str:
     return node.op.value
 
 
-def describe_node(graph: Graph, node: Node) -> str:
+def describe_node(graph: Graph, node: Node, shown: Sequence[str] | None = None) -> str:
     """Return ``%7 = sub x %6``: the value and how it is computed, arguments by name."""
-    operands = " ".join(_operand(graph, i) for i in node.inputs)
-    if node.op is Op.CONST:
+    operands = " ".join(_operand(graph, i, shown) for i in node.inputs)
+    if node.op in (Op.CONST, Op.FILL):   # np.zeros((n, n)) is ``fill 0.0``
         operands = _constant(node)
     return f"%{node.id} = {_op_name(node)} {operands}".rstrip()
 
@@ -116,8 +129,10 @@ def describe_node(graph: Graph, node: Node) -> str:
 class _Writer:
     """Builds the facts of one report."""
 
-    def __init__(self, plan: BufferPlan, inputs: ReportInputs) -> None:
+    def __init__(self, plan: BufferPlan, inputs: ReportInputs,
+                 shown: Sequence[str] | None = None) -> None:
         self.bp, self.inputs, self.graph = plan, inputs, plan.graph
+        self.shown = shown   # parameters' names (a loop body's: the user's)
         self.users = self.graph.users()
         self.facts: list[Fact] = []
         #: where a flow chain stops: stored or returned values (once, not per value)
@@ -142,20 +157,23 @@ class _Writer:
 
     def value(self, fate: ValueFate) -> None:
         node = self.graph.node(fate.node)
-        text = self.rename_sizes(describe_node(self.graph, node))
+        if fate.decision == "loop":   # said by ``regions``, in the user's names
+            return
+        text = self.rename_sizes(describe_node(self.graph, node, self.shown))
         if fate.decision in _DECISION_TEXT:
             level = 2 if fate.decision == "constant" else 1
             message = _DECISION_TEXT[fate.decision].format(v=text, k=", ".join(fate.kernels))
             why = _DECISION_WHY[fate.decision]
             if fate.decision == "view" and node.op is Op.WRITE:   # into a scratch array
-                message = f"%{node.id}: {_operand(self.graph, node.inputs[0])} {fate.escape}"
+                written = _operand(self.graph, node.inputs[0], self.shown)
+                message = f"%{node.id}: {written} {fate.escape}"
                 message += " (no allocation)"
                 why = ("each write is the array's next version; nothing reads the old "
                        "values after it, so it is written in the array's own buffer")
             elif fate.decision == "view":
                 returned = f", {fate.escape}" if fate.escape else ""
-                message = (f"%{node.id} is a view of {_operand(self.graph, node.inputs[0])}"
-                           f"{returned} (no allocation)")
+                base = _operand(self.graph, node.inputs[0], self.shown)
+                message = f"%{node.id} is a view of {base}{returned} (no allocation)"
             self.add(node.loc, fate.decision, message,
                      [f"why: {why}", *self.readers(fate.node)], fate.node, level)
         elif fate.decision == "escapes" and not fate.allocated:
@@ -230,7 +248,7 @@ class _Writer:
             kernels = self.bp.fate(node.id).kernels or (self.bp.fate(node.id).writer or "",)
             where = f" ({', '.join(k for k in kernels if k)})" if any(kernels) else ""
             lines.append(f"flow: %{current} -> "
-                         f"{self.rename_sizes(describe_node(self.graph, node))}{where} "
+                         f"{self.rename_sizes(describe_node(self.graph, node, self.shown))}{where} "
                          f"at {node.loc}")
             current = node.id
             if current in stop:
@@ -275,6 +293,143 @@ class _Writer:
                      f"{name}: {self.inputs.gpu_arch} {res.registers} registers, "
                      f"{res.spill_stores} B spill stores, {res.spill_loads} B spill loads")
 
+    # -- loop regions ------------------------------------------------------------------------
+    def regions(self, plan: Plan, names: Mapping[int, str] | None = None) -> None:
+        """Per loop (nested ones too): how it runs, what it carries and where, the scratch
+        arrays it writes (in place or copied, and why), what it allocates per iteration;
+        then each loop or branch of the trace that runs as Python, and why."""
+        graph = plan.graph
+        shown = param_names(graph, names)
+        for kind, index in plan.steps:
+            if kind == "region":
+                self.region(plan, plan.regions[index], shown)
+        for ref, taken, where in graph.decisions:   # a Python if on int arguments
+            self.add(_loc_of(where) or graph.loc, "decision",
+                     f"if {shown[ref]} was {taken} here: the trace holds the "
+                     f"{'true' if taken else 'false'} branch; a call deciding otherwise traces "
+                     "again (a recompile, with this place as its reason)",
+                     ["why: a Python if on Python scalars of the call guards on the decision, "
+                      "not on the values"])
+        for kind, where, why in graph.declined:
+            loc = _loc_of(where)
+            at = f"{os.path.basename(loc.file)}:{loc.line}" if loc else where
+            loc = loc or graph.loc
+            how = "unrolled into the trace" if kind == "loop" else "traced as it went"
+            self.add(loc, "python-loop", f"{kind} at {at} runs as Python while tracing "
+                     f"({how}): {why}",
+                     ["why: it cannot be a region and keep Python's meaning, so Python ran "
+                      "it while tracing; the trace holds what it did for these arguments"])
+
+    def region(self, plan: Plan, call: RegionCall, shown: Sequence[str]) -> None:
+        graph, region, body = plan.graph, call.region, call.body
+        node = graph.node(call.node)
+        loc = node.loc
+        at = f"loop at {str(loc).rsplit(':', 1)[0]}" if loc else "loop"
+        head = region_head(node, graph, shown).rstrip(":")
+        inner = body_names(node, graph, shown)
+        native = bool(getattr(call, "native", None))
+        kernels = [k.name for k in body.own_kernels] if hasattr(body, "own_kernels") else []
+        if native:
+            self.add(loc, "loop", f"{at} ({head}) compiled into one native loop",
+                     ["why: its body is scalar code: the whole loop is one compiled function"],
+                     node.id)
+        else:
+            why = ["why: each iteration runs the body's plan, compiled once with the "
+                   "function's; nothing is traced or planned per iteration"]
+            if region.kind == "while":
+                why.append("why: the condition is one scalar read back per iteration")
+            if kernels:
+                why.append(f"flow: per iteration {', '.join(kernels)}")
+            self.add(loc, "loop", f"{at} ({head}) runs as a host loop of "
+                     f"{step_counts(body)} per iteration", why, node.id)
+        lead = 1 if region.kind == "for" else 0
+        where = "in a register" if native else "in memory"
+        for j, name in enumerate(region.names):
+            type_ = self.rename(str(body.graph.params[lead + j].type))
+            self.add(loc, "carried", f"{at}: {name} is carried: {type_} {where}",
+                     [f"why: {name} is rebound in the body and read by the next iteration; "
+                      + ("a native loop keeps it in a register" if native else
+                         "a host loop passes each iteration's value to the next as an array")],
+                     node.id)
+        written = written_params(region.body)
+        for k in range(len(region.carried), len(region.sources)):
+            if lead + k not in written:
+                continue
+            self.scratch(plan, call, k, inner[lead + k], at, loc)
+        nested = _Writer(plan_buffers(body), self.inputs, param_names(body.graph, inner))
+        self.per_iteration(region, nested, at, loc, node.id)
+        for fate in nested.bp.fates:   # -m -m: what the body's values became
+            nested.value(fate)
+        self.facts += [dataclasses.replace(f, message=f"{at}: in the body: {f.message}",
+                                           level=2) for f in nested.facts
+                       if f.kind not in ("heap", "escapes", "loop")]
+        self.regions(body, inner)
+
+    def scratch(self, plan: Plan, call: RegionCall, k: int, name: str, at: str,
+                loc: SourceLoc | None) -> None:
+        """An array the loop writes into: the caller's (in place) or a scratch array (its
+        own buffer, or copied once before the loop: ``Region.private``)."""
+        graph, region = plan.graph, call.region
+        kind, value = region.sources[k]
+        operand = graph.node(call.inputs[value]) if kind == "input" else None
+        if operand is None:
+            return
+        type_ = self.rename(str(operand.type))
+        param = operand.attr("param") if operand.op is Op.WRITE else None
+        if k not in region.private and (operand.op is Op.ARG or param is not None):
+            self.add(loc, "in-place", f"{at}: {name} is written in place: {type_}, the "
+                     "caller's array (no copy, no allocation)",
+                     ["why: an argument the body writes into: NumPy writes the caller's "
+                      "array, so does the loop"], operand.id)
+            return
+        made = describe_node(graph, operand, param_names(graph))
+        where = f" at {operand.loc}" if operand.loc else ""
+        if k in region.private:
+            size = self.size_or_formula(operand)
+            self.add(loc, "scratch", f"{at}: {name} ({made}{where}) is a scratch array the "
+                     f"loop writes: copied once before the loop, {type_} {size}",
+                     ["why: a value computed before the loop that the body writes into: "
+                      "the loop works on its own copy (the value before the loop is left "
+                      "as it was), which is the array after the loop"], operand.id)
+        else:
+            self.add(loc, "scratch", f"{at}: {name} ({made}{where}) is a scratch array "
+                     f"written in place: {type_} (no copy)",
+                     ["why: nothing reads the value before the loop's writes"], operand.id)
+
+    def per_iteration(self, region: Region, nested: _Writer, at: str,
+                      loc: SourceLoc | None, node: int) -> None:
+        """What the body's plan allocates each iteration (there should be nothing), each
+        with why the body's plan stores it."""
+        plan, graph = nested.bp, nested.bp.graph
+        fresh = [a for a in plan.allocations if a.reuses is None]
+        if not fresh:
+            self.add(loc, "iteration", f"{at}: no allocation per iteration", node=node)
+            return
+        for allocation in fresh:
+            value = graph.node(allocation.node)
+            fate = plan.fate(allocation.node)
+            text = self.rename_sizes(describe_node(graph, value, nested.shown))
+            carried = [region.names[j] for j, o in enumerate(graph.outputs)
+                       if o == allocation.node and j < len(region.names)]
+            what = f" (the next {carried[0]})" if carried else (
+                " (the next condition)" if allocation.node in graph.outputs else "")
+            where = f" at {value.loc}" if value.loc else ""
+            why = (["why: a carried value: the next iteration reads it (a host loop "
+                    "passes it as an array)"] if what else
+                   [f"why: {reason}" for reason in nested.why_stored(fate)])
+            self.add(value.loc or loc, "iteration",
+                     f"{at}: allocates per iteration: {text}{what}{where}: "
+                     f"{self.rename(str(value.type))} {self.size_or_formula(value)}, "
+                     f"written by {fate.writer}", why, allocation.node)
+
+    def size_or_formula(self, node: Node) -> str:
+        """``8·n bytes (128 B here)``, or the formula alone when the size varies."""
+        try:
+            here = f" ({value_bytes(node, self.inputs.sizes):,} B here)"
+        except KeyError:   # a size of the body that changes per iteration (x[:i])
+            here = ""
+        return f"{self.rename(bytes_formula(node))} bytes{here}"
+
     def kernel_loc(self, nodes: Sequence[int]) -> SourceLoc | None:
         located = [self.graph.node(n).loc for n in nodes if self.graph.node(n).loc]
         return min(located, key=lambda loc: (loc.line, loc.col)) if located else self.graph.loc
@@ -287,9 +442,26 @@ def report_facts(plan: BufferPlan, inputs: ReportInputs) -> list[Fact]:
     for fate in plan.fates:
         writer.value(fate)
     writer.kernels()
+    writer.regions(plan.plan)
     order = {id(f): i for i, f in enumerate(writer.facts)}
     return sorted(writer.facts, key=lambda f: ((f.loc.line, f.loc.col) if f.loc else (0, 0),
                                                order[id(f)]))
+
+
+def _loc_of(where: str) -> SourceLoc | None:
+    """``f.py:12`` or ``f.py:12:8`` as a SourceLoc (None when it is not one)."""
+    match = re.fullmatch(r"(.*?):(\d+)(?::(\d+))?", where)
+    return SourceLoc(match[1], int(match[2]), int(match[3] or 0)) if match else None
+
+
+def step_counts(plan: Plan) -> str:
+    """``2 kernels, 1 library call, 1 loop``: what one run of a (body) plan runs."""
+    counts = {"kernel": 0, "library": 0, "region": 0}
+    for kind, _ in plan.steps:
+        counts[kind] = counts.get(kind, 0) + 1
+    words = {"kernel": "kernel", "library": "library call", "region": "loop"}
+    text = [f"{n} {words[k]}{'s' if n != 1 else ''}" for k, n in counts.items() if n]
+    return ", ".join(text) or "nothing"
 
 
 def format_report(facts: Sequence[Fact], verbosity: int = 1) -> str:
@@ -305,4 +477,5 @@ def format_report(facts: Sequence[Fact], verbosity: int = 1) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Fact", "ReportInputs", "describe_node", "format_report", "report_facts"]
+__all__ = ["Fact", "ReportInputs", "describe_node", "format_report", "report_facts",
+           "step_counts"]

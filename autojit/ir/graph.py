@@ -94,6 +94,9 @@ class Graph:
     prologue: tuple[HostStep, ...] = ()
     scalar_dims: tuple[tuple[str | int, int], ...] = ()
     decisions: tuple[tuple[int, bool, str], ...] = ()
+    #: for reports only: ("loop" or "branch", file:line, why) of each loop or branch on a
+    #: traced value that ran as Python while tracing (unrolled into the trace, or inline)
+    declined: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
     _by_id: dict[int, Node] = field(default_factory=dict, compare=False, repr=False)
 
     def node(self, node_id: int) -> Node:

@@ -43,6 +43,10 @@ class Region:
     #: body parameters (positions in ``sources``) the body writes into that hold a value
     #: computed before the loop: the runner gives the body its own copy, CARRY reads it
     private: tuple[int, ...] = ()
+    #: for printing and reports only: the loop index's name in the user's source ("" when
+    #: unnamed: ``_`` or not known) and the captured parameters' names, in source order
+    index_name: str = ""
+    captured_names: tuple[str, ...] = ()
 
     @property
     def sources(self) -> tuple[Source, ...]:

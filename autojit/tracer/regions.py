@@ -262,7 +262,9 @@ class _Loop:
                         tuple(sources[:len(carried_params)]),
                         tuple(sources[len(carried_params):]),
                         tuple(self._name(k) for k in carried_params), tuple(contiguous),
-                        tuple(positions.index(k) for k in locals_))
+                        tuple(positions.index(k) for k in locals_), self._index_name(),
+                        tuple(self._captured_name(k - len(carried))
+                              for k in positions if k >= len(carried)))
         node = state.add_node(Op.REGION, tuple(inputs), TensorType(np.dtype(bool), ()),
                               (("region", region),), self.loc)
         after = list(carried)
@@ -284,6 +286,16 @@ class _Loop:
             if k not in body.param_of:   # a constant that stayed the same constant
                 after[k] = body.results[k]
         return tuple(after)
+
+    def _index_name(self) -> str:
+        """The user's loop variable (the body function's first parameter), for printing."""
+        code = getattr(self.body, "__code__", None)
+        name = code.co_varnames[0] if code is not None and code.co_argcount else ""
+        return "" if self.kind != "for" or name == "_" or name.startswith("__aj") else name
+
+    def _captured_name(self, k: int) -> str:
+        names = getattr(self.names, "captured", ())
+        return names[k] if k < len(names) else ""
 
     def _name(self, k: int) -> str:
         names = getattr(self.names, "carried", ())
@@ -356,6 +368,7 @@ def trace_for(bounds: tuple, body: Any, carried: tuple, captured: tuple, names: 
         return _trace_for(state, bounds, body, carried, captured, names)
     except _Decline as exc:
         _LOGGER.debug("the loop at %s runs as Python: %s", _where(names), exc)
+        state.declined.append(("loop", _where(names), str(exc)))
         return NotImplemented
 
 
@@ -406,6 +419,7 @@ def trace_while(cond: Any, body: Any, carried: tuple, captured: tuple, names: An
         return _trace_while(state, cond, body, carried, captured, names)
     except _Decline as exc:
         _LOGGER.debug("the loop at %s runs as Python: %s", _where(names), exc)
+        state.declined.append(("loop", _where(names), str(exc)))
         return NotImplemented
 
 
@@ -493,6 +507,7 @@ def trace_if(pred: Any, then: Any, orelse: Any, carried: tuple, captured: tuple,
         return _trace_if(state, pred, then, orelse, tuple(carried), tuple(captured), names)
     except _Decline as exc:
         _LOGGER.debug("the branch at %s runs as Python: %s", _where(names), exc)
+        state.declined.append(("branch", _where(names), str(exc)))
         return NotImplemented
 
 

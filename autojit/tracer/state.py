@@ -103,6 +103,9 @@ class TraceState:
     # decisions Python took on traced scalars (if n > 100): bool host value -> (its value,
     # where in the user's source)
     decisions: dict[int, tuple[bool, str]] = field(default_factory=dict)
+    # loops and branches on traced values that run as Python: ("loop" or "branch",
+    # file:line, why), for the report (``Graph.declined``)
+    declined: list[tuple[str, str, str]] = field(default_factory=list)
     operations: int = 0                                  # recorded, new or reused
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------

@@ -164,4 +164,5 @@ def _freeze(state: TraceState, fn: Callable, name: str | None, params: Sequence[
         scalar_dims=tuple(sorted(((state.find(s), ref) for s, ref in state.scalar_dims.items()),
                                  key=repr)),
         decisions=tuple((ref, value, where) for ref, (value, where) in state.decisions.items()),
+        declined=tuple(state.declined),
     )

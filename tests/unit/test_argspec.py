@@ -116,7 +116,12 @@ def test_arguments_of_one_spec_differ() -> None:
         ("f64[3],", "", "empty entry"),
         ("f64[3,,4]", "f64[3,,4]", "empty dimension"),
         ("1=3", "1=3", "not a size name"),
-        ("f64=3", "f64=3", "is a dtype"),
+        ("f64=x", "f64=x", "not a number"),
+        ("i64=1.5", "i64=1.5", "not an integer"),
+        ("bool=maybe", "bool=maybe", "not a bool"),
+        ("u8=300", "u8=300", "does not fit u8"),
+        ("f64[3]=1", "f64[3]=1", "only a scalar takes a value"),
+        ("i64=", "i64=", "needs a value"),
         ("f64(3)", "f64(3)", "expected DTYPE"),
     ],
 )

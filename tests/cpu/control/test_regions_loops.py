@@ -247,5 +247,5 @@ def test_exception_in_the_body_is_raised():
 
 def test_region_graph_text_shows_the_loop():
     text = autoroute(trace_sum, force="cpu").inspect(np.ones(3), 4).graph_text
-    assert "loop %t in [1, n) carried (acc)" in text   # the first iteration: peeled
-    assert "trace for_body(index: i64[]" in text
+    assert "loop i in [1, n) carried (acc)" in text   # the first iteration: peeled
+    assert "trace for_body(i: i64[]" in text   # the index by the name the user gave it
