@@ -69,9 +69,10 @@ def test_reading_a_size_specialises_and_guards_the_trace():
 
 def test_value_dependent_if_falls_back_with_one_warning_and_right_answer():
     def clipped(x):
-        if x.max() > 1:          # needs values: cannot be traced
-            return x / x.max()
-        return x
+        y = x.copy()
+        if x.max() > 1:          # a branch on the values that writes: cannot be traced
+            y[...] = x / x.max()
+        return y
 
     f = autoroute(clipped)
     x = np.array([0.5, 2.0, 4.0])
@@ -85,15 +86,17 @@ def test_value_dependent_if_falls_back_with_one_warning_and_right_answer():
 
 
 def test_truth_test_on_traced_array_names_the_line():
-    def branchy(x):
+    def branchy(x):           # branches on the values that write (pure ones are selects)
+        y = -x
         if x[0] > 0:
-            return x
-        return -x
+            y[...] = x
+        return y
 
     def branchy2(x):
+        y = -x
         if (x > 0).all():
-            return x
-        return -x
+            y[...] = x
+        return y
 
     for fn in (branchy, branchy2):
         f = autoroute(fn)
@@ -217,7 +220,7 @@ def test_static_python_loops_unroll_into_one_kernel():
 
 def test_a_loop_too_long_to_compile_falls_back_with_the_reason():
     def long_loop(x):
-        for _ in range(30_000):
+        for _ in list(range(30_000)):   # (a list: unrolled; a range loop is a region)
             x = x + 1.0
         return x
     f = autoroute(long_loop)

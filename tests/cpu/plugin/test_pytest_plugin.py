@@ -35,10 +35,11 @@ def double(x):
 
 
 @autoroute
-def flips(x):
+def flips(x):            # a branch on the values that writes: it runs as Python
+    y = -x
     if x.sum() > 0:
-        return x
-    return -x
+        y[...] = x
+    return y
 """
 
 
@@ -172,7 +173,9 @@ def test_strict_mode_fails_a_test_whose_function_falls_back(pytester: pytest.Pyt
     result = run(pytester, FALLS_BACK, "--autojit-strict")
     result.assert_outcomes(failed=1)
     call = line_of("    assert flips(np.ones(3)).sum() == 3.0", HEADER + FALLS_BACK)
-    defined, branch = line_of("def flips(x):") - 1, line_of("    if x.sum() > 0:")
+    defined = line_of("def flips(x):            # a branch on the values that writes: it runs "
+                      "as Python") - 1
+    branch = line_of("    if x.sum() > 0:")
     result.stdout.fnmatch_lines([
         f"test_inner.py:{call}: StrictFallbackError: autojit strict mode: flips (defined at "
         f"test_inner.py:{defined}) would run as plain Python: test_inner.py:{branch}:*: "
@@ -268,9 +271,10 @@ def test_summary_lines_name_disk_loads_and_stay_silent_when_unused() -> None:
 
 # -- the strict-mode hook in the dispatcher -------------------------------------------------
 def _flips(x):
-    if x.sum() > 0:
-        return x
-    return -x
+    y = -x
+    if x.sum() > 0:     # a branch on the values that writes: it runs as Python
+        y[...] = x
+    return y
 
 
 def test_strict_setting_raises_with_function_reason_and_location() -> None:
