@@ -53,7 +53,9 @@ def _chain(x: np.ndarray) -> np.ndarray:
 
 
 def _sines(x: np.ndarray) -> np.ndarray:
-    for _ in range(16):
+    # 16 sines fused into one kernel: a loop over a list unrolls into the trace (one over
+    # range would be a loop region, a host loop of 16 one-sine kernels)
+    for _ in [None] * 16:
         x = np.sin(x)
     return x
 

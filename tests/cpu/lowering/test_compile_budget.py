@@ -18,7 +18,7 @@ from autojit.lower_cpu import budget, entries, jit, threads
 def _softmax_like(n: int):
     """``n`` passes, each a max reduction and elementwise ops (exact: no rounding order)."""
     def fn(x):
-        for _ in range(n):
+        for _ in list(range(n)):   # unrolled: n kernels alike (a range loop is one region)
             x = x * 0.5
             x = x - x.max(axis=-1, keepdims=True)
         return x
