@@ -97,6 +97,9 @@ class Graph:
     #: for reports only: ("loop" or "branch", file:line, why) of each loop or branch on a
     #: traced value that ran as Python while tracing (unrolled into the trace, or inline)
     declined: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
+    #: size symbols a loop body was frozen with that the trace merged with another later
+    #: (``x += z`` after the loop makes x's size z's): (old name, the size it is now)
+    size_aliases: tuple[tuple[str, Any], ...] = ()
     _by_id: dict[int, Node] = field(default_factory=dict, compare=False, repr=False)
 
     def node(self, node_id: int) -> Node:

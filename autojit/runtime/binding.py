@@ -133,6 +133,11 @@ def bind_sizes(plan: Plan, args: Sequence[Any]) -> Mapping[str, int] | None:
     # a bound from the largest size and rank first: the usual call stops there
     if sizes and max(sizes.values()) > binder.limit and _too_big(plan, sizes):
         return None   # NumPy raises ValueError ("iterator is too large", "array is too big")
+    for alias, size in plan.graph.size_aliases:   # a loop body's older names of sizes
+        if size.__class__ is not str:
+            sizes[alias] = size
+        elif size in sizes:   # (a body's own size: bound with its iteration)
+            sizes[alias] = sizes[size]
     return sizes
 
 

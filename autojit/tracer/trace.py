@@ -165,4 +165,18 @@ def _freeze(state: TraceState, fn: Callable, name: str | None, params: Sequence[
                                  key=repr)),
         decisions=tuple((ref, value, where) for ref, (value, where) in state.decisions.items()),
         declined=tuple(state.declined),
+        size_aliases=_region_aliases(state),
     )
+
+
+def _region_aliases(state: TraceState) -> tuple[tuple[str, Any], ...]:
+    """The symbols in loop bodies (frozen when their loop was traced) that the trace merged
+    since with another size: bound under both names (``binding.bind_sizes``)."""
+    bodies = [n.attr("region").body for n in state.nodes if n.op is Op.REGION]
+    found: set[str] = set()
+    while bodies:   # nested loops: walked, not recursed
+        body = bodies.pop()
+        for node in (*body.params, *body.nodes):
+            found.update(d for d in node.type.shape if d.__class__ is str)
+        bodies += [n.attr("region").body for n in body.nodes if n.op is Op.REGION]
+    return tuple(sorted((s, state.find(s)) for s in found if state.find(s) != s))
