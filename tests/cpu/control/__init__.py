@@ -1,1 +1,2 @@
-"""Control flow (issue 15): the source converter, loop and branch regions, scratch arrays and sizes from arguments, the loop-program generator and corpus."""
+"""Control flow (issue 15): the source converter, loop and branch regions, scratch arrays,
+sizes from arguments, the loop-program generator and corpus."""
