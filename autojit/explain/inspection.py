@@ -72,7 +72,8 @@ class Inspection:
     @property
     def traffic(self) -> list[Traffic]:
         """Bytes each kernel reads and writes for the inspected arguments."""
-        return [kernel_traffic(k, self.sizes) for k in self.kernels]
+        sizes = {**self.sizes, **_native_trips(self.plan)} if self.plan else self.sizes
+        return [kernel_traffic(k, sizes) for k in self.kernels]
 
     @property
     def traffic_text(self) -> str:
@@ -252,6 +253,18 @@ class Inspection:
                 f"route {self.route}>")
 
 
+def _native_trips(plan: Plan) -> dict[str, int]:
+    """A native loop's trip count is known only when it runs: its traffic is shown for one
+    iteration, as a host loop's body kernels are."""
+    trips, pending = {}, [plan]
+    while pending:
+        for call in pending.pop().regions:
+            pending.append(call.body)
+            if call.native is not None:
+                trips[call.native.trip] = 1
+    return trips
+
+
 def _steps_text(plan: Plan, indent: str = "") -> str:
     """The plan's steps in order; a loop region's body plan follows it, indented."""
     parts = []
@@ -264,6 +277,10 @@ def _steps_text(plan: Plan, indent: str = "") -> str:
             body = _steps_text(call.body, "  ")
             text = (f"loop{index} %{call.node} ({call.region.kind}, carried "
                     f"{carries or 'nothing'}), per iteration:\n{body}")
+            if call.native is not None:   # what the CPU runs instead of the host loop
+                text = (f"loop{index} %{call.node} as one native kernel (its row: the "
+                        f"iterations, in order):\n{format_kernel(call.native.kernel)}"
+                        f"otherwise {text}")
         else:
             call = plan.libraries[index]
             operands = " ".join(f"%{i}" for i in call.inputs)

@@ -160,7 +160,7 @@ def plan_split(kernel: Kernel) -> SplitPlan:
     outer = tuple(d for d in range(kernel.outer_rank) if safe(d))
     # a scan restarts at every outer index (outer splits are safe) but runs in order
     # along its row, which partials would cut
-    scans = any(ins.op.value == "scan" for ins in kernel.body)
+    scans = any(ins.op in (Op.SCAN, Op.RECUR) for ins in kernel.body)   # a recurrence too
     partials = (not scans and kernel.row_dims > 0 and safe(kernel.outer_rank)
                 and partials_ok(kernel))
     cost = int(sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == Level.ROW))
