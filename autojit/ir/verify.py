@@ -139,9 +139,10 @@ def _check_scan(kernel: Kernel, ins, dtypes: dict[int, np.dtype], scanned: set[i
 
 def _check_recurrence(kernel: Kernel, ins, dtypes: dict[int, np.dtype],
                       positions: dict[int, tuple[str, int, bool]]) -> None:
-    """A RECUR starts at a constant or scalar of its dtype in the row of a one-phase row
-    kernel; a RECUR_SET gives a RECUR of its row a value of its dtype."""
-    bad = ins.level != Level.ROW or kernel.row_dims == 0 or kernel.phases != 1
+    """A RECUR starts at a constant or scalar of its dtype in the row of a one-phase
+    kernel of one row loop (``Kernel.sequential``); a RECUR_SET gives a RECUR of its row a
+    value of its dtype."""
+    bad = ins.level != Level.ROW or not kernel.sequential or kernel.phases != 1
     if ins.op is Op.RECUR:
         bad = bad or positions[ins.args[0]][0] != "any" or dtypes[ins.args[0]] != ins.dtype
     else:

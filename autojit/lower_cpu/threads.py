@@ -162,8 +162,7 @@ def plan_split(kernel: Kernel) -> SplitPlan:
     # along its row, which partials would cut
     # a recurrence, or a row with no reduction (a native loop, ``fuse.native_loop``: its
     # iterations read what earlier ones stored) runs in order too
-    scans = any(ins.op in (Op.SCAN, Op.RECUR) for ins in kernel.body) or not any(
-        ins.op is Op.REDUCE for ins in kernel.body)
+    scans = kernel.sequential or any(ins.op is Op.SCAN for ins in kernel.body)
     partials = (not scans and kernel.row_dims > 0 and safe(kernel.outer_rank)
                 and partials_ok(kernel))
     cost = int(sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == Level.ROW))

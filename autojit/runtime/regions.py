@@ -24,6 +24,11 @@ from autojit.fuse.plan import RegionCall
 from autojit.ir.abi import pack_meta
 from autojit.runtime.binding import bind_sizes, call_arguments, has_dynamic_sizes
 
+#: targets that run a native loop (``fuse.native_loop``) instead of the host loop: the CPU,
+#: and the CUDA emulation (its one-thread CUDA C, checked against NumPy). On a GPU the host
+#: loop launches the body's kernels (its carried starts would be read back to the host)
+_NATIVE_TARGETS = frozenset({"cpu", "cuda-emulated"})
+
 
 class RegionMiss(Exception):
     """An iteration the compiled loop cannot run as NumPy would: a size or view of the body
@@ -83,7 +88,7 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
         current.append(value)
     body_programs = programs[call.offset:call.offset + len(body.kernels)]
     carried_count = len(region.carried)
-    if call.native is not None and backend.name == "cpu":
+    if call.native is not None and backend.name in _NATIVE_TARGETS:
         start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
         results = _run_native(backend, call.native, programs[call.native_index], current,
                               range(start, stop, step), sizes)
