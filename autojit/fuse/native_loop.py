@@ -2,7 +2,8 @@
 
 ``for i in range(start, stop, step)`` whose body computes only 0-d values (carried scalars,
 captured scalars, element reads ``v[i]``, ``A[i, i]``, ``A[i, j]`` and element writes
-``y[i] = ...`` through the index, a captured int or a constant) runs as a kernel of one
+``y[i] = ...`` through the index or an affine form of it (``x[i - 1]``), a captured int or
+a constant) runs as a kernel of one
 loop dimension of the trip count (``NativeLoop.trip``, bound per call by the runner):
 
 - a carried value is a recurrence (``RECUR`` of its start, a scalar parameter, and
@@ -17,7 +18,8 @@ loop dimension of the trip count (``NativeLoop.trip``, bound per call by the run
 The kernel's row runs in loop order (a recurrence is never split across threads or
 reassociated), so sums add in Python's order exactly as the host loop does. Anything
 else in the body (an array value, a reduction, a library call, a nested loop, a Python
-scalar computed in the body's prologue: ``x[i + 1]``) keeps the host loop.
+scalar the body's prologue computes other than an affine form of the index: ``x[i * i]``)
+keeps the host loop.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from autojit.fuse.builder import KernelBuilder
-from autojit.ir.graph import Node
+from autojit.ir.graph import Graph, Node
 from autojit.ir.kernel import Kernel, Level
 from autojit.ir.ops import OP_TABLE, Op, OpGroup
 from autojit.ir.region import Region
@@ -42,8 +44,9 @@ _ELEMENTWISE = (OpGroup.UNARY, OpGroup.BINARY, OpGroup.TERNARY, OpGroup.COMPARE,
 @dataclass(frozen=True)
 class Access:
     """One buffer of the kernel that is an element of body parameter ``param`` per
-    iteration: ``key`` (one part per axis) holds ints (constants), ``("index",)`` (the loop
-    index) or ``("param", k)`` (a captured Python int, body parameter k)."""
+    iteration: ``key`` (one part per axis) holds ints (constants), ``("affine", scale,
+    offset)`` (``scale * i + offset`` of the loop index ``i``) or ``("param", k)`` (a
+    captured Python int, body parameter k)."""
 
     param: int
     key: tuple[Any, ...]
@@ -69,12 +72,43 @@ class _NotScalar(Exception):
 
 def native_loop(region: Region, name: str) -> NativeLoop | None:
     """Return the region as one kernel, or None when its body is not scalar work."""
-    if region.kind != "for" or region.private or region.body.prologue:
+    if region.kind != "for" or region.private:
         return None
     try:
         return _Emitter(region, name).emit()
     except _NotScalar:
         return None
+
+
+#: prologue steps of the loop index that stay affine (``i + 1``, ``2 * i - 3``, ``-i``)
+_AFFINE = {"add": lambda x, y: (x[0] + y[0], x[1] + y[1]),
+           "sub": lambda x, y: (x[0] - y[0], x[1] - y[1]),
+           "neg": lambda x: (-x[0], -x[1]), "pos": lambda x: x,
+           "mul": lambda x, y: (x[0] * y[1], x[1] * y[1]) if y[0] == 0 else (
+               (y[0] * x[1], x[1] * y[1]) if x[0] == 0 else None)}
+_AFFINE_BOUND = 2 ** 31   # scale and offset: Python's ints, exact in int64 for any index
+
+
+def _affine_steps(graph: Graph) -> dict[int, tuple[int, int]]:
+    """{body parameter: (scale, offset)} of the index and its affine prologue values (int
+    results of ints); any other prologue step makes the body not scalar work."""
+    affine = {0: (1, 0)}
+    first = len(graph.params) - len(graph.prologue)
+    for j, step in enumerate(graph.prologue):
+        operands = []
+        for kind, value in step.operands:
+            if kind == "ref" and value in affine:
+                operands.append(affine[value])
+            elif kind == "const" and type(value) is int:
+                operands.append((0, value))
+            else:
+                raise _NotScalar
+        rule = _AFFINE.get(step.op)
+        form = rule(*operands) if rule is not None and step.result_type == "int" else None
+        if form is None or max(abs(form[0]), abs(form[1])) >= _AFFINE_BOUND:
+            raise _NotScalar
+        affine[first + j] = form
+    return affine
 
 
 class _Emitter:
@@ -89,6 +123,7 @@ class _Emitter:
         self.values: dict[int, int] = {}
         self.recurs: dict[int, int] = {}   # carried body parameter -> its RECUR
         self.args = {n.attr("index"): n.id for n in self.graph.nodes if n.op is Op.ARG}
+        self.affine = _affine_steps(self.graph)
 
     def _scalar(self, param: int, dtype: np.dtype) -> int:
         """A scalar parameter holding body parameter ``param`` in ``dtype`` (a Python int
@@ -119,8 +154,8 @@ class _Emitter:
             raise _NotScalar
         parts: list[Any] = []
         for part in key:
-            if part.__class__ is ScalarRef and part.index == 0:
-                parts.append(("index",))
+            if part.__class__ is ScalarRef and part.index in self.affine:
+                parts.append(("affine", *self.affine[part.index]))
             elif part.__class__ is ScalarRef and self.graph.params[part.index].kind == "scalar":
                 parts.append(("param", part.index))
             elif type(part) is int:
@@ -134,13 +169,15 @@ class _Emitter:
         dtype its use converts it to) as a value of the kernel."""
         kind = self.graph.params[param].kind
         dtype = self.graph.params[param].type.dtype if dtype is None else dtype
-        if param == 0:   # the loop index: start + t * step (an int64, as Python's int)
-            t = self.kb.emit(Op.INDEX, (), np.dtype(np.int64), 0)
-            scaled = self.kb.emit(Op.MUL, (t, self._scalar(-2, np.dtype(np.int64))),
-                                  np.dtype(np.int64))
-            index = self.kb.emit(Op.ADD, (scaled, self._scalar(-1, np.dtype(np.int64))),
-                                 np.dtype(np.int64))
-            return self.kb.cast(index, dtype)   # np.array(i, dtype): the nearest value
+        if param in self.affine:   # scale * (start + t * step) + offset, Python's int
+            i64 = np.dtype(np.int64)
+            t = self.kb.emit(Op.INDEX, (), i64, 0)
+            scaled = self.kb.emit(Op.MUL, (t, self._scalar(-2, i64)), i64)
+            index = self.kb.emit(Op.ADD, (scaled, self._scalar(-1, i64)), i64)
+            scale, offset = self.affine[param]
+            value = self.kb.emit(Op.ADD, (self.kb.emit(Op.MUL, (index, self.kb.const(
+                scale, i64)), i64), self.kb.const(offset, i64)), i64)
+            return self.kb.cast(value, dtype)   # np.array(i, dtype): the nearest value
         carried = len(self.region.carried)
         if param <= carried:
             if self.graph.params[param].type.shape:

@@ -140,9 +140,9 @@ def _element(array: Any, key: tuple[Any, ...], trip: range, current: Sequence[An
     the end) at some iteration: the host loop then runs (and raises) as Python does."""
     first, stride = [], 0
     for part, size, axis_stride in zip(key, array.shape, array.strides):
-        if part.__class__ is tuple and part[0] == "index":
-            low, high = trip[0], trip[-1]
-            stride += trip.step * axis_stride
+        if part.__class__ is tuple and part[0] == "affine":
+            low, high = part[1] * trip[0] + part[2], part[1] * trip[-1] + part[2]
+            stride += part[1] * trip.step * axis_stride
         else:
             low = high = part if part.__class__ is int else operator.index(
                 current[part[1] - 1])

@@ -150,6 +150,46 @@ def test_loop_index_as_a_value(native_runs):
     assert any(native_runs)
 
 
-def test_write_then_read_of_the_next_element_runs_in_order():
+def wrap_around(x):   # x[i - 1] is x[-1] at i == 0: Python counts it from the end
+    acc = x[0] * 0.0
+    for i in range(x.shape[0]):
+        acc = acc * 0.5 + x[i - 1]
+    return acc
+
+
+def forward_difference(x, out):
+    for i in range(0, x.shape[0] - 1):
+        out[i] = x[i + 1] - x[i]
+    return out
+
+
+def every_other_from_the_end(x):
+    acc = x[0] * 0.0
+    for i in range(x.shape[0] // 2):
+        acc = acc + x[-2 * i - 1] * 0.5
+    return acc
+
+
+def test_write_then_read_of_the_previous_element_runs_in_order(native_runs):
     rng = _rng(6)
-    assert_calls_match_numpy(shift_right, [(rng.standard_normal(n),) for n in (10, 1, 2, 500)])
+    assert_calls_match_numpy(shift_right, [(rng.standard_normal(n),) for n in (10, 2, 500)])
+    assert native_runs and all(native_runs)
+
+
+def test_affine_offsets_of_the_index(native_runs):
+    rng = _rng(7)
+    assert_calls_match_numpy(forward_difference, [
+        (rng.standard_normal(n), np.zeros(max(n - 1, 0))) for n in (9, 3, 2, 200)])
+    assert native_runs and all(native_runs)
+
+
+def test_an_index_that_goes_negative_keeps_the_host_loop(native_runs):
+    rng = _rng(8)
+    assert_calls_match_numpy(wrap_around, [(rng.standard_normal(n),) for n in (5, 2, 40)])
+    assert native_runs and not any(native_runs)
+
+
+def test_a_negative_affine_index_keeps_python_semantics(native_runs):
+    rng = _rng(9)
+    assert_calls_match_numpy(every_other_from_the_end,
+                             [(rng.standard_normal(n),) for n in (8, 3, 41)])
