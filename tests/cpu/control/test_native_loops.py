@@ -193,3 +193,41 @@ def test_a_negative_affine_index_keeps_python_semantics(native_runs):
     rng = _rng(9)
     assert_calls_match_numpy(every_other_from_the_end,
                              [(rng.standard_normal(n),) for n in (8, 3, 41)])
+
+
+def accumulate_as_the_array(x):
+    acc = x[0] * 0
+    for i in range(x.shape[0]):
+        acc = acc + x[i]
+    return acc
+
+
+def accumulate_from_a_python_float(x):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc = acc + x[i] * 2
+    return acc
+
+
+def any_above(x, t):
+    found = x[0] < t
+    for i in range(x.shape[0]):
+        found = found | (x[i] > t)
+    return found
+
+
+def write_with_a_cast(x, y):
+    for i in range(x.shape[0]):
+        y[i] = x[i] * 3
+    return y
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32, np.uint8])
+def test_dtypes_promote_and_wrap_as_numpy(dtype, native_runs):
+    rng = _rng(10)
+    xs = [(rng.standard_normal(n) * 50).astype(dtype) for n in (7, 3, 100)]
+    assert_calls_match_numpy(accumulate_as_the_array, [(x,) for x in xs])
+    assert_calls_match_numpy(accumulate_from_a_python_float, [(x,) for x in xs])
+    assert_calls_match_numpy(any_above, [(x, 3.0) for x in xs])
+    assert_calls_match_numpy(write_with_a_cast, [(x, np.zeros(len(x), np.float32)) for x in xs])
+    assert len(native_runs) == 12 and all(native_runs)
