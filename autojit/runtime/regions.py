@@ -72,8 +72,9 @@ def _owned(result: Any, inputs: Sequence[Any]) -> bool:
 
 def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
                slots: RegionSlots, programs: Sequence[Any], values: list[Any],
-               sizes: dict[str, int]) -> None:
-    """Run ``call``'s loop on the outer call's ``values``; store its CARRYs."""
+               sizes: dict[str, int], kernels: Sequence[Any] = ()) -> None:
+    """Run ``call``'s loop on the outer call's ``values``; store its CARRYs. ``kernels``:
+    the outer plan's (its native kernel as the plan holds it, renamed or not)."""
     region, body = call.region, call.body
     graph = body.graph
     inputs = [values[s] for s in slots.inputs]
@@ -90,8 +91,9 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
     carried_count = len(region.carried)
     if call.native is not None and backend.name in _NATIVE_TARGETS:
         start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
-        results = _run_native(backend, call.native, programs[call.native_index], current,
-                              range(start, stop, step), sizes)
+        kernel = kernels[call.native_index] if kernels else call.native.kernel
+        results = _run_native(backend, call.native, kernel, programs[call.native_index],
+                              current, range(start, stop, step), sizes)
         if results is not None:
             for slot, result in zip(slots.carries, results):
                 values[slot] = result
@@ -155,13 +157,13 @@ def _element(array: Any, key: tuple[Any, ...], trip: range, current: Sequence[An
     return np.lib.stride_tricks.as_strided(start, (len(trip),), (stride,))
 
 
-def _run_native(backend: Any, native: NativeLoop, program: Any, current: Sequence[Any],
-                trip: range, sizes: dict[str, int]) -> list[Any] | None:
+def _run_native(backend: Any, native: NativeLoop, kernel: Any, program: Any,
+                current: Sequence[Any], trip: range, sizes: dict[str, int]
+                ) -> list[Any] | None:
     """Run the loop as its one kernel (``fuse.native_loop``); return the carried values
     after it, or None when it cannot run so (an empty loop, an index out of range)."""
     if not trip:
         return None
-    kernel = native.kernel
     arrays: list[Any] = []
     results: list[Any] = []
     for (kind, what), buffer in zip(native.buffers, kernel.buffers):
