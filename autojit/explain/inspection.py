@@ -78,7 +78,8 @@ class Inspection:
     @property
     def traffic(self) -> list[Traffic]:
         """Bytes each kernel reads and writes for the inspected arguments."""
-        return [kernel_traffic(k, self.sizes) for k in self.kernels]
+        sizes = {**self.sizes, **_native_trips(self.plan)} if self.plan else self.sizes
+        return [kernel_traffic(k, sizes) for k in self.kernels]
 
     @property
     def traffic_text(self) -> str:
@@ -258,6 +259,18 @@ class Inspection:
                 f"route {self.route}>")
 
 
+def _native_trips(plan: Plan) -> dict[str, int]:
+    """A native loop's trip count is known only when it runs: its traffic is shown for one
+    iteration, as a host loop's body kernels are."""
+    trips, pending = {}, [plan]
+    while pending:
+        for call in pending.pop().regions:
+            pending.append(call.body)
+            if call.native is not None:
+                trips[call.native.trip] = 1
+    return trips
+
+
 def _steps_text(plan: Plan, indent: str = "", names: Mapping[int, str] | None = None) -> str:
     """The plan's steps in order; a loop region's head (the user's names: ``loop i in [0,
     n) carried (acc) ...``) and its body plan's steps under it, indented (nested loops
@@ -274,6 +287,10 @@ def _steps_text(plan: Plan, indent: str = "", names: Mapping[int, str] | None = 
             body = _steps_text(call.body, "  ", body_names(node, plan.graph, shown))
             text = (f"{region_head(node, plan.graph, shown)}    # loop{index} %{call.node}"
                     f"{where}: per iteration {step_counts(call.body)}\n{body}")
+            if call.native is not None:   # what the CPU runs instead of the host loop
+                text = (f"loop{index} %{call.node} as one native kernel (its row: the "
+                        f"iterations, in order):\n{format_kernel(call.native.kernel)}"
+                        f"otherwise {text}")
         else:
             call = plan.libraries[index]
             operands = " ".join(f"%{i}" for i in call.inputs)

@@ -12,7 +12,9 @@ from autojit.ir.evaluate import PRIMITIVE_REFS
 from autojit.ir.kernel import Buffer, Instr, Kernel, Level, ScalarParam
 from autojit.ir.ops import OP_TABLE, Op, reduce_result_dtype
 
-_NOT_FOLDABLE = (Op.LOAD, Op.LOAD_SCALAR, Op.STORE, Op.CONST, Op.REDUCE, Op.SCAN)
+_NOT_FOLDABLE = (Op.LOAD, Op.LOAD_SCALAR, Op.STORE, Op.CONST, Op.REDUCE, Op.SCAN, Op.RECUR,
+                 Op.RECUR_SET)
+_EFFECTS = (Op.STORE, Op.RECUR_SET)   # kept with what they read, though nothing reads them
 _ANYWHERE = (Op.CONST, Op.LOAD_SCALAR)   # position-free: shared by every level and phase
 
 
@@ -71,13 +73,13 @@ class KernelBuilder:
             return self._fold(op, args, dtype)
         where = () if op in _ANYWHERE else (self.level, self.phase)
         key = (op, args, dtype.str, repr(attr), where)
-        if op is not Op.STORE and key in self._memo:
+        if op not in _EFFECTS and key in self._memo:
             return self._memo[key]
         ins = Instr(len(self.body), op, tuple(args), dtype, attr, self.current_node,
                     self.level, self.phase)
         self.body.append(ins)
         self._dtypes[ins.id] = dtype
-        if op is not Op.STORE:
+        if op not in _EFFECTS:
             self._memo[key] = ins.id
         return ins.id
 
@@ -127,6 +129,19 @@ class KernelBuilder:
     def scan(self, kind: str, value: int, dtype: np.dtype) -> int:
         """Return the running ``kind`` of ``value`` along the row (a SCAN; see kernel.py)."""
         return self.emit(Op.SCAN, (value,), np.dtype(dtype), kind)
+
+    def recur(self, init: int, dtype: np.dtype) -> int:
+        """Return a RECUR starting at ``init`` (see kernel.py, "Recurrences"); each one
+        is its own value (two recurrences with the same start are not one)."""
+        ins = Instr(len(self.body), Op.RECUR, (init,), np.dtype(dtype), None,
+                    self.current_node, self.level, self.phase)
+        self.body.append(ins)
+        self._dtypes[ins.id] = np.dtype(dtype)
+        return ins.id
+
+    def recur_set(self, recur: int, value: int) -> None:
+        """The value ``recur`` carries into the next row iteration."""
+        self.emit(Op.RECUR_SET, (recur, value), self._dtypes[recur])
 
     def load(self, buffer: int) -> int:
         return self.emit(Op.LOAD, (), self.buffers[buffer].dtype, buffer)
@@ -192,7 +207,7 @@ class KernelBuilder:
         """Return the Kernel, without instructions no store depends on, renumbered densely."""
         live: set[int] = set()
         for ins in reversed(self.body):
-            if ins.op is Op.STORE or ins.id in live:
+            if ins.op in _EFFECTS or ins.id in live:
                 live.update(ins.args)
                 live.add(ins.id)
         renumber: dict[int, int] = {}

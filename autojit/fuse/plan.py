@@ -9,6 +9,7 @@ import numpy as np
 
 from autojit.errors import UnsupportedError
 from autojit.fuse.builder import KernelBuilder
+from autojit.fuse.native_loop import NativeLoop, native_loop
 from autojit.fuse.partition import LEAF_OPS, Form, Group, Placement, partition_graph
 from autojit.fuse.split_reduce import split_reductions
 from autojit.ir.graph import Graph, Node
@@ -40,7 +41,9 @@ class LibraryCall:
 class RegionCall:
     """A step that runs a loop region (``ir.region``): ``body`` is the body's own plan,
     whose kernels are the outer plan's ``kernels[offset:offset + len(body.kernels)]``;
-    ``inputs`` are the REGION node's inputs, ``carries`` its CARRY nodes by index."""
+    ``inputs`` are the REGION node's inputs, ``carries`` its CARRY nodes by index.
+    ``native``: the whole loop as one kernel (``fuse.native_loop``, a body of scalar
+    work), the plan's kernel right after the body's; the runner prefers it on the CPU."""
 
     node: int
     region: Region
@@ -48,6 +51,12 @@ class RegionCall:
     inputs: tuple[int, ...]
     carries: tuple[int, ...]
     offset: int
+    native: NativeLoop | None = None
+
+    @property
+    def native_index(self) -> int:
+        """The plan's kernel index of ``native``."""
+        return self.offset + len(self.body.kernels)
 
 
 @dataclass(frozen=True)
@@ -697,7 +706,7 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAUL
     kernels: list[Kernel] = []
     libraries: list[LibraryCall] = []
     order: list[tuple[str, int]] = []
-    bodies: list[tuple[Node, Group, Plan]] = []
+    bodies: list[tuple[Node, Group, Plan, NativeLoop | None]] = []
     for group in groups:
         first = graph.node(group.nodes[0])
         if first.op is Op.REGION:
@@ -705,7 +714,8 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAUL
             region = first.attr("region")
             bodies.append((first, group, plan_kernels(
                 region.body, region.contiguous, max_ops, check,
-                prefix=f"{prefix}r{len(bodies)}_")))
+                prefix=f"{prefix}r{len(bodies)}_"),
+                native_loop(region, f"{prefix}r{len(bodies)}_loop")))
             continue
         if group.library:
             order.append(("library", len(libraries)))
@@ -717,12 +727,14 @@ def plan_kernels(graph: Graph, contiguous: Sequence[bool], max_ops: int = DEFAUL
                                                  ordered)))
     refusal = _summation_order_refusal(graph, exact, in_order)
     regions = []
-    for node, group, body in bodies:
+    for node, group, body, native in bodies:
         carries = sorted((graph.node(n).attr("index"), n) for n in group.nodes
                          if graph.node(n).op is Op.CARRY)
         regions.append(RegionCall(node.id, node.attr("region"), body, node.inputs,
-                                  tuple(n for _, n in carries), len(kernels)))
+                                  tuple(n for _, n in carries), len(kernels), native))
         kernels += body.kernels   # named r<j>_k<i>_<op> (unique across the plan)
+        if native is not None:
+            kernels.append(native.kernel)   # r<j>_loop
         refusal = refusal or body.cpu_refusal
     return Plan(graph, tuple(kernels), tuple(allocations), tuple(libraries), tuple(order),
                 cpu_refusal=refusal, regions=tuple(regions))

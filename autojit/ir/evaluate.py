@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from autojit.ir.graph import Graph
-from autojit.ir.kernel import Kernel, Level
+from autojit.ir.kernel import Instr, Kernel, Level
 from autojit.ir.ops import ARG_KINDS, OP_TABLE, REDUCE_KINDS, SCAN_KINDS, Op
 from autojit.ir.views import apply_view, resolve_step, view_shape
 
@@ -183,12 +183,16 @@ def _evaluate_region(region: Any, inputs: list[Any]) -> list[Any]:
 
 
 def evaluate_kernel(kernel: Kernel, buffers: Sequence[np.ndarray],
-                    scalars: Sequence[Any] = ()) -> None:
+                    scalars: Sequence[Any] = (), rows: int | None = None) -> None:
     """Run ``kernel`` over whole arrays: inputs broadcast to the loop shape; outputs written.
 
     ``buffers`` follows ``kernel.buffers``; output arrays must already have the loop shape
-    (row dimensions of size 1 for outputs stored once per outer index).
+    (row dimensions of size 1 for outputs stored once per outer index). ``rows``: a
+    sequential kernel's trip count (default: the longest buffer's).
     """
+    if kernel.sequential:
+        _evaluate_sequential(kernel, buffers, scalars, rows)
+        return
     values: dict[int, np.ndarray] = {}
     full = np.broadcast_shapes(*(np.shape(b) for b in buffers))
     row_axes = tuple(range(len(full) - kernel.row_dims, len(full)))
@@ -229,6 +233,61 @@ def evaluate_kernel(kernel: Kernel, buffers: Sequence[np.ndarray],
                 values[ins.id] = np.asarray(result).astype(ins.dtype, copy=False)
 
 
+def _evaluate_sequential(kernel: Kernel, buffers: Sequence[np.ndarray],
+                         scalars: Sequence[Any], rows: int | None) -> None:
+    """A sequential kernel (``Kernel.sequential``: one row loop, its iterations in order,
+    a RECUR carrying a value from one to the next) element by element: iteration r reads
+    and writes element r of each buffer (element 0 of one that does not walk the row:
+    shape ``(1,)`` or ``()``), after every store of iteration r - 1."""
+    extent = rows if rows is not None else max(
+        (np.shape(b)[0] for b in buffers if np.ndim(b)), default=1)
+    carried: dict[int, np.ndarray] = {}
+    values: dict[int, np.ndarray] = {}
+
+    def element(buffer: np.ndarray, r: int) -> Any:
+        return (..., ) if np.ndim(buffer) == 0 else (r if np.shape(buffer)[0] > 1 else 0,)
+
+    def run(ins: Instr, r: int) -> None:
+        if ins.op is Op.RECUR:
+            values[ins.id] = carried[ins.id]
+        elif ins.op is Op.RECUR_SET:
+            carried[ins.args[0]] = values[ins.args[1]]
+        elif ins.op is Op.INDEX:
+            values[ins.id] = np.asarray(r, dtype=np.int64)
+        elif ins.op is Op.LOAD:
+            buffer = buffers[ins.attr]
+            values[ins.id] = np.asarray(buffer[element(buffer, r)], dtype=ins.dtype)
+        elif ins.op is Op.LOAD_SCALAR:
+            values[ins.id] = np.asarray(scalars[ins.attr], dtype=ins.dtype)
+        elif ins.op is Op.CONST:
+            values[ins.id] = np.asarray(ins.attr, dtype=ins.dtype)
+        elif ins.op is Op.CAST:
+            values[ins.id] = values[ins.args[0]].astype(ins.dtype)
+        elif ins.op is Op.STORE:
+            buffer = buffers[ins.attr]
+            buffer[element(buffer, r)] = values[ins.args[0]]
+        else:
+            ref = PRIMITIVE_REFS.get(ins.op) or OP_TABLE[ins.op].numpy_ref
+            values[ins.id] = np.asarray(ref(*(values[a] for a in ins.args))).astype(
+                ins.dtype, copy=False)
+
+    anywhere = [ins for ins in kernel.body if ins.op in (Op.CONST, Op.LOAD_SCALAR)]
+    with np.errstate(all="ignore"):
+        for ins in anywhere:
+            run(ins, 0)
+        for ins in kernel.body:
+            if ins.op is Op.RECUR:
+                carried[ins.id] = values[ins.args[0]]
+        row = [ins for ins in kernel.body if ins.level == Level.ROW and ins not in anywhere]
+        for r in range(extent):
+            for ins in row:
+                run(ins, r)
+        values.update(carried)   # after the row: each RECUR's last value
+        for ins in kernel.body:
+            if ins.level == Level.OUTER and ins not in anywhere:
+                run(ins, 0)
+
+
 def run_strided(kernel: Kernel, arrays: Sequence[np.ndarray], scalars: Sequence[Any],
                 meta: Sequence[int]) -> None:
     """Run ``kernel`` through the reference interpreter exactly as a compiled kernel would
@@ -245,4 +304,4 @@ def run_strided(kernel: Kernel, arrays: Sequence[np.ndarray], scalars: Sequence[
         views.append(np.lib.stride_tricks.as_strided(
             array, shape=per_row if i in outer_stores else extent,
             strides=[s * array.itemsize for s in strides], writeable=buffer.is_output))
-    evaluate_kernel(kernel, views, scalars)
+    evaluate_kernel(kernel, views, scalars, extent[0] if kernel.sequential else None)

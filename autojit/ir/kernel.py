@@ -37,6 +37,15 @@ every outer index and phase. It is an ordinary row value of its phase (stores an
 consumers read it in the same iteration; a later phase reading it runs its own SCAN). A
 SCAN's operand never depends on another SCAN of its phase: renderers may then compute a
 row's scans in parallel, as chunk totals and an exclusive scan of them (``render_scan``).
+
+Recurrences. ``%c = RECUR %init`` (level "row") is a value carried from one row iteration to
+the next, as a loop region's carried scalar (``acc = acc * 0.5 + 1.0``): in row iteration
+r it is the value ``RECUR_SET %c %next`` (level "row", no result) gave in iteration r - 1,
+and ``%init`` (a CONST or LOAD_SCALAR) in iteration 0; read from the "outer" level it is
+the value after the last iteration (``%init`` when the row is empty). The row's iterations
+then run one after another in loop order (``Kernel.sequential``, as do those of a row with
+no REDUCE or SCAN): renderers neither split nor reorder them (one thread on the GPU, no
+partials on the CPU; the loop vectoriser cannot widen a phi chain).
 """
 
 from __future__ import annotations
@@ -135,6 +144,20 @@ class Kernel:
     def has_scan(self) -> bool:
         """True when a SCAN carries state along the row (its iterations are ordered)."""
         return any(ins.op is Op.SCAN for ins in self.body)
+
+    @property
+    def has_recurrence(self) -> bool:
+        """True when a RECUR carries a value from one row iteration to the next."""
+        return any(ins.op is Op.RECUR for ins in self.body)
+
+    @property
+    def sequential(self) -> bool:
+        """True when the row's iterations run one after another, in order, on one thread:
+        a kernel of one row loop with a recurrence, or with nothing to combine (no REDUCE
+        or SCAN: a native loop, ``fuse.native_loop``, whose iterations may read what
+        earlier ones stored)."""
+        return self.rank == self.row_dims == 1 and (self.has_recurrence or not any(
+            ins.op in (Op.REDUCE, Op.SCAN) for ins in self.body))
 
     @property
     def outer_rank(self) -> int:

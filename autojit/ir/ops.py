@@ -55,6 +55,9 @@ class Op(enum.Enum):
     CARRY = "carry"          # one value a REGION leaves (its ``index``-th carried value)
     REDUCE = "reduce"
     SCAN = "scan"            # cumsum / cumprod: the running value at each row position
+    # kernel only: a recurrence along the row (``ir.kernel``, "Recurrences")
+    RECUR = "recur"          # the value carried into this row iteration (args: its start)
+    RECUR_SET = "recur_set"  # args (recur, next): the value the next iteration carries
     # arithmetic
     ADD = "add"
     SUB = "sub"
@@ -203,6 +206,8 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.CARRY: OpInfo(OpGroup.CONTROL, 1, cost=_FREE),
     Op.REDUCE: OpInfo(OpGroup.REDUCE, 1),   # renderers handle it structurally, per REDUCE_KINDS
     Op.SCAN: OpInfo(OpGroup.SCAN, 1),       # likewise, per SCAN_KINDS
+    Op.RECUR: OpInfo(OpGroup.SCAN, 1, cost=_FREE),       # structural, like SCAN
+    Op.RECUR_SET: OpInfo(OpGroup.MEMORY, 2, cost=_FREE),
     # arithmetic; DIV and REM on integers are C's truncating forms and only ever see a
     # non-zero divisor that is not -1 against the minimum (decompositions guarantee it).
     Op.ADD: _b(np.add, _NUMERIC),

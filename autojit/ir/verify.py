@@ -137,6 +137,22 @@ def _check_scan(kernel: Kernel, ins, dtypes: dict[int, np.dtype], scanned: set[i
         raise VerifyError(f"{kernel.name} %{ins.id}: scan.{ins.attr} of {source}")
 
 
+def _check_recurrence(kernel: Kernel, ins, dtypes: dict[int, np.dtype],
+                      positions: dict[int, tuple[str, int, bool]]) -> None:
+    """A RECUR starts at a constant or scalar of its dtype in the row of a one-phase
+    kernel of one row loop (``Kernel.sequential``); a RECUR_SET gives a RECUR of its row a
+    value of its dtype."""
+    bad = ins.level != Level.ROW or not kernel.sequential or kernel.phases != 1
+    if ins.op is Op.RECUR:
+        bad = bad or positions[ins.args[0]][0] != "any" or dtypes[ins.args[0]] != ins.dtype
+    else:
+        recur = kernel.body[ins.args[0]] if ins.args[0] < len(kernel.body) else None
+        bad = bad or recur is None or recur.op is not Op.RECUR or dtypes[ins.args[1]] != \
+            recur.dtype
+    if bad:
+        raise VerifyError(f"{kernel.name} %{ins.id}: bad {ins.op.value}")
+
+
 def _check_position(kernel: Kernel, ins, positions: dict[int, tuple[str, int, bool]]) -> None:
     """A row value is visible only in its own phase's row loop; an outer value (or a
     reduction result) from the outer level of its phase on. Constants are visible anywhere."""
@@ -144,7 +160,9 @@ def _check_position(kernel: Kernel, ins, positions: dict[int, tuple[str, int, bo
         level, phase, reduced = positions[a]
         if level == "any":
             continue
-        if level == Level.ROW and not reduced:
+        if level == "recur":   # its current value in the row, its last one after it
+            visible = ins.phase >= phase
+        elif level == Level.ROW and not reduced:
             visible = ins.level == Level.ROW and ins.phase == phase
         else:
             visible = ins.phase > phase or (ins.level == Level.OUTER and ins.phase == phase)
@@ -182,6 +200,8 @@ def verify_kernel(kernel: Kernel) -> None:
             _check_reduce(kernel, ins, dtypes)
         elif ins.op is Op.SCAN:
             _check_scan(kernel, ins, dtypes, scanned)
+        elif ins.op in (Op.RECUR, Op.RECUR_SET):
+            _check_recurrence(kernel, ins, dtypes, positions)
         elif ins.op not in (Op.LOAD, Op.LOAD_SCALAR, Op.CONST, Op.CAST, Op.SELECT, Op.INDEX):
             _check_instruction_types(kernel, ins, dtypes)
         _check_position(kernel, ins, positions)
@@ -189,7 +209,8 @@ def verify_kernel(kernel: Kernel) -> None:
                 ins.op is Op.SCAN or any(a in scanned for a in ins.args)):
             scanned.add(ins.id)
         anywhere = ins.op in (Op.CONST, Op.LOAD_SCALAR)
-        positions[ins.id] = ("any" if anywhere else ins.level, ins.phase, ins.op is Op.REDUCE)
+        level = "any" if anywhere else "recur" if ins.op is Op.RECUR else ins.level
+        positions[ins.id] = (level, ins.phase, ins.op is Op.REDUCE)
         dtypes[ins.id] = np.dtype(ins.dtype)
     outputs = [i for i, b in enumerate(kernel.buffers) if b.is_output]
     if sorted(stored) != outputs:

@@ -41,6 +41,7 @@ from autojit.lower_cpu.llvm_rules import LLVM_RULES, BodyContext, Rule, llvm_typ
 from autojit.lower_cpu.loops import I64, PTR, VOID, LoopBody, advance, counted_loop, i64, load_slot
 from autojit.lower_cpu.mathlib import MathCalls
 from autojit.lower_cpu.pairwise import emit_pairwise
+from autojit.lower_cpu.recur import Recurrence
 from autojit.lower_cpu.reduce import Accumulator
 from autojit.lower_cpu.scan import ScanAccumulator
 
@@ -81,7 +82,8 @@ class LoopNest:
     scalars: list[ir.Value]
     values: dict[int, ir.Value] = field(default_factory=dict)
     dtypes: dict[int, np.dtype] = field(default_factory=dict)
-    accumulators: dict[int, Accumulator | ScanAccumulator] = field(default_factory=dict)
+    accumulators: dict[int, Accumulator | ScanAccumulator | Recurrence] = field(
+        default_factory=dict)
     #: REDUCE id -> where its value goes now, inside a pairwise loop (``emit_pairwise``)
     pairwise_into: dict[int, Callable[[ir.Value], None]] = field(default_factory=dict)
 
@@ -126,6 +128,9 @@ class LoopNest:
             if ins.op in _ACCUMULATORS:
                 self.accumulators[ins.id] = _ACCUMULATORS[ins.op].allocate(
                     self.builder, ins, sources[ins.args[0]], sign_matters=ins.id not in blind)
+            elif ins.op is Op.RECUR:   # its start is a constant or scalar: in values now
+                self.accumulators[ins.id] = Recurrence.allocate(
+                    self.builder, ins, self.values[ins.args[0]])
 
     # -- axes, strides, offsets -----------------------------------------------------------
 
@@ -196,6 +201,13 @@ class LoopNest:
                 self.values[ins.id] = self.accumulators[ins.id].update(
                     b, self.values[ins.args[0]])
                 ctx.dtypes[ins.id] = ins.dtype
+                continue
+            if ins.op is Op.RECUR:   # the value carried into this iteration
+                self.values[ins.id] = self.accumulators[ins.id].current(b)
+                ctx.dtypes[ins.id] = ins.dtype
+                continue
+            if ins.op is Op.RECUR_SET:
+                self.accumulators[ins.args[0]].set(b, self.values[ins.args[1]])
                 continue
             if ins.op is Op.REDUCE and ins.id in self.pairwise_into:
                 self.pairwise_into[ins.id](self.values[ins.args[0]])

@@ -160,7 +160,9 @@ def plan_split(kernel: Kernel) -> SplitPlan:
     outer = tuple(d for d in range(kernel.outer_rank) if safe(d))
     # a scan restarts at every outer index (outer splits are safe) but runs in order
     # along its row, which partials would cut
-    scans = any(ins.op.value == "scan" for ins in kernel.body)
+    # a recurrence, or a row with no reduction (a native loop, ``fuse.native_loop``: its
+    # iterations read what earlier ones stored) runs in order too
+    scans = kernel.sequential or any(ins.op is Op.SCAN for ins in kernel.body)
     partials = (not scans and kernel.row_dims > 0 and safe(kernel.outer_rank)
                 and partials_ok(kernel))
     cost = int(sum(_instr_cost(ins.op) for ins in kernel.body if ins.level == Level.ROW))

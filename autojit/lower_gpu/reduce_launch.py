@@ -47,7 +47,10 @@ class ReduceLaunch:
 
 
 def is_reduction(kernel: Kernel) -> bool:
-    """Return True when ``kernel`` needs the row/phase structure (not a plain loop)."""
+    """Return True when ``kernel`` needs the row/phase structure (not a plain loop; a
+    sequential row's one thread, ``render_loop``, launches as a plain loop does)."""
+    if kernel.sequential:
+        return False
     return kernel.row_dims > 0 or kernel.phases > 1 or any(
         ins.op is Op.REDUCE or ins.level == Level.OUTER for ins in kernel.body)
 

@@ -19,8 +19,8 @@ run time becomes (after the preamble)::
 
 plus, under ``#ifdef AUTOJIT_EMULATE``, ``k0_emulate(void **data, const long long *meta,
 int grid, int block)`` that runs every (block, thread) on the host (see ``emulate.py``).
-Kernels with rows or phases (reductions) are rendered by ``render_reduce``, and those with
-scans by ``render_scan``.
+Kernels with rows or phases (reductions) are rendered by ``render_reduce``, those with
+scans by ``render_scan`` and those with recurrences (native loops) by ``render_loop``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from autojit.lower_gpu.kernel_text import (
 )
 from autojit.lower_gpu.preamble import PREAMBLE
 from autojit.lower_gpu.reduce_launch import is_reduction
+from autojit.lower_gpu.render_loop import render_loop_kernel
 from autojit.lower_gpu.render_reduce import render_reduce_emulate, render_reduce_kernel
 from autojit.lower_gpu.render_scan import render_scan_kernel
 
@@ -93,6 +94,8 @@ def render_cuda(kernel: Kernel) -> str:
         raise ValueError(f"kernel name {kernel.name!r} is not a C identifier")
     check_kernel(kernel)
     names = param_names(kernel)
+    if kernel.sequential:   # a native loop: one thread, the iterations in order
+        return "\n".join([PREAMBLE, render_loop_kernel(kernel, names), _render_emulate(kernel)])
     if is_reduction(kernel):
         rows = render_scan_kernel if kernel.has_scan else render_reduce_kernel
         return "\n".join([PREAMBLE, rows(kernel, names), render_reduce_emulate(kernel)])

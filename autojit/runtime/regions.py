@@ -19,8 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from autojit.fuse.native_loop import NativeLoop
 from autojit.fuse.plan import RegionCall
+from autojit.ir.abi import pack_meta
 from autojit.runtime.binding import bind_sizes, call_arguments, has_dynamic_sizes
+
+#: targets that run a native loop (``fuse.native_loop``) instead of the host loop: the CPU,
+#: and the CUDA emulation (its one-thread CUDA C, checked against NumPy). On a GPU the host
+#: loop launches the body's kernels (its carried starts would be read back to the host)
+_NATIVE_TARGETS = frozenset({"cpu", "cuda-emulated"})
 
 
 class RegionMiss(Exception):
@@ -65,8 +72,9 @@ def _owned(result: Any, inputs: Sequence[Any]) -> bool:
 
 def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
                slots: RegionSlots, programs: Sequence[Any], values: list[Any],
-               sizes: dict[str, int]) -> None:
-    """Run ``call``'s loop on the outer call's ``values``; store its CARRYs."""
+               sizes: dict[str, int], kernels: Sequence[Any] = ()) -> None:
+    """Run ``call``'s loop on the outer call's ``values``; store its CARRYs. ``kernels``:
+    the outer plan's (its native kernel as the plan holds it, renamed or not)."""
     region, body = call.region, call.body
     graph = body.graph
     inputs = [values[s] for s in slots.inputs]
@@ -81,6 +89,15 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
         current.append(value)
     body_programs = programs[call.offset:call.offset + len(body.kernels)]
     carried_count = len(region.carried)
+    if call.native is not None and backend.name in _NATIVE_TARGETS:
+        start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
+        kernel = kernels[call.native_index] if kernels else call.native.kernel
+        results = _run_native(backend, call.native, kernel, programs[call.native_index],
+                              current, range(start, stop, step), sizes)
+        if results is not None:
+            for slot, result in zip(slots.carries, results):
+                values[slot] = result
+            return
     carried, captured = current[:carried_count], current[carried_count:]
     body_sizes = sizes   # the body's own sizes too (binding._bind_regions, per call)
     memo: dict = {}   # views of the captured arrays, taken once per call of the loop
@@ -116,6 +133,55 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
             values[slot] = result
         else:   # an input (no iteration ran) or a view of one: copied, it is the CARRY's
             values[slot][...] = result
+
+
+def _element(array: Any, key: tuple[Any, ...], trip: range, current: Sequence[Any]
+             ) -> Any:
+    """The elements ``array[key]`` of every iteration as one 1-d strided view, or None when
+    an index leaves the array (NumPy's IndexError) or is negative (Python counts it from
+    the end) at some iteration: the host loop then runs (and raises) as Python does."""
+    first, stride = [], 0
+    for part, size, axis_stride in zip(key, array.shape, array.strides):
+        if part.__class__ is tuple and part[0] == "affine":
+            low, high = part[1] * trip[0] + part[2], part[1] * trip[-1] + part[2]
+            stride += part[1] * trip.step * axis_stride
+        else:
+            low = high = part if part.__class__ is int else operator.index(
+                current[part[1] - 1])
+            if low < 0:   # a constant counts from the end, at every iteration alike
+                low = high = low + size
+        if min(low, high) < 0 or max(low, high) >= size:
+            return None
+        first.append(low)
+    start = array[(*first, Ellipsis)]
+    return np.lib.stride_tricks.as_strided(start, (len(trip),), (stride,))
+
+
+def _run_native(backend: Any, native: NativeLoop, kernel: Any, program: Any,
+                current: Sequence[Any], trip: range, sizes: dict[str, int]
+                ) -> list[Any] | None:
+    """Run the loop as its one kernel (``fuse.native_loop``); return the carried values
+    after it, or None when it cannot run so (an empty loop, an index out of range)."""
+    if not trip:
+        return None
+    arrays: list[Any] = []
+    results: list[Any] = []
+    for (kind, what), buffer in zip(native.buffers, kernel.buffers):
+        if kind == "access":
+            view = _element(current[what.param - 1], what.key, trip, current)
+            if view is None:
+                return None
+            arrays.append(view)
+        elif kind == "param":
+            arrays.append(current[what - 1])
+        else:
+            results.append(backend.empty((), buffer.dtype))
+            arrays.append(results[-1])
+    scalars = [trip.start if p == -1 else trip.step if p == -2 else current[p - 1]
+               for p in native.scalars]
+    own = {**sizes, native.trip: len(trip)}
+    backend.launch(kernel, program, arrays, scalars, own, pack_meta(kernel, own, arrays).tolist())
+    return results
 
 
 def _scalar(value: Any) -> Any:

@@ -369,7 +369,7 @@ def _run_steps(plan: Plan, programs: Sequence[Any], backend: Target, args: Seque
                       fresh)
         if kind == "region":
             run_region(run_plan, backend, plan.regions[index], schedule.regions[index],
-                       programs, values, sizes)
+                       programs, values, sizes, plan.kernels)
         elif kind == "library":
             name, inputs, output = schedule.libraries[index]
             _run_library(backend, name, [values[i] for i in inputs], values[output])
