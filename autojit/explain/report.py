@@ -357,7 +357,11 @@ class _Writer:
                 continue
             self.scratch(plan, call, k, inner[lead + k], at, loc)
         nested = _Writer(plan_buffers(body), self.inputs, param_names(body.graph, inner))
-        self.per_iteration(region, nested, at, loc, node.id)
+        if native:   # one kernel: its body's buffer plan is the host loop's, not run
+            self.add(loc, "alloc", f"{at}: no allocation per iteration",
+                     ["why: the native loop keeps its values in registers"], node.id)
+        else:
+            self.per_iteration(region, nested, at, loc, node.id)
         for fate in nested.bp.fates:   # -m -m: what the body's values became
             nested.value(fate)
         self.facts += [dataclasses.replace(f, message=f"{at}: in the body: {f.message}",
