@@ -358,7 +358,7 @@ class _Writer:
             self.scratch(plan, call, k, inner[lead + k], at, loc)
         nested = _Writer(plan_buffers(body), self.inputs, param_names(body.graph, inner))
         if native:   # one kernel: its body's buffer plan is the host loop's, not run
-            self.add(loc, "alloc", f"{at}: no allocation per iteration",
+            self.add(loc, "iteration", f"{at}: no allocation per iteration",
                      ["why: the native loop keeps its values in registers"], node.id)
         else:
             self.per_iteration(region, nested, at, loc, node.id)
