@@ -21,7 +21,7 @@ from autojit.config import Settings
 from autojit.ir.kernel import Kernel
 from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.team import park as park_team
-from autojit.lower_cpu.threads import call_kernel
+from autojit.lower_cpu.threads import call_kernel, split_of
 from autojit.runtime.output_pool import OUTPUT_POOL
 
 
@@ -117,6 +117,28 @@ class CpuTarget:
                         threads.spin_s, self._within)
         else:
             program.call(data, meta)
+
+
+    def launcher(self, kernel: Kernel, program: Any,
+                 meta: list[int]) -> Callable[[Sequence[Any]], None]:
+        """Return ``launch`` with ``meta`` fixed (its thread split chosen once), called with
+        the addresses of the operands then of one array per scalar, of the parameter's
+        dtype (a loop body's holders): what a loop body's iterations call for operands
+        they saw before, instead of ``launch``."""
+        threads = self.threads
+        if threads.count > 1 and isinstance(program, CpuProgram):
+            split = split_of(kernel, program, meta, threads.count, threads.min_work,
+                             self._within)
+            if split is not None:
+                within, spin = self._within, threads.spin_s
+                return lambda data: within(split, data, spin)
+        call = program.call
+        return lambda data: call(data, meta)
+
+    @staticmethod
+    def addresses(arrays: Sequence[Any]) -> list[int]:
+        """The data addresses of ``arrays`` (for ``launcher``'s callables)."""
+        return _addresses(arrays)
 
 
 class GpuTarget:
