@@ -98,3 +98,56 @@ def test_a_carried_value_passed_on_unchanged_is_not_reused_while_live():
     calls = [(np.arange(5.0), 0), (np.arange(5.0), 1), (np.arange(3.0), 2),
              (np.arange(8.0), 17)]
     _compiled_once(assert_calls_match_numpy(passthrough, calls))
+
+
+def reversed_halves(x, steps):
+    # a carried value that is a view of the body's own buffer
+    # (returned as a new array: a carried view itself comes back as a copy of it)
+    y = x * 1.0
+    for _ in range(steps):
+        y = (y * 0.5 + 1.0)[::-1]
+    return y * 1.0
+
+
+def test_a_carried_view_of_the_bodys_buffer_keeps_its_memory():
+    calls = [(np.arange(6.0), 0), (np.arange(6.0), 1), (np.arange(4.0), 2),
+             (np.linspace(0, 3, 9), 13)]
+    _compiled_once(assert_calls_match_numpy(reversed_halves, calls))
+
+
+
+
+def relax_in_place(u, tol):
+    err = tol + 1.0
+    while err > tol:
+        new = 0.5 * (u[:-2] + u[2:])
+        err = np.max(np.abs(new - u[1:-1]))
+        u[1:-1] = new
+    return u
+
+
+def test_while_loop_with_temporaries_per_iteration():
+    calls = [(np.linspace(0, 1, 8) ** 2, 1e-2), (np.linspace(0, 1, 5) ** 3, 1e-3),
+             (np.linspace(-1, 1, 12) ** 2, 10.0)]
+    _compiled_once(assert_calls_match_numpy(relax_in_place, calls))
+
+
+def nested_rows(a, outer, inner):
+    acc = a * 0.0
+    for i in range(outer):
+        row = a * 1.0
+        for _ in range(inner):
+            row = row * 0.5 + i
+        acc = acc + row
+    return acc
+
+
+def test_nested_loops_reuse_their_buffers_per_call_of_the_inner_loop():
+    calls = [(np.arange(5.0), 0, 3), (np.arange(5.0), 3, 0), (np.arange(3.0), 2, 4),
+             (np.linspace(0, 1, 7), 6, 9)]
+    _compiled_once(assert_calls_match_numpy(nested_rows, calls))
+
+
+def test_heat_with_many_steps_matches_after_buffers_are_reused():
+    calls = [(_grid(9), 2, 0.1), (_grid(9, 4), 200, 0.2), (_grid(40, 5), 7, 0.1)]
+    _compiled_once(assert_calls_match_numpy(heat, calls))
