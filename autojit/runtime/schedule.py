@@ -396,7 +396,7 @@ def _run_steps(plan: Plan, programs: Sequence[Any], backend: Target, args: Seque
         for allocation, donor, clear in schedule.allocate[position]:
             _allocate(empty, schedule, values, first, allocation, donor, clear, sizes, fresh)
         if kind == "region":
-            run_region(run_plan, backend, plan.regions[index], schedule.regions[index],
+            run_region(_run_steps, backend, plan.regions[index], schedule.regions[index],
                        programs, values, sizes)
         elif kind == "library":
             name, inputs, output = schedule.libraries[index]

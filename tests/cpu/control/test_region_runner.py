@@ -151,3 +151,12 @@ def test_nested_loops_reuse_their_buffers_per_call_of_the_inner_loop():
 def test_heat_with_many_steps_matches_after_buffers_are_reused():
     calls = [(_grid(9), 2, 0.1), (_grid(9, 4), 200, 0.2), (_grid(40, 5), 7, 0.1)]
     _compiled_once(assert_calls_match_numpy(heat, calls))
+
+
+def test_views_of_a_contiguous_array_load_with_a_unit_inner_stride():
+    jitted = assert_calls_match_numpy(heat, [(_grid(9), 4, 0.1)])
+    text = jitted.inspect(np.ones((8, 8)), 3, 0.1).kernels_text
+    assert "strides (?,?)" not in text
+    f_ordered = np.asfortranarray(_grid(9, 3))   # another layout: strides read at run time
+    calls = [(f_ordered, 4, 0.1), (_grid(11, 4)[:, ::2], 3, 0.1), (_grid(10, 5), 2, 0.3)]
+    assert_calls_match_numpy(heat, calls)
