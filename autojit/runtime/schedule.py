@@ -308,10 +308,11 @@ def _launch_again(loop: LoopState, launches: dict, position: int, backend: Targe
     if saved is None:
         if len(launches) >= SAVED_LAUNCHES:   # operands new at every iteration
             launches.clear()
-        go = backend.launcher(kernel, program, _meta(call, arrays, sizes))
+        go = backend.launcher(kernel, program, _meta(call, arrays, sizes),
+                              backend.addresses([*arrays, *holders]))
         # the arrays are held with it: their ids (the key) stay theirs
-        saved = launches[key] = (arrays, go, backend.addresses([*arrays, *holders]))
-    saved[1](saved[2])
+        saved = launches[key] = (arrays, go)
+    saved[1]()
 
 
 def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: int,
