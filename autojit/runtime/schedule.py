@@ -320,8 +320,9 @@ def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: i
     """Take the views of ``batch`` (see ``Schedule.view_batches``); a view's Python int
     bounds are the call's (``values`` starts with the call arguments). ``memo`` (a loop
     region's, one per call of the loop) keeps each view with the array it was taken of:
-    a view of the same array (a captured argument, every iteration) is the same view,
-    unless its bounds are Python ints of the call (the loop index: new every iteration)."""
+    a view of the same array (a captured argument every iteration, or one of the buffers
+    a carried value alternates between) is the same view, unless its bounds are Python
+    ints of the call (the loop index: new every iteration)."""
     dynamic = schedule.dynamic_views
     for v in schedule.view_batches[batch]:
         base, step = schedule.views[v]
@@ -330,13 +331,21 @@ def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: i
             values[first_view + v] = apply_view(source, resolve_step(step, values))
             continue
         if memo is not None:
-            held = memo.get(v)
+            key = (v, id(source))
+            held = memo.get(key)
             if held is not None and held[0] is source:
                 values[first_view + v] = held[1]
                 continue
         view = values[first_view + v] = apply_view(source, step)
         if memo is not None and getattr(view, "base", None) is not None:   # not a copy
-            memo[v] = (source, view)
+            if len(memo) >= _MEMO_VIEWS_PER_VIEW * len(schedule.views):
+                memo.clear()   # new arrays every iteration: keep only the recent ones
+            memo[key] = (source, view)   # the source is held: its id stays its own
+
+
+#: views a loop's memo keeps per view of its body (the buffers a carried value rotates
+#: through, typically two)
+_MEMO_VIEWS_PER_VIEW = 4
 
 
 def _guarded_arguments(plan: Plan) -> tuple[int, ...]:
