@@ -13,6 +13,9 @@ each row. Rules, applied greedily in topological order:
 * a reduction joins the group of its input (turning an elementwise group over F into a
   reduction group), or a group over the same F and R: producers fuse into reductions and
   sibling reductions of one input share its pass;
+* a node reading only memory (views, arguments) and constants first tries the open groups
+  reading views of the same memory (heat's ``4 * u[1:-1, 1:-1]`` joins the sum of the
+  other views of ``u``) before it starts a kernel of its own;
 * a scan (``np.cumsum``) joins like a reduction but runs at row level, so its consumers
   over F follow it in the same pass; a scan reading a scan of the group is refused (it
   starts a kernel of its own: the first scan is stored);
@@ -295,6 +298,10 @@ class _Partitioner:
         self.owner: dict[int, int] = {}
         self.readers: dict[int, set[int]] = {}      # value -> groups with a node reading it
         self.open_readers: dict[int, list[int]] = {}   # value -> recent open such groups
+        # memory (``memory_root``) -> recent open groups reading a view of it: a node whose
+        # inputs are all memory tries them before starting a kernel of its own (heat's
+        # ``4 * u[1:-1, 1:-1]`` joins the kernel summing the other views of ``u``)
+        self.memory_readers: dict[int, list[int]] = {}
         self.deps: list[set[int]] = []              # group -> groups it reads values of
         self.dependents: list[set[int]] = []        # group -> groups reading its values
         self.ancestors: list[int] = []              # group -> bit mask of all it waits for
@@ -404,11 +411,19 @@ class _Partitioner:
             self.readers.setdefault(i, set()).add(g)
             for w in self.waiting.get(i, ()):
                 self._add_dep(w, g)
-            if self.graph.node(i).op is not Op.CONST:
-                recent = self.open_readers.setdefault(i, [])
-                if g not in recent:
-                    recent.append(g)
-                    del recent[:-SIBLING_CANDIDATES]
+            source = self.graph.node(i)
+            if source.op is not Op.CONST:
+                self._remember(self.open_readers, i, g)
+            if source.op in (Op.ARG, Op.VIEW):
+                self._remember(self.memory_readers, memory_root(self.graph, i), g)
+
+    @staticmethod
+    def _remember(index: dict[int, list[int]], key: int, g: int) -> None:
+        """Keep ``g`` among the ``SIBLING_CANDIDATES`` most recent groups under ``key``."""
+        recent = index.setdefault(key, [])
+        if g not in recent:
+            recent.append(g)
+            del recent[:-SIBLING_CANDIDATES]
 
     def _new_group(self, group: Group, node: Node, place: Placement) -> None:
         self.groups.append(group)
@@ -423,8 +438,9 @@ class _Partitioner:
 
     def _add_write(self, node: Node) -> None:
         """A write joins its value's elementwise kernel when that kernel reads the argument
-        only as the written region (else NumPy's evaluate-then-write needs the value stored
-        first)."""
+        only as the written region, or computes one element (every load of its one
+        iteration precedes the store); else NumPy's evaluate-then-write needs the value
+        stored first (heat's update reads shifted views of the array it writes)."""
         region = self.graph.node(node.inputs[0])
         value, param = node.inputs[1], written_root(self.graph, node)
         g = self.owner.get(value)
@@ -434,7 +450,8 @@ class _Partitioner:
             group = self.groups[g]
             if (group.row_axes is None and not group.sealed and not group.library
                     and group.shape == region.type.shape and self._acyclic(node, g)
-                    and not self._reads_param(g, param, region.id)):
+                    and (all(d == 1 for d in group.shape)
+                         or not self._reads_param(g, param, region.id))):
                 self._place(node, g, Placement(Level.ROW, 0))
                 group.sealed = True
                 return
@@ -609,11 +626,20 @@ class _Partitioner:
         direct = [self.owner[i] for i in node.inputs if i in self.owner]
         siblings: set[int] = set()
         for i in node.inputs:
-            recent = self.open_readers.get(i)
-            if recent:
-                recent[:] = [g for g in recent if self._is_open(g)]
-                siblings.update(recent)
+            siblings.update(self._open(self.open_readers, i))
+        if not direct and not siblings:   # only memory (views, arguments) and constants
+            for i in node.inputs:
+                if self.graph.node(i).op in (Op.ARG, Op.VIEW):
+                    siblings.update(self._open(self.memory_readers,
+                                               memory_root(self.graph, i)))
         return list(dict.fromkeys(direct + sorted(siblings)))
+
+    def _open(self, index: dict[int, list[int]], key: int) -> list[int]:
+        """The groups under ``key`` in ``index`` still open (closed ones are dropped)."""
+        recent = index.get(key)
+        if recent:
+            recent[:] = [g for g in recent if self._is_open(g)]
+        return recent or []
 
     def add(self, node: Node) -> None:
         if node.op in REGION_RESULTS or (node.op is Op.WRITE and node.attr("region")):

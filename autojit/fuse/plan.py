@@ -307,6 +307,29 @@ class _KernelEmitter:
             return True if param is None else self.contiguous[param]
         return node.op is not Op.VIEW  # values autojit allocates are C-contiguous
 
+    def _inner_unit(self, node: Node) -> bool:
+        """Whether a view's last axis walks memory with stride 1 for every size: getitem
+        views (integers, slices) of a C-contiguous value, each keeping its base's last
+        axis with step 1 (heat's ``u[1:-1, 2:]``): its kernels load it with a literal
+        inner stride (what LLVM vectorises) instead of one read at run time."""
+        if node.op is not Op.VIEW or not node.type.shape:
+            return False
+        while node.op is Op.VIEW:
+            name, argument = node.attr("step")
+            base = self.graph.node(node.inputs[0])
+            key = argument if isinstance(argument, tuple) else (argument,)
+            if name != "getitem" or len(key) > len(base.type.shape) or not all(
+                    isinstance(k, slice) or k.__class__ is ScalarRef
+                    or (isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_))
+                    for k in key):
+                return False   # a new axis, ``...``, an index array, or another step
+            last = key[-1] if len(key) == len(base.type.shape) else slice(None)
+            if not isinstance(last, slice) or not (last.step is None or (
+                    isinstance(last.step, int | np.integer) and last.step == 1)):
+                return False   # the last axis indexed away, or walked with another step
+            node = base
+        return self._is_contiguous(node)
+
     def _reads(self) -> list[Node]:
         """Return the nodes this kernel reads, looking through nodes it recomputes."""
         pending = [i for n in self.group.nodes for i in self.graph.node(n).inputs]
@@ -345,10 +368,12 @@ class _KernelEmitter:
             axis = full_axis - (len(self.group.shape) - len(shape))
         return axis if axis >= 0 else None
 
-    def strides(self, shape: tuple[Dim, ...], contiguous: bool, form: Form = Form.FULL
+    def strides(self, shape: tuple[Dim, ...], contiguous: bool, form: Form = Form.FULL,
+                inner_unit: bool = False
                 ) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
         """Return per-loop-dim element strides (0 broadcast, 1 contiguous inner, None: at
-        run time) and the array axis each loop dim walks (None when NumPy's alignment)."""
+        run time) and the array axis each loop dim walks (None when NumPy's alignment);
+        ``inner_unit``: the array's last axis has stride 1 (``_inner_unit``)."""
         if self.collapsed:
             return ((0,) if all(d == 1 for d in shape) else (1,)), None
         if not self.group.shape:
@@ -360,7 +385,7 @@ class _KernelEmitter:
             axes.append(axis)
             if axis is None or shape[axis] == 1:
                 strides.append(0)
-            elif axis == len(shape) - 1 and contiguous:
+            elif axis == len(shape) - 1 and (contiguous or inner_unit):
                 strides.append(1)
             else:
                 strides.append(None)
@@ -520,7 +545,8 @@ class _KernelEmitter:
         if node.op is Op.CONST:
             return self.kb.const(node.attr("value"), node.type.dtype)
         if self._is_buffer(node) and node.id not in self.members:   # stored by another
-            strides, axes = self.strides(node.type.shape, self._is_contiguous(node), where.form)
+            strides, axes = self.strides(node.type.shape, self._is_contiguous(node), where.form,
+                                         self._inner_unit(node))
             buffer = self.kb.input_buffer(node.type.dtype, strides, node.id, axes)
             self.kb.position(where.level, where.phase)
             return self.kb.load(buffer)
@@ -551,7 +577,8 @@ class _KernelEmitter:
     def _write(self, node: Node, value: int) -> int:
         """Store ``value`` into the written region of the argument (a view of it)."""
         region = self.graph.node(node.inputs[0])
-        strides, axes = self.strides(region.type.shape, self._is_contiguous(region))
+        strides, axes = self.strides(region.type.shape, self._is_contiguous(region),
+                                     inner_unit=self._inner_unit(region))
         buffer = self.kb.add_buffer(f"out{len(self.kb.buffers)}", region.type.dtype, strides,
                                     True, region.id, axes)
         self.kb.position(Level.ROW, 0)

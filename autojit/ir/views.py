@@ -50,12 +50,40 @@ def step_refs(step: tuple[str, Any]) -> tuple[int, ...]:
 
 
 def resolve_step(step: tuple[str, Any], values: Any) -> tuple[str, Any]:
-    """Return ``step`` with each ScalarRef replaced by the call's value of it."""
+    """Return ``step`` with each ScalarRef replaced by the call's value of it (a loop body
+    resolves its views at every iteration: each step's resolver is made once)."""
+    held = _RESOLVERS.get(id(step))
+    if held is None or held[0] is not step:
+        if len(_RESOLVERS) >= _MAX_RESOLVERS:
+            _RESOLVERS.clear()
+        held = _RESOLVERS[id(step)] = (step, _resolver(step))
+    return held[1](values)
+
+
+#: id(step) -> (step, its resolver): the step is held, so its id stays its own
+_RESOLVERS: dict[int, tuple[tuple[str, Any], Any]] = {}
+_MAX_RESOLVERS = 4096
+
+
+def _resolver(step: tuple[str, Any]) -> Any:
+    """Return ``values -> step resolved``: the key's parts that are ScalarRefs (or slices
+    with one) rebuilt from ``values``, the others as they are."""
     name, argument = step
     if name != "getitem" or not step_refs(step):
-        return step
+        return lambda values: step
     key = argument if isinstance(argument, tuple) else (argument,)
-    return (name, tuple(_resolved(part, values) for part in key))
+    constants: list[Any] = []
+
+    def source(part: Any) -> str:   # the expression of one part, over ``v`` and ``c``
+        if part.__class__ is ScalarRef:
+            return f"v[{int(part.index)}]"
+        if part.__class__ is slice:
+            return f"slice({source(part.start)}, {source(part.stop)}, {source(part.step)})"
+        constants.append(part)
+        return f"c[{len(constants) - 1}]"
+
+    text = f"lambda v: (n, ({''.join(source(part) + ', ' for part in key)}))"
+    return eval(text, {"n": name, "c": constants, "slice": slice})   # noqa: S307
 
 
 def apply_view(array: Any, step: tuple[str, Any]) -> Any:

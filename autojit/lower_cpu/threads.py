@@ -473,13 +473,21 @@ def call_kernel(kernel: Kernel, program: CpuProgram, data: Sequence[Any],
     as ``within(fn, *args)``: the caller's context for them (the CPU target's place for
     entries); a call that runs on the calling thread needs none and pays nothing."""
     if threads > 1:
-        split = _cached(program, (threads, min_work, *meta),
-                        lambda: within(_choose_split, kernel, program, meta, threads,
-                                       min_work))
+        split = split_of(kernel, program, meta, threads, min_work, within)
         if split is not None:
             within(split, data, spin_s)
             return
     program.call(data, meta)
+
+
+def split_of(kernel: Kernel, program: CpuProgram, meta: Sequence[int], threads: int,
+             min_work: int, within: Callable[..., Any] = _directly
+             ) -> Callable[[Sequence[Any], float], None] | None:
+    """Return how ``call_kernel`` runs a call with this ``meta`` on ``threads`` threads
+    (``split(data, spin_s)``, run as ``within(split, data, spin_s)``), or None: on the
+    calling thread. A loop body asks once per operand layout, not per iteration."""
+    return _cached(program, (threads, min_work, *meta),
+                   lambda: within(_choose_split, kernel, program, meta, threads, min_work))
 
 
 def _choose_split(kernel: Kernel, program: CpuProgram, meta: Sequence[int], threads: int,

@@ -229,17 +229,33 @@ def _too_big(plan: Plan, sizes: dict[str, int]) -> bool:
     return False
 
 
-def _view_base(plan: Plan, node: Any, args: Sequence[Any], sizes: dict[str, int],
-               views: dict[int, Any]) -> Any:
-    """What a view is taken of: a view's result, an argument (arrays), or the shape of a
-    computed value (nothing to look through yet)."""
-    base = plan.graph.node(node.inputs[0])
-    if base.op is Op.VIEW:
-        return views[base.id]
-    param = memory_param(plan.graph, base.id)
-    if param is not None:
-        return args[param]
-    return tuple(sizes[d] if d.__class__ is str else d for d in base.type.shape)
+#: how a view's base is found at a call (``_view_table``)
+_OF_VIEW, _OF_ARGUMENT, _OF_SHAPE = 0, 1, 2
+
+
+def _view_table(plan: Plan, sources: _SizeSources) -> tuple[tuple, ...]:
+    """Per view or write of ``sources.special``, what binding it reads, derived once per
+    plan (a loop body with sizes from its index binds at every iteration): a write's
+    argument (None: a scratch array's), or a view's base (another view, an argument, or
+    the shape of a computed value), its step, whether it may copy, and its dims."""
+    found = plan.schedule_cache.get("view_table")
+    if found is None:
+        graph, rows = plan.graph, []
+        for node in sources.special:
+            if node.op is Op.WRITE:
+                if node.attr("root") is None:
+                    rows.append((None, node.attr("param"), None, None, False, ()))
+                continue
+            base = graph.node(node.inputs[0])
+            param = None if base.op is Op.VIEW else memory_param(graph, base.id)
+            kind, where = ((_OF_VIEW, base.id) if base.op is Op.VIEW else
+                           (_OF_ARGUMENT, param) if param is not None else
+                           (_OF_SHAPE, base.type.shape))
+            step = node.attr("step")
+            rows.append((node.id, kind, where, step, step[0] in ("reshape", "ravel"),
+                         node.type.shape))
+        found = plan.schedule_cache["view_table"] = tuple(rows)
+    return found
 
 
 def _bind_view_sizes(plan: Plan, sources: _SizeSources, args: Sequence[Any],
@@ -248,18 +264,19 @@ def _bind_view_sizes(plan: Plan, sources: _SizeSources, args: Sequence[Any],
     whose size differs from what it must equal misses where NumPy might broadcast (a size 1)
     or the trace depends on it (a guard, a literal 1), and raises otherwise."""
     views: dict[int, Any] = {}   # an array where the view of an argument is cheap, else a shape
-    refs = sources.refs
-    for node in sources.special:
-        if node.op is Op.WRITE and node.attr("root") is None and not getattr(
-                args[node.attr("param")].flags, "writeable", True):
-            return None   # NumPy raises: assignment destination is read-only
-        if node.op is not Op.VIEW:
+    refs, guards = sources.refs, sources.guards
+    for node, kind, where, step, copies, dims in (plan.schedule_cache.get("view_table")
+                                                  or _view_table(plan, sources)):
+        if node is None:   # a write into argument ``kind``
+            if not getattr(args[kind].flags, "writeable", True):
+                return None   # NumPy raises: assignment destination is read-only
             continue
-        base, step = _view_base(plan, node, args, sizes, views), node.attr("step")
+        base = (views[where] if kind == _OF_VIEW else args[where] if kind == _OF_ARGUMENT
+                else tuple(sizes[d] if d.__class__ is str else d for d in where))
         if refs:
             step = resolve_step(step, args)
         try:
-            if base.__class__ is tuple or step[0] in ("reshape", "ravel"):   # may copy
+            if base.__class__ is tuple or copies:   # may copy
                 view = view_shape(base if base.__class__ is tuple else base.shape, step)
                 shape = view
             else:
@@ -267,16 +284,16 @@ def _bind_view_sizes(plan: Plan, sources: _SizeSources, args: Sequence[Any],
                 shape = view.shape
         except (IndexError, ValueError, TypeError):
             return None   # NumPy raises for this view of these arguments
-        views[node.id] = view
-        for dim, size in zip(node.type.shape, shape):
+        views[node] = view
+        for dim, size in zip(dims, shape):
             if dim.__class__ is not str:
                 if size != 1:
                     return SIZES_MISS   # the trace took this size as a broadcast 1
                 continue
             known = sizes.setdefault(dim, size)
             if known != size:
-                return SIZES_MISS if 1 in (known, size) or dim in sources.guards else None
-            if sources.guards.get(dim, size) != size:
+                return SIZES_MISS if 1 in (known, size) or dim in guards else None
+            if guards.get(dim, size) != size:
                 return SIZES_MISS
     if len(args) > 1:
         for written, other in argument_overlaps(plan).python:

@@ -45,6 +45,66 @@ class RegionSlots:
     carries: tuple[int, ...]
 
 
+#: kernel launches a loop body keeps per kernel (one per layout of its operands: a body
+#: reusing its buffers alternates between two or three), and the shapes of spare buffers
+SAVED_LAUNCHES = 8
+SPARE_SHAPES = 8
+
+
+class LoopState:
+    """What one call of a loop keeps across its iterations, so an iteration repeats no
+    work of the one before: the views of arrays that stay (``views``, see
+    ``schedule._take_views``), spare buffers (an iteration's temporaries, and the carried
+    values of the one before once nothing reads them, are the next one's allocations:
+    once the loop is warm it allocates nothing), and each kernel's launch for operands it
+    saw before (sizes, strides, addresses and thread split derived once; ``launches`` is
+    None where the body's sizes change per iteration or the target has no ``launcher``)."""
+
+    __slots__ = ("backend", "views", "free", "held", "made", "launches", "holders")
+
+    def __init__(self, backend: Any, fixed_sizes: bool) -> None:
+        self.backend = backend
+        self.views: dict = {}
+        self.free: dict[tuple, list[Any]] = {}   # (shape, dtype) -> spare buffers
+        self.held: list[Any] = []   # buffers made by earlier iterations the last one returned
+        self.made: list[Any] = []   # buffers made by this iteration
+        cached = fixed_sizes and hasattr(backend, "launcher")
+        self.launches: dict[int, dict] | None = {} if cached else None
+        self.holders: dict[int, list[np.ndarray]] = {}   # kernel -> its scalars' memory
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """An allocation of this iteration: a spare buffer of that shape, or a new one."""
+        spares = self.free.get((shape, dtype))
+        buffer = spares.pop() if spares else self.backend.empty(shape, dtype)
+        self.made.append(buffer)
+        return buffer
+
+    def settle(self, results: Any) -> None:
+        """After an iteration: every buffer made by it or by the one before that
+        ``results`` (the next iteration's inputs) do not hold, directly or as a view's
+        memory, is spare (nothing else holds it: the iteration's slots are gone)."""
+        kept: set[int] = set()
+        for result in results if results.__class__ is tuple else (results,):
+            while result is not None:
+                kept.add(id(result))
+                result = getattr(result, "base", None)
+        held = []   # (each buffer is in one of the lists once: a spare is taken once)
+        free = self.free
+        for buffers in (self.held, self.made):
+            for buffer in buffers:
+                if id(buffer) in kept:
+                    held.append(buffer)
+                    continue
+                key = (buffer.shape, buffer.dtype)
+                spares = free.get(key)
+                if spares is None:
+                    if len(free) >= SPARE_SHAPES:   # sizes that change per iteration
+                        free.pop(next(iter(free)))
+                    spares = free[key] = []
+                spares.append(buffer)
+        self.held, self.made = held, []
+
+
 def _value(source: tuple[str, Any], inputs: Sequence[Any]) -> Any:
     kind, value = source
     return inputs[value] if kind == "input" else value
@@ -100,9 +160,9 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
             return
     carried, captured = current[:carried_count], current[carried_count:]
     body_sizes = sizes   # the body's own sizes too (binding._bind_regions, per call)
-    memo: dict = {}   # views of the captured arrays, taken once per call of the loop
     prologue = bool(graph.prologue)
     dynamic = has_dynamic_sizes(body)
+    memo = LoopState(backend, not dynamic)
 
     def iterate(args: list[Any]) -> tuple:
         if prologue:

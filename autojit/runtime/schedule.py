@@ -19,7 +19,7 @@ from autojit.ir.kernel import Kernel
 from autojit.ir.ops import Op
 from autojit.ir.views import apply_view, resolve_step, step_refs
 from autojit.runtime.binding import _may_overlap, argument_overlaps, has_dynamic_sizes
-from autojit.runtime.regions import RegionMiss, RegionSlots, run_region
+from autojit.runtime.regions import SAVED_LAUNCHES, LoopState, RegionMiss, RegionSlots, run_region
 from autojit.runtime.targets import Target
 
 
@@ -236,22 +236,23 @@ def _take_over(buffer: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return buffer.reshape(-1).view("uint8")[:nbytes].view(dtype).reshape(shape)
 
 
-def _allocate(backend: Target, schedule: Schedule, values: list[Any], first: int,
+def _allocate(empty: Any, schedule: Schedule, values: list[Any], first: int,
               index: int, donor: int, clear: bool, sizes: dict[str, int],
               fresh: list[Any]) -> None:
     """Put allocation ``index`` in its slot: fresh memory, or the buffer of ``donor`` (whose
     slot is cleared when it is dead already; an in-place step still reads it). ``fresh``
     holds each allocation's physical buffer: a donor may itself be a smaller item size's
-    view of it (bool over int64), which cannot hold the taker's wider items."""
+    view of it (bool over int64), which cannot hold the taker's wider items. ``empty``
+    makes memory: the target's, or a loop body's (``LoopState.empty``: spare buffers)."""
     shape, dtype = schedule.allocations[index]
     concrete = tuple(sizes[d] if d.__class__ is str else d for d in shape)
     if donor < 0:
         owner = schedule.owner_shapes[index] if schedule.owner_shapes else None
         if owner is None:
-            values[first + index] = fresh[index] = backend.empty(concrete, dtype)
+            values[first + index] = fresh[index] = empty(concrete, dtype)
             return
-        fresh[index] = backend.empty(tuple(sizes[d] if d.__class__ is str else d
-                                           for d in owner), dtype)
+        fresh[index] = empty(tuple(sizes[d] if d.__class__ is str else d for d in owner),
+                             dtype)
         values[first + index] = fresh[index].reshape(concrete)   # C order: a view
         return
     fresh[index] = fresh[donor]
@@ -288,13 +289,40 @@ def _launch(backend: Target, kernel: Kernel, program: Any, call: KernelCall,
     backend.launch(kernel, program, arrays, scalars, sizes, _meta(call, arrays, sizes))
 
 
+def _launch_again(loop: LoopState, launches: dict, position: int, backend: Target,
+                  kernel: Kernel, program: Any, call: KernelCall, values: list[Any],
+                  args: Sequence[Any], sizes: dict[str, int]) -> None:
+    """Launch a loop body's kernel: for operands it saw in an earlier iteration (the same
+    arrays: views of what stays, buffers the loop reuses) the launch derived then (meta,
+    addresses, thread split); its scalars are written into memory of their own, read by
+    address. ``launches`` is the loop's saved launches of this kernel."""
+    arrays = [values[i] for i in call.buffers]
+    key = tuple(map(id, arrays))
+    saved = launches.get(key)
+    holders = loop.holders.get(position)
+    if holders is None:
+        holders = loop.holders[position] = [np.empty((), p.dtype) for p in kernel.scalars]
+    for holder, source in zip(holders, call.scalars):
+        holder[()] = (args[source] if source.__class__ is int
+                      else math.prod(sizes[n] for n in source))
+    if saved is None:
+        if len(launches) >= SAVED_LAUNCHES:   # operands new at every iteration
+            launches.clear()
+        go = backend.launcher(kernel, program, _meta(call, arrays, sizes),
+                              backend.addresses([*arrays, *holders]))
+        # the arrays are held with it: their ids (the key) stay theirs
+        saved = launches[key] = (arrays, go)
+    saved[1]()
+
+
 def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: int,
                 memo: dict | None = None) -> None:
     """Take the views of ``batch`` (see ``Schedule.view_batches``); a view's Python int
     bounds are the call's (``values`` starts with the call arguments). ``memo`` (a loop
     region's, one per call of the loop) keeps each view with the array it was taken of:
-    a view of the same array (a captured argument, every iteration) is the same view,
-    unless its bounds are Python ints of the call (the loop index: new every iteration)."""
+    a view of the same array (a captured argument every iteration, or one of the buffers
+    a carried value alternates between) is the same view, unless its bounds are Python
+    ints of the call (the loop index: new every iteration)."""
     dynamic = schedule.dynamic_views
     for v in schedule.view_batches[batch]:
         base, step = schedule.views[v]
@@ -303,13 +331,21 @@ def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: i
             values[first_view + v] = apply_view(source, resolve_step(step, values))
             continue
         if memo is not None:
-            held = memo.get(v)
+            key = (v, id(source))
+            held = memo.get(key)
             if held is not None and held[0] is source:
                 values[first_view + v] = held[1]
                 continue
         view = values[first_view + v] = apply_view(source, step)
         if memo is not None and getattr(view, "base", None) is not None:   # not a copy
-            memo[v] = (source, view)
+            if len(memo) >= _MEMO_VIEWS_PER_VIEW * len(schedule.views):
+                memo.clear()   # new arrays every iteration: keep only the recent ones
+            memo[key] = (source, view)   # the source is held: its id stays its own
+
+
+#: views a loop's memo keeps per view of its body (the buffers a carried value rotates
+#: through, typically two)
+_MEMO_VIEWS_PER_VIEW = 4
 
 
 def _guarded_arguments(plan: Plan) -> tuple[int, ...]:
@@ -326,7 +362,7 @@ def _guarded_arguments(plan: Plan) -> tuple[int, ...]:
 
 
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequence[Any],
-             sizes: dict[str, int], memo: dict | None = None) -> Any:
+             sizes: dict[str, int], memo: LoopState | None = None) -> Any:
     """Run every kernel of ``plan``; return the function's result as NumPy would
     (``memo``: a loop region's body, see ``_take_views``). A loop that meets an iteration
     NumPy refuses (``RegionMiss``) puts back the arguments the plan wrote before it
@@ -345,7 +381,7 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequenc
 
 
 def _run_steps(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequence[Any],
-               sizes: dict[str, int], memo: dict | None) -> Any:
+               sizes: dict[str, int], memo: LoopState | None) -> Any:
     first = len(args)
     schedule = plan.schedule_cache.get(first) or build_schedule(plan, first)
     values = [*args, *schedule.blank]
@@ -354,32 +390,38 @@ def _run_steps(plan: Plan, programs: Sequence[Any], backend: Target, args: Seque
             if values[other] is args[other] and _may_overlap(args[written], args[other]):
                 values[other] = args[other].copy(order="K")
     fresh: list[Any] = [None] * len(schedule.allocations)
+    empty = backend.empty if memo is None else memo.empty
+    launches = None if memo is None else memo.launches
+    views = None if memo is None else memo.views
     for index in schedule.upfront:
-        _allocate(backend, schedule, values, first, index, -1, False, sizes, fresh)
+        _allocate(empty, schedule, values, first, index, -1, False, sizes, fresh)
     first_view = first + schedule.view_offset
     batches = schedule.view_batches
     if batches[0]:
-        _take_views(schedule, values, first_view, 0, memo)
+        _take_views(schedule, values, first_view, 0, views)
     between = schedule.views_between
     for position, (kind, index) in enumerate(schedule.order):
         if between and batches[position + 1]:
-            _take_views(schedule, values, first_view, position + 1, memo)
+            _take_views(schedule, values, first_view, position + 1, views)
         for allocation, donor, clear in schedule.allocate[position]:
-            _allocate(backend, schedule, values, first, allocation, donor, clear, sizes,
-                      fresh)
+            _allocate(empty, schedule, values, first, allocation, donor, clear, sizes, fresh)
         if kind == "region":
-            run_region(run_plan, backend, plan.regions[index], schedule.regions[index],
+            run_region(_run_steps, backend, plan.regions[index], schedule.regions[index],
                        programs, values, sizes, plan.kernels)
         elif kind == "library":
             name, inputs, output = schedule.libraries[index]
             _run_library(backend, name, [values[i] for i in inputs], values[output])
+        elif launches is not None:
+            _launch_again(memo, launches.setdefault(index, {}), index, backend,
+                          plan.kernels[index], programs[index], schedule.calls[index],
+                          values, args, sizes)
         else:
             _launch(backend, plan.kernels[index], programs[index], schedule.calls[index],
                     values, args, sizes)
         for allocation in schedule.release[position]:   # dead: give the memory back now
             values[first + allocation] = fresh[allocation] = None
     if batches[-1]:
-        _take_views(schedule, values, first_view, len(batches) - 1, memo)
+        _take_views(schedule, values, first_view, len(batches) - 1, views)
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
     if schedule.owned_outputs:   # (most plans have none: no loop set up per call)
@@ -387,5 +429,9 @@ def _run_steps(plan: Plan, programs: Sequence[Any], backend: Target, args: Seque
             if allocation >= 0:   # the owning array itself (its reshape view is the same)
                 results[position] = fresh[allocation]
     if not results and not schedule.output_tuple:
-        return None                              # the function only wrote into arguments
-    return tuple(results) if schedule.output_tuple else results[0]
+        result = None                            # the function only wrote into arguments
+    else:
+        result = tuple(results) if schedule.output_tuple else results[0]
+    if memo is not None:   # a loop body: what this iteration made and no result holds
+        memo.settle(result)
+    return result

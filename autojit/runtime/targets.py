@@ -21,7 +21,7 @@ from autojit.config import Settings
 from autojit.ir.kernel import Kernel
 from autojit.lower_cpu.program import CpuProgram
 from autojit.lower_cpu.team import park as park_team
-from autojit.lower_cpu.threads import call_kernel
+from autojit.lower_cpu.threads import call_kernel, split_of
 from autojit.runtime.output_pool import OUTPUT_POOL
 
 
@@ -50,6 +50,11 @@ try:   # one C call for every array's address: ``a.ctypes`` costs ~0.7 µs an ar
     from autojit._native.fastcall import addresses as _addresses
 except ImportError:   # not built (or built before it had one)
     _addresses = _python_addresses
+
+try:   # the kernel call itself (what ``CpuProgram.call`` makes), for a loop body's launches
+    from autojit._native.fastcall import call as _fast_call
+except ImportError:
+    _fast_call = None
 
 
 class Threads(NamedTuple):
@@ -117,6 +122,28 @@ class CpuTarget:
                         threads.spin_s, self._within)
         else:
             program.call(data, meta)
+
+
+    def launcher(self, kernel: Kernel, program: Any, meta: list[int],
+                 data: list[int]) -> Callable[[], None]:
+        """Return ``launch`` with everything fixed (its thread split chosen once): ``meta``,
+        and ``data``, the addresses of the operands then of one array per scalar, of the
+        parameter's dtype (a loop body's holders, written before each call): what a loop
+        body's iterations call for operands they saw before, instead of ``launch``."""
+        threads = self.threads
+        if threads.count > 1 and isinstance(program, CpuProgram):
+            split = split_of(kernel, program, meta, threads.count, threads.min_work,
+                             self._within)
+            if split is not None:
+                return functools.partial(self._within, split, data, threads.spin_s)
+        if _fast_call is not None and isinstance(program, CpuProgram):   # no Python frame
+            return functools.partial(_fast_call, program.address, data, meta)
+        return functools.partial(program.call, data, meta)
+
+    @staticmethod
+    def addresses(arrays: Sequence[Any]) -> list[int]:
+        """The data addresses of ``arrays`` (for ``launcher``)."""
+        return _addresses(arrays)
 
 
 class GpuTarget:
