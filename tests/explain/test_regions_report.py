@@ -81,7 +81,8 @@ def test_kernel_text_lists_each_loops_steps_under_it() -> None:
     assert lines[0].startswith("loop i in [0, A.shape[0])") and "per iteration 2 loops" in lines[0]
     inner = [line for line in lines if line.startswith("  loop j in")]
     assert len(inner) == 2
-    assert "per iteration 1 kernel, 1 library call" in inner[0]   # (the element write joins its kernel)
+    # one kernel: the element write A[i, j] = ... joins the kernel computing it
+    assert "per iteration 1 kernel, 1 library call" in inner[0]
     assert any(line.startswith("    kernel r0_r0_") for line in lines)
     assert any(line.startswith("    library matmul") for line in lines)
     assert not any(line != line.rstrip() for line in lines)   # no trailing blanks
