@@ -71,6 +71,16 @@ def parameter_names(fn: Callable, count: int) -> list[str]:
     return names[:count]
 
 
+def _name_declined_loop(exc: TraceError, state: TraceState) -> None:
+    """A loop the region tracer declined ran as Python, and what stopped the trace is often
+    what that did (``range(n)`` needing n's value): the reason says why it was no region."""
+    if not state.declined:
+        return
+    kind, where, why = state.declined[-1]
+    exc.reason = f"{exc.reason} (the {kind} at {where} is not a region: {why})"
+    exc.args = (f"{exc.loc}: {exc.reason}" if exc.loc else exc.reason,)
+
+
 def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
     if isinstance(value, HostScalar):   # the call argument itself: the Python object
         type_ = TensorType(python_scalar_dtype(value.python_type), ())
@@ -121,7 +131,8 @@ def trace_function(fn: Callable, args: Sequence[Any], name: str | None = None) -
     try:
         with creation_patches, math_patches:
             result = traced(*proxies)
-    except TraceError:
+    except TraceError as exc:
+        _name_declined_loop(exc, state)
         raise
     except Exception as exc:
         raise TraceError(f"{type(exc).__name__} while tracing: {exc}") from exc

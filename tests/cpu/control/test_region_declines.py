@@ -39,3 +39,24 @@ def test_a_loop_declined_after_its_first_iteration_runs_it_once() -> None:
         (np.ones(8, np.int64), grid[1][::-1], 8, 0.125),
         (np.ones(8, np.int64), grid[1].copy(), 1, 0.125),
     ])
+
+
+def test_the_fallback_reason_says_why_the_loop_was_no_region() -> None:
+    """What stops the trace after a declined loop (``range(steps)`` then needs the value)
+    is not the loop's reason: the fallback names both."""
+    import warnings
+
+    from autojit import autoroute
+
+    def nbody_like(pos, vel, steps, dt):
+        for _ in range(steps):
+            vel += dt * pos          # vel is rebound (+=) and written: carried and written
+            pos += dt * vel
+        return pos, vel
+
+    f = autoroute(nbody_like)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f(np.ones(3), np.ones(3), 2, 0.5)
+    (reason,) = f.stats()["fallbacks"]
+    assert "is not a region: the body writes into a carried value" in reason, reason
