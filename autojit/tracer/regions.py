@@ -42,6 +42,7 @@ from autojit.ir.types import TensorType
 from autojit.tracer.host import HostScalar, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import CURRENT_TRACE, TraceState, user_location
+from autojit.tracer.writes import written_param
 
 _LOGGER = logging.getLogger("autojit.regions")
 
@@ -216,11 +217,13 @@ class _Loop:
         state = self.state
         graph, written = body.graph(f"{self.kind}_body")
         positions = sorted(body.param_of)
+        in_place = set()   # carried arguments the body updates in place (x += ...)
         for k in positions:   # a write into a carried value: its memory is the caller's
             if k < len(carried) and body.param_of[k] in written:
-                raise _Decline("the body writes into a carried value")
+                if not _updated_in_place(state, body, k, carried[k]):
+                    raise _Decline("the body writes into a carried value")
+                in_place.add(k)
         values = carried + self.captured
-        from autojit.tracer.writes import written_param
         arguments: dict[int, int] = {}       # written outer argument -> body parameter
         locals_: list[int] = []              # written computed values (positions)
         for k in positions:
@@ -285,6 +288,8 @@ class _Loop:
         for k in range(len(carried)):
             if k not in body.param_of:   # a constant that stayed the same constant
                 after[k] = body.results[k]
+        for k in in_place:   # the caller's array itself, written by the loop (its WRITE)
+            after[k] = carried[k]
         return tuple(after)
 
     def _index_name(self) -> str:
@@ -300,6 +305,49 @@ class _Loop:
     def _name(self, k: int) -> str:
         names = getattr(self.names, "carried", ())
         return names[k] if k < len(names) else f"c{k}"
+
+
+_FIELDS = ("node", "type", "weak", "is_scalar", "param")
+
+
+def _branch(branch: Callable, carried: tuple, captured: tuple) -> Any:
+    """Trace one branch of a select on the outer values as they are before the ``if``. An
+    augmented assignment of a scalar (``acc += 1``) rebinds the very Proxy object it
+    updates (``writes.augmented_into``): its new value is the branch's result, and the
+    object is put back for the other branch (else both branches saw the first's update).
+    An array updated so is an in-place write in NumPy, which a select cannot be."""
+    proxies = [v for v in (*carried, *captured) if isinstance(v, Proxy)]
+    before = [tuple(getattr(v, f) for f in _FIELDS) for v in proxies]
+    results = branch(carried, captured)
+    moved: dict[int, Proxy] = {}
+    for value, fields in zip(proxies, before):
+        now = tuple(getattr(value, f) for f in _FIELDS)
+        if now == fields:
+            continue
+        if fields[1].ndim:
+            raise _Decline("a branch updates an array in place")
+        moved[id(value)] = Proxy(*now)
+        for name, old in zip(_FIELDS, fields):
+            setattr(value, name, old)
+    if moved and isinstance(results, tuple):
+        results = tuple(moved.get(id(v), v) for v in results)
+    return results
+
+
+def _updated_in_place(state: TraceState, body: _Body, k: int, outer: Any) -> bool:
+    """Whether carried value ``k`` is an argument's array that the body updates in place
+    and rebinds to itself (``vel += dt * acc``: an augmented assignment rebinds the name
+    to the same array): the loop then writes into the argument, as a captured one."""
+    result = body.results[k]
+    if not (isinstance(outer, Proxy) and isinstance(result, Proxy)):
+        return False
+    param = written_param(state, outer.node)
+    if param is None or param < 0 or state.params_kind[param] != "array":
+        return False
+    child = body.child
+    return (child.nodes[result.node].op is Op.WRITE
+            and child.memory_of.get(result.node) == body.param_of[k]
+            and result.type == child.nodes[result.node].type)
 
 
 def _viewed(state: TraceState, node_id: int) -> bool:
@@ -519,8 +567,8 @@ def _trace_if(state: TraceState, pred: Proxy, then: Callable, orelse: Callable,
         trial.run(branch, None)
         if any(n.op in (Op.WRITE, Op.REGION) for n in trial.child.nodes):
             raise _Decline("a branch writes into an array")
-    taken = then(carried, captured)
-    other = orelse(carried, captured)
+    taken = _branch(then, carried, captured)
+    other = _branch(orelse, carried, captured)
     if not (isinstance(taken, tuple) and isinstance(other, tuple)
             and len(taken) == len(other) == len(carried)):
         raise _Decline("the branches return another number of values")

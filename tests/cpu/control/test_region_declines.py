@@ -4,9 +4,13 @@ met after the first iteration was peeled into the trace (carried types that chan
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from tests.support.oracle import assert_calls_match_numpy
+
+from autojit import autoroute
 
 
 def skip_every_third(x):
@@ -44,19 +48,33 @@ def test_a_loop_declined_after_its_first_iteration_runs_it_once() -> None:
 def test_the_fallback_reason_says_why_the_loop_was_no_region() -> None:
     """What stops the trace after a declined loop (``range(steps)`` then needs the value)
     is not the loop's reason: the fallback names both."""
-    import warnings
-
-    from autojit import autoroute
-
-    def nbody_like(pos, vel, steps, dt):
+    def carried_local(x, steps):
+        y = x * 1.0
         for _ in range(steps):
-            vel += dt * pos          # vel is rebound (+=) and written: carried and written
-            pos += dt * vel
-        return pos, vel
+            y += 1.0             # a computed array, rebound (+=) and written: declined
+        return y
 
-    f = autoroute(nbody_like)
+    f = autoroute(carried_local)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        f(np.ones(3), np.ones(3), 2, 0.5)
+        f(np.ones(3), 2)
     (reason,) = f.stats()["fallbacks"]
     assert "is not a region: the body writes into a carried value" in reason, reason
+
+
+def nbody_like(pos, vel, steps, dt):
+    for _ in range(steps):
+        vel += dt * pos          # an argument rebound (+=) to itself: written in place
+        pos += dt * vel
+    return pos, vel
+
+
+def test_an_argument_updated_in_place_in_the_loop_is_written_in_place() -> None:
+    rng = np.random.default_rng(3)
+    jitted = assert_calls_match_numpy(nbody_like, [
+        (rng.random(3), rng.random(3), 2, 0.5),
+        (rng.random(5), rng.random(5), 0, 0.5),
+        (rng.random(4), rng.random(4), 7, 0.25),
+    ])
+    stats = jitted.stats()
+    assert stats["routes"]["python"] == 0 and stats["compiles"] == 1, stats
