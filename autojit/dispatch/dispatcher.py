@@ -386,8 +386,9 @@ class Dispatcher:
             if graph.int_guards or graph.prologue or graph.decisions:   # Python scalar checks
                 status = check_call(plan, args)
                 if status == CALL_MISS:
-                    if graph.decisions:   # why, for the recompile this miss may become
-                        self._miss_reason = changed_decision(plan, call_arguments(plan, args))
+                    values = call_arguments(plan, args) if graph.decisions else None
+                    if values is not None:   # why, for the recompile this miss may become
+                        self._miss_reason = changed_decision(plan, values)   # (None: types)
                     continue     # traced for other Python scalar types or decisions
                 if status != CALL_OK:
                     return None, {}  # Python or NumPy raises for these values; let it

@@ -26,3 +26,20 @@ def test_a_decision_on_an_argument_is_checked_per_call() -> None:
     jitted = assert_calls_match_numpy(branch_on_flag, [(np.ones(3), True), (np.ones(3), False),
                                                        (np.ones(4), 1), (np.ones(4), 0)])
     assert jitted.stats()["routes"]["python"] == 0, jitted.stats()["fallbacks"]
+
+
+def mean_loop_then_decide(x, steps):
+    s = 0.0
+    for _ in range(1, steps):   # a Python float, then float32: the loop's first iteration
+        s += np.mean(x)         # peels, guarded on "it ran" through a prologue type
+    if steps > 3:
+        pass
+    return s
+
+
+def test_a_miss_on_the_prologue_types_of_a_deciding_plan_is_no_internal_error() -> None:
+    """A call whose prologue values have other types (the loop ran zero times) misses the
+    version that decided: explaining that miss read the decisions of no values (TypeError
+    to the caller, a loopgen finding)."""
+    x = np.array([5.0, 0.0, 3.0, 0.0], dtype=np.float32)[::2]
+    assert_calls_match_numpy(mean_loop_then_decide, [(x, 31), (x, 0), (x, 31)])
