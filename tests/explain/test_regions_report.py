@@ -5,6 +5,7 @@ iteration, and ``autojit inspect --args`` takes scalars with values (``i64=1000`
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -22,8 +23,9 @@ RNG = np.random.default_rng(0)
 
 
 def _line(program: object, offset: int) -> str:
-    """``region_programs.py:N``: the line ``offset`` lines below ``program``'s ``def``."""
-    return f"region_programs.py:{program.__code__.co_firstlineno + offset}"
+    """``file.py:N``: the line ``offset`` lines below ``program``'s ``def``."""
+    code = program.__code__
+    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno + offset}"
 
 
 def _inspect(program: object, *args: object):

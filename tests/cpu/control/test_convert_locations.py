@@ -12,6 +12,16 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.support.loop_programs import (
+    distances,
+    heat,
+    lower_solve,
+    lu_inplace,
+    relax,
+    step,
+    trace_tanh,
+)
+
 from autojit import autoroute
 from autojit.errors import TraceError
 from autojit.tracer import convert, regions, trace_function
@@ -117,58 +127,6 @@ def test_traced_nodes_keep_the_users_lines() -> None:
 
 
 # -- the programs trace as they did without the converter -----------------------------
-def heat(u, steps, alpha):
-    for _ in range(steps):
-        u[1:-1, 1:-1] += alpha * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:]
-                                  + u[1:-1, :-2] - 4 * u[1:-1, 1:-1])
-    return u
-
-
-def lower_solve(L, b):
-    x = np.zeros_like(b)
-    for i in range(b.shape[0]):
-        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
-    return x
-
-
-def trace_tanh(a):
-    acc = 0.0
-    for i in range(a.shape[0]):
-        acc += np.tanh(a[i, i])
-    return a + acc
-
-
-def distances(n, x):
-    out = np.empty((n, n))
-    for i in range(n):
-        out[i] = np.abs(x[i] - x[:n])
-    return out
-
-
-def relax(u, tol):
-    err = tol + 1.0
-    while err > tol:
-        new = 0.5 * (u[:-2] + u[2:])
-        err = np.max(np.abs(new - u[1:-1]))
-        u[1:-1] = new
-    return u
-
-
-def step(x, n):
-    if n > 100:
-        return np.sqrt(x)
-    return x * 2.0
-
-
-def lu_inplace(A):
-    n = A.shape[0]
-    for i in range(n):
-        for j in range(i):
-            A[i, j] = (A[i, j] - A[i, :j] @ A[:j, j]) / A[j, j]
-        for j in range(i, n):
-            A[i, j] -= A[i, :i] @ A[:i, j]
-
-
 PROGRAMS = [
     (heat, lambda: (np.ones((6, 6)), 3, 0.1)),
     (lower_solve, lambda: (np.tril(np.ones((4, 4))) + np.eye(4), np.ones(4))),
