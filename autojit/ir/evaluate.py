@@ -218,19 +218,25 @@ def evaluate_kernel(kernel: Kernel, buffers: Sequence[np.ndarray],
                 values[ins.id] = np.lib.stride_tricks.as_strided(array, shape, array.strides)
             elif ins.op is Op.LOAD:
                 values[ins.id] = np.asarray(buffers[ins.attr])
-            elif ins.op is Op.LOAD_SCALAR:
-                values[ins.id] = np.asarray(scalars[ins.attr], dtype=ins.dtype)
-            elif ins.op is Op.CONST:
-                values[ins.id] = np.asarray(ins.attr, dtype=ins.dtype)
-            elif ins.op is Op.CAST:
-                values[ins.id] = values[ins.args[0]].astype(ins.dtype)
             elif ins.op is Op.STORE:
                 out = buffers[ins.attr]
                 out[...] = np.broadcast_to(values[ins.args[0]], out.shape)
             else:
-                ref = PRIMITIVE_REFS.get(ins.op) or OP_TABLE[ins.op].numpy_ref
-                result = ref(*(values[a] for a in ins.args))
-                values[ins.id] = np.asarray(result).astype(ins.dtype, copy=False)
+                values[ins.id] = _scalar_op(ins, values, scalars)
+
+
+def _scalar_op(ins: Instr, values: dict[int, np.ndarray], scalars: Sequence[Any]
+               ) -> np.ndarray:
+    """The value of an instruction that touches no buffer (a scalar parameter, a
+    constant, a cast, an op through its NumPy reference), as both interpreters give it."""
+    if ins.op is Op.LOAD_SCALAR:
+        return np.asarray(scalars[ins.attr], dtype=ins.dtype)
+    if ins.op is Op.CONST:
+        return np.asarray(ins.attr, dtype=ins.dtype)
+    if ins.op is Op.CAST:
+        return values[ins.args[0]].astype(ins.dtype)
+    ref = PRIMITIVE_REFS.get(ins.op) or OP_TABLE[ins.op].numpy_ref
+    return np.asarray(ref(*(values[a] for a in ins.args))).astype(ins.dtype, copy=False)
 
 
 def _evaluate_sequential(kernel: Kernel, buffers: Sequence[np.ndarray],
@@ -257,19 +263,11 @@ def _evaluate_sequential(kernel: Kernel, buffers: Sequence[np.ndarray],
         elif ins.op is Op.LOAD:
             buffer = buffers[ins.attr]
             values[ins.id] = np.asarray(buffer[element(buffer, r)], dtype=ins.dtype)
-        elif ins.op is Op.LOAD_SCALAR:
-            values[ins.id] = np.asarray(scalars[ins.attr], dtype=ins.dtype)
-        elif ins.op is Op.CONST:
-            values[ins.id] = np.asarray(ins.attr, dtype=ins.dtype)
-        elif ins.op is Op.CAST:
-            values[ins.id] = values[ins.args[0]].astype(ins.dtype)
         elif ins.op is Op.STORE:
             buffer = buffers[ins.attr]
             buffer[element(buffer, r)] = values[ins.args[0]]
         else:
-            ref = PRIMITIVE_REFS.get(ins.op) or OP_TABLE[ins.op].numpy_ref
-            values[ins.id] = np.asarray(ref(*(values[a] for a in ins.args))).astype(
-                ins.dtype, copy=False)
+            values[ins.id] = _scalar_op(ins, values, scalars)
 
     anywhere = [ins for ins in kernel.body if ins.op in (Op.CONST, Op.LOAD_SCALAR)]
     with np.errstate(all="ignore"):

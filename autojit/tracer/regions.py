@@ -408,16 +408,23 @@ def _ran(bounds: tuple) -> bool | None:
     return len(range(*values)) > 0
 
 
-def trace_for(bounds: tuple, body: Any, carried: tuple, captured: tuple, names: Any) -> Any:
+def _asked(kind: str, names: Any, trace: Callable[[TraceState], tuple]) -> Any:
+    """Run ``trace`` on the current trace; a decline is NotImplemented (the statement runs
+    as Python), logged and recorded for the report (``TraceState.declined``)."""
     state = CURRENT_TRACE.get()
     if state is None:
         return NotImplemented
     try:
-        return _trace_for(state, bounds, body, carried, captured, names)
+        return trace(state)
     except _Decline as exc:
-        _LOGGER.debug("the loop at %s runs as Python: %s", _where(names), exc)
-        state.declined.append(("loop", _where(names), str(exc)))
+        _LOGGER.debug("the %s at %s runs as Python: %s", kind, _where(names), exc)
+        state.declined.append((kind, _where(names), str(exc)))
         return NotImplemented
+
+
+def trace_for(bounds: tuple, body: Any, carried: tuple, captured: tuple, names: Any) -> Any:
+    return _asked("loop", names, lambda state: _trace_for(state, bounds, body, carried,
+                                                           captured, names))
 
 
 def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
@@ -460,15 +467,8 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
 
 
 def trace_while(cond: Any, body: Any, carried: tuple, captured: tuple, names: Any) -> Any:
-    state = CURRENT_TRACE.get()
-    if state is None:
-        return NotImplemented
-    try:
-        return _trace_while(state, cond, body, carried, captured, names)
-    except _Decline as exc:
-        _LOGGER.debug("the loop at %s runs as Python: %s", _where(names), exc)
-        state.declined.append(("loop", _where(names), str(exc)))
-        return NotImplemented
+    return _asked("loop", names, lambda state: _trace_while(state, cond, body, carried,
+                                                             captured, names))
 
 
 def _truth(value: Any) -> bool | None:
@@ -548,15 +548,10 @@ def trace_if(pred: Any, then: Any, orelse: Any, carried: tuple, captured: tuple,
     different becomes a select (``np.where`` of the predicate's truth), which is exact:
     the value of one branch or the other, bit for bit. Branches that write, or leave
     values of different types, decline (Python runs the statement: it falls back)."""
-    state = CURRENT_TRACE.get()
-    if state is None or not isinstance(pred, Proxy) or pred.ndim != 0:
+    if not isinstance(pred, Proxy) or pred.ndim != 0:
         return NotImplemented
-    try:
-        return _trace_if(state, pred, then, orelse, tuple(carried), tuple(captured), names)
-    except _Decline as exc:
-        _LOGGER.debug("the branch at %s runs as Python: %s", _where(names), exc)
-        state.declined.append(("branch", _where(names), str(exc)))
-        return NotImplemented
+    return _asked("branch", names, lambda state: _trace_if(
+        state, pred, then, orelse, tuple(carried), tuple(captured), names))
 
 
 def _trace_if(state: TraceState, pred: Proxy, then: Callable, orelse: Callable,
