@@ -286,8 +286,11 @@ def store_plan(slot: DiskSlot, plan: Plan) -> DiskSlot:
     """Store ``plan``; return the slot with its variant and plan id (for its programs).
     The id digests the pickled plan, made once for the file: a repr of the kernels cost
     more than the pickle (0.26 s for a 10,000-op program), and equal plans pickle alike."""
-    guards = plan.graph.guards
-    variant = key_digest(repr(guards))[:12] if guards else "base"
+    guards, decisions = plan.graph.guards, plan.graph.decisions
+    # plans of one signature that took other Python decisions (``if n > 100:``) are
+    # variants of their own: named by guards alone, the last one written replaced the other
+    kept = (guards, tuple(d[:2] for d in decisions)) if decisions else guards
+    variant = key_digest(repr(kept))[:12] if kept else "base"
     data = _dumps(slot, "plan", dataclasses.replace(plan, schedule_cache={}))
     if data is None:
         return dataclasses.replace(slot, variant=variant)
