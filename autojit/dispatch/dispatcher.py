@@ -66,6 +66,7 @@ from autojit.runtime.binding import (
     changed_decision,
     check_call,
     guards_hold,
+    shared_arguments,
 )
 from autojit.runtime.devices import transfer_counts
 from autojit.runtime.executable import Executable
@@ -379,6 +380,7 @@ class Dispatcher:
             if sizes.__class__ is not dict:   # (a dict is the usual answer: one test)
                 if sizes is SIZES_MISS:
                     continue   # a size this version was specialised on differs: not this one
+                self._note_shared(plan, args)
                 return None, {}  # None: NumPy raises for these arguments; let it
             graph = plan.graph   # most plans have none of the guards: skip the calls
             if graph.guards and not guards_hold(plan, sizes, args):
@@ -438,6 +440,8 @@ class Dispatcher:
         if entry.plan is None:
             return entry, {}
         sizes = bind_sizes(entry.plan, args)
+        if sizes is None:
+            self._note_shared(entry.plan, args)
         if sizes is None or sizes is SIZES_MISS or check_call(entry.plan, args) != CALL_OK:
             return None, {}  # NumPy raises for these arguments (an empty max, say); let it
         return entry, sizes
@@ -481,6 +485,18 @@ class Dispatcher:
         if settings.strict and entry is not None and entry.plan is None:
             self._note_fallback(entry.reason or "cannot be compiled", settings)
         return found
+
+    def _note_shared(self, plan: Plan, args: tuple) -> None:
+        """A call whose arguments share memory the plan took for distinct arrays runs as
+        Python (NumPy's answer): say so, as any fallback, rather than silently."""
+        pair = shared_arguments(plan, args)
+        if pair is not None:
+            names = list(self._signature.parameters)
+            written, other = (names[i] if i < len(names) else f"argument {i}" for i in pair)
+            where = f"{plan.graph.loc}: " if plan.graph.loc else ""
+            self._note_fallback(f"{where}arguments {written} and {other} share memory; the "
+                                f"compiled version writes {written} and was traced with {other} "
+                                "as a separate array: this call ran as plain Python")
 
     def _note_fallback(self, reason: str, settings: Settings | None = None) -> None:
         """Record a fallback to Python; warn once, or raise StrictFallbackError in strict mode

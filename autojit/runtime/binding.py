@@ -302,6 +302,16 @@ def _bind_view_sizes(plan: Plan, sources: _SizeSources, args: Sequence[Any],
     return True
 
 
+def shared_arguments(plan: Plan, args: Sequence[Any]) -> tuple[int, int] | None:
+    """The first pair (written argument, other argument) whose memory overlaps at this call
+    where the trace took them for distinct arrays (``Overlaps.python``): why
+    ``bind_sizes`` answered None for a call NumPy does not refuse, for its fallback note."""
+    for written, other in argument_overlaps(plan).python:
+        if _shares_memory(args[written], args[other]):
+            return written, other
+    return None
+
+
 @dataclass(frozen=True)
 class Overlaps:
     """Pairs (written argument, other argument) whose memory may overlap at a call (NumPy
