@@ -1,0 +1,615 @@
+"""The native driver of a CPU loop region: the whole loop in one C call (issue 15 point 5).
+
+Once per call of a ``for`` loop (not per iteration) the body's plan is turned into a flat
+program of records that ``autojit._native.loops.run`` executes for the whole trip range:
+each body kernel a call of its entry (the kernel ABI ``fn(void **data, int64 *meta)``),
+each 1-d dot product NumPy's own BLAS call (``cblas_?dot`` of the OpenBLAS NumPy loaded,
+summed as NumPy's ``DOUBLE_dot``/``FLOAT_dot`` do: bit for bit NumPy's result), each loop
+inside the body a nested loop record. What changes per iteration is affine in the
+enclosing loops' indices: a view ``A[i, :j]`` is an address ``base + i * s0`` and a size
+``j``; the records' fields (data pointers, meta sizes, int64 scalars) are patched from
+those affine forms before each call. Python's slices clamp and wrap: every bound the
+affine forms assume inside its array is a check (``affine >= 0``), and a dry run of the
+nest (integer arithmetic only, no kernel) proves them all before anything runs; where
+one fails the host loop runs instead and does what NumPy does (``RegionMiss`` included).
+
+The body's temporaries are allocated once per call of the loop (their shapes must not
+change per iteration). Bodies the driver does not take (``compile_loop`` returns a
+reason) keep the host loop: carried values, ``while`` loops, host prologues and
+decisions, sizes from Python ints, views whose bounds are not affine in the indices
+(``u[t % 2]``), non-getitem views of moving arrays, library calls other than 1-d dot
+products on BLAS strides, kernels not compiled for the CPU, scalars other than int64
+read per iteration. Kernels run on the calling thread (a split the CPU target would
+choose for a big kernel is not made here).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autojit.fuse.plan import Plan, RegionCall
+from autojit.ir.ops import Op
+from autojit.ir.views import ScalarRef
+from autojit.lower_cpu.program import CpuProgram
+from autojit.runtime.binding import argument_overlaps
+
+try:
+    from autojit._native.loops import run as _native_run
+except ImportError:   # not built: every loop keeps the host loop
+    _native_run = None
+
+OP_LOOP, OP_KERNEL, OP_DOT, OP_CHECK = 1, 2, 3, 4
+MAX_DEPTH = 4   # loops nested in one driver call (words per affine form after its base)
+_WORDS_AT = 3 + 2 * (1 + MAX_DEPTH)   # a LOOP record's body length, after its bounds
+_LIMIT = 1 << 62   # Python ints past this are not affine int64 values here
+
+#: loops the native driver ran (tests read it: the driver, not the host loop, ran), and
+#: why the last loop it did not run kept the host loop
+RUNS = [0]
+DECLINED = [""]
+
+
+class Declined(Exception):
+    """This loop call keeps the host loop (the reason, for tests and reports)."""
+
+
+class Aff:
+    """An int affine in the loop indices: ``const + sum(coefs[d] * index_d)``."""
+
+    __slots__ = ("const", "coefs")
+
+    def __init__(self, const: int, coefs: dict[int, int] | None = None) -> None:
+        if abs(const) > _LIMIT:
+            raise Declined("an int too large for the native driver")
+        self.const = const
+        self.coefs = {d: c for d, c in (coefs or {}).items() if c}
+
+    @property
+    def fixed(self) -> bool:
+        return not self.coefs
+
+    def __add__(self, other: Aff | int) -> Aff:
+        other = _aff(other)
+        coefs = dict(self.coefs)
+        for d, c in other.coefs.items():
+            coefs[d] = coefs.get(d, 0) + c
+        return Aff(self.const + other.const, coefs)
+
+    def __sub__(self, other: Aff | int) -> Aff:
+        return self + _aff(other) * -1
+
+    def __mul__(self, other: Aff | int) -> Aff:
+        other = _aff(other)
+        if not other.fixed:
+            if not self.fixed:
+                raise Declined("a product of two sizes that change per iteration")
+            return other * self.const
+        k = other.const
+        return Aff(self.const * k, {d: c * k for d, c in self.coefs.items()})
+
+    def same(self, other: Aff) -> bool:
+        return self.const == other.const and self.coefs == other.coefs
+
+    def words(self, depth: int) -> list[int]:
+        return [self.const, *(self.coefs.get(d, 0) for d in range(depth))]
+
+
+def _aff(value: Aff | int) -> Aff:
+    return value if value.__class__ is Aff else Aff(int(value))
+
+
+@dataclass
+class Arr:
+    """An array operand: its address (affine), shape (affine per axis), byte strides
+    (fixed), dtype, and the memory it lies in (held: its address stays valid)."""
+
+    address: Aff
+    shape: tuple[Aff, ...]
+    strides: tuple[int, ...]
+    dtype: np.dtype
+    root: Any
+    concrete: Any = None   # the NumPy array itself, where nothing about it moves
+
+
+@dataclass
+class Num:
+    """A scalar operand: an int affine in the indices, or a Python value that stays."""
+
+    aff: Aff | None
+    value: Any = None
+
+
+def _of_array(array: np.ndarray, root: Any) -> Arr:
+    return Arr(Aff(array.__array_interface__["data"][0]),
+               tuple(Aff(s) for s in array.shape), array.strides, array.dtype, root, array)
+
+
+def _of_value(value: Any) -> Arr | Num:
+    if isinstance(value, np.ndarray):
+        return _of_array(value, value)
+    if isinstance(value, bool | float | complex) or not isinstance(value, int | np.integer):
+        return Num(None, value)
+    return Num(Aff(operator.index(value)), value)
+
+
+class Program:
+    """The records being built (``code``), the work area's initial words (``work``) and
+    the words that must hold an address inside the work area (``relocations``)."""
+
+    def __init__(self) -> None:
+        self.code: list[int] = []
+        self.work: list[int] = []
+        self.relocations: list[tuple[int, int]] = []   # (word, word it points to)
+        self.held: list[Any] = []
+        self.depth = 0
+        self.checks = 0
+        self.dots = False
+
+    def words(self, count: int) -> int:
+        self.work.extend([0] * count)
+        return len(self.work) - count
+
+    def check(self, value: Aff) -> None:
+        """``value >= 0`` at every iteration, or the host loop runs."""
+        if value.fixed:
+            if value.const < 0:
+                raise Declined("a bound outside its array")
+            return
+        self.code += [OP_CHECK, *value.words(MAX_DEPTH)]
+        self.checks += 1
+
+    def equal(self, a: Aff, b: Aff) -> None:
+        if not a.same(b):
+            self.check(a - b)
+            self.check(b - a)
+
+    def set_word(self, word: int, value: Aff, patches: list[list[int]]) -> None:
+        if value.fixed:
+            self.work[word] = value.const
+        else:
+            patches.append([word, *value.words(MAX_DEPTH)])
+
+
+def _bound(source: tuple[str, Any], values: Sequence[Any]) -> Aff:
+    kind, what = source
+    value = values[what] if kind == "input" else _of_value(what)
+    if value.__class__ is Arr and value.concrete is not None and value.concrete.ndim == 0 \
+            and value.dtype.kind in "iu":
+        return Aff(operator.index(value.concrete[()]))
+    if value.__class__ is not Num or value.aff is None:
+        raise Declined("a loop bound that is not an int of the indices")
+    return value.aff
+
+
+def _step_view(program: Program, base: Arr, step: tuple[str, Any], values: Sequence[Any]
+               ) -> Arr:
+    """``base`` seen through one view step, as ``ir.views.apply_view`` takes it."""
+    name, argument = step
+    if base.concrete is not None and not _has_refs(step):
+        from autojit.ir.views import apply_view
+        view = apply_view(base.concrete, step)
+        if view.size and not np.may_share_memory(view, base.concrete):
+            raise Declined("a view that copies")
+        return _of_array(view, base.root)
+    if name != "getitem":
+        raise Declined(f"a {name} of an array that moves per iteration")
+    key = argument if isinstance(argument, tuple) else (argument,)
+    if any(k is None or k.__class__ is bool or isinstance(k, np.bool_) for k in key):
+        raise Declined("a newaxis or bool index")
+    explicit = sum(k is not Ellipsis for k in key)
+    if explicit > len(base.shape) or sum(k is Ellipsis for k in key) > 1:
+        raise Declined("too many indices")
+    if Ellipsis not in key:
+        key = (*key, Ellipsis)
+    parts: list[Any] = []
+    for k in key:
+        parts += [slice(None)] * (len(base.shape) - explicit) if k is Ellipsis else [k]
+    address, shape, strides = base.address, [], []
+    for part, size, stride in zip(parts, base.shape, base.strides):
+        if part.__class__ is slice:
+            start, stop, by = (_part(b, values) for b in (part.start, part.stop, part.step))
+            if all(b is None or b.fixed for b in (start, stop, by)) and size.fixed:
+                first, _, by_ = slice(*(None if b is None else b.const
+                                        for b in (start, stop, by))).indices(size.const)
+                length = len(range(*slice(*(None if b is None else b.const
+                                             for b in (start, stop, by))).indices(size.const)))
+                address = address + first * stride
+                shape.append(Aff(length))
+                strides.append(stride * by_)
+                continue
+            if by is not None and not (by.fixed and by.const == 1):
+                raise Declined("a slice step that is not 1")
+            start = Aff(0) if start is None else start
+            stop = size if stop is None else stop
+            if (start.fixed and start.const < 0) or (stop.fixed and stop.const < 0):
+                raise Declined("a slice bound counted from the end of a moving size")
+            program.check(start)
+            program.check(stop - start)
+            program.check(size - stop)
+            address = address + start * stride
+            shape.append(stop - start)
+            strides.append(stride)
+        else:
+            index = _part(part, values)
+            if index is None:
+                raise Declined("an index that is not an int")
+            if index.fixed and size.fixed:
+                value = index.const + size.const if index.const < 0 else index.const
+                if not 0 <= value < size.const:
+                    raise Declined("an index out of range")
+                index = Aff(value)
+            elif index.fixed and index.const < 0:
+                raise Declined("an index counted from the end of a moving size")
+            else:
+                program.check(index)
+                program.check(size - index - 1)
+            address = address + index * stride
+    return Arr(address, tuple(shape), tuple(strides), base.dtype, base.root)
+
+
+def _has_refs(step: tuple[str, Any]) -> bool:
+    from autojit.ir.views import step_refs
+    return bool(step_refs(step))
+
+
+def _part(part: Any, values: Sequence[Any]) -> Aff | None:
+    if part is None:
+        return None
+    if part.__class__ is ScalarRef:
+        value = values[part.index]
+        if value.__class__ is not Num or value.aff is None:
+            raise Declined("an index or bound that is not an int of the indices")
+        return value.aff
+    if part.__class__ is int:
+        return Aff(part)
+    raise Declined("an index of another kind")
+
+
+def _static_refusal(body: Plan) -> str:
+    """Why a body never takes the driver ('' when it may), derived once per body."""
+    found = body.schedule_cache.get("native_driver")
+    if found is not None:
+        return found
+    graph = body.graph
+    reason = ("a host prologue" if graph.prologue else
+              "decisions on Python scalars" if graph.decisions else
+              "sizes from Python ints" if graph.scalar_dims else
+              "arguments that may overlap" if argument_overlaps(body).python else "")
+    if not reason:
+        for call in body.regions:
+            if call.region.kind != "for" or call.region.carried or call.region.private:
+                reason = "an inner loop with carried values or not a for"
+                break
+            reason = _static_refusal(call.body)
+            if reason:
+                break
+    body.schedule_cache["native_driver"] = reason
+    return reason
+
+
+def _blas() -> tuple[int, int] | None:
+    """The addresses of ``cblas_ddot``/``cblas_sdot`` in the BLAS NumPy loaded (cached)."""
+    found = _BLAS.get("fns")
+    if found is None and "fns" not in _BLAS:
+        _BLAS["fns"] = found = _find_blas()
+    return found
+
+
+_BLAS: dict[str, Any] = {}
+
+
+def _find_blas() -> tuple[int, int] | None:
+    import glob
+    import os
+    here = os.path.dirname(os.path.dirname(np.__file__))
+    names = [("scipy_cblas_ddot64_", "scipy_cblas_sdot64_")]
+    for path in sorted(glob.glob(os.path.join(here, "numpy.libs", "libscipy_openblas64_*.so"))):
+        try:
+            library = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+        except OSError:
+            continue
+        for d, s in names:
+            try:
+                return (ctypes.cast(getattr(library, d), ctypes.c_void_p).value,
+                        ctypes.cast(getattr(library, s), ctypes.c_void_p).value)
+            except AttributeError:
+                continue
+    return None
+
+
+class _Body:
+    """One body's records, built into ``program`` at loop depth ``depth``."""
+
+    def __init__(self, program: Program, body: Plan, programs: Sequence[Any],
+                 params: list[Any], sizes: dict[str, Aff], depth: int) -> None:
+        from autojit.runtime.schedule import build_schedule
+        self.program, self.body, self.programs = program, body, programs
+        self.sizes = dict(sizes)
+        self.depth = depth
+        graph = body.graph
+        first = len(params)
+        schedule = self.schedule = build_schedule(body, first)
+        if schedule.owned_outputs or schedule.outputs:
+            raise Declined("a body with results")
+        for written, other in schedule.overlaps:   # the host loop would read from a copy
+            roots = [getattr(params[p], "root", None) for p in (written, other)]
+            if any(r is None for r in roots) or np.may_share_memory(*roots):
+                raise Declined("a written argument that may overlap another")
+        values: list[Any] = [*params, *([None] * len(schedule.allocations)),
+                             *(_of_array(c, c) for c in schedule.constants),
+                             *([None] * len(schedule.views))]
+        self.values = values
+        for param, value in zip(graph.params, params):
+            if param.kind == "array":
+                if value.__class__ is not Arr:
+                    raise Declined("an array parameter that is not an array")
+                self.unify(param.type.shape, value.shape)
+        for node in graph.nodes:   # NumPy refuses writes into read-only arrays
+            if node.op is Op.WRITE and node.attr("root") is None:
+                target = params[node.attr("param")]
+                root = getattr(target, "root", None)
+                if root is None or not getattr(root.flags, "writeable", False):
+                    raise Declined("a write into a read-only array")
+        view_nodes = self._view_nodes()
+        first_view = first + schedule.view_offset
+        pending = list(range(len(schedule.views)))
+        for index, (shape, dtype) in enumerate(schedule.allocations):
+            concrete = []
+            for d in shape:
+                size = self.sizes.get(d) if d.__class__ is str else Aff(d)
+                if size is None:
+                    self._views(pending, first_view, view_nodes, stop_at_allocation=True)
+                    size = self.sizes.get(d)
+                if size is None or not size.fixed:
+                    raise Declined("a temporary whose size changes per iteration")
+                concrete.append(size.const)
+            buffer = np.empty(tuple(concrete), dtype)
+            program.held.append(buffer)
+            values[first + index] = _of_array(buffer, buffer)
+        self._views(pending, first_view, view_nodes, stop_at_allocation=False)
+        for symbol, value in graph.guards:
+            if symbol in self.sizes:
+                program.equal(self.sizes[symbol], Aff(value))
+        for symbol in graph.nonempty:
+            if symbol in self.sizes:
+                program.check(self.sizes[symbol] - 1)
+
+    def _view_nodes(self) -> list[Any]:
+        """The graph's VIEW node of each of the schedule's views, in its order (the walk
+        of ``schedule.build_schedule``: kernel operands, library operands, loop operands,
+        results; a chain of views from its base up)."""
+        body, graph = self.body, self.body.graph
+        seen: set[int] = set(body.allocations)
+        found: list[Any] = []
+
+        def walk(node_id: int) -> None:
+            chain = []
+            while node_id not in seen and graph.node(node_id).op is Op.VIEW:
+                chain.append(node_id)
+                node_id = graph.node(node_id).inputs[0]
+            node = graph.node(node_id)
+            if node.op is Op.WRITE and node.attr("root") is not None:
+                walk(node.attr("root"))
+            for view in reversed(chain):
+                seen.add(view)
+                found.append(graph.node(view))
+
+        for kernel in body.own_kernels:
+            for b in kernel.buffers:
+                walk(b.value)
+        for call in body.libraries:
+            for i in (*call.inputs, call.output):
+                walk(i)
+        for region in body.regions:
+            for i in (*region.inputs, *region.carries):
+                walk(i)
+        for o in graph.outputs:
+            walk(o)
+        views = self.schedule.views
+        if len(found) != len(views) or any(n.attr("step") is not v[1]
+                                            for n, v in zip(found, views)):
+            raise Declined("the body's views in another order than its schedule's")
+        return found
+
+    def _views(self, pending: list[int], first_view: int, nodes: list[Any],
+               stop_at_allocation: bool) -> None:
+        values, schedule = self.values, self.schedule
+        while pending:
+            v = pending[0]
+            base_slot, step = schedule.views[v]
+            base = values[base_slot]
+            if base is None:
+                if stop_at_allocation:
+                    return
+                raise Declined("a view of a value not in memory")
+            if base.__class__ is not Arr:
+                raise Declined("a view of a scalar")
+            view = values[first_view + v] = _step_view(self.program, base, step, values)
+            self.unify(nodes[v].type.shape, view.shape)
+            pending.pop(0)
+
+    def unify(self, dims: Sequence[Any], shape: Sequence[Aff]) -> None:
+        """The sizes ``dims`` name are ``shape``'s (checked equal where named twice)."""
+        if len(dims) != len(shape):
+            raise Declined("a rank that differs from the trace's")
+        for dim, size in zip(dims, shape):
+            if dim.__class__ is not str:
+                self.program.equal(size, Aff(int(dim)))
+                continue
+            known = self.sizes.get(dim)
+            if known is None:
+                self.sizes[dim] = size
+            else:
+                self.program.equal(known, size)
+
+    def emit(self) -> None:
+        schedule, body = self.schedule, self.body
+        for kind, index in schedule.order:
+            if kind == "kernel":
+                self._kernel(index)
+            elif kind == "library":
+                self._library(*schedule.libraries[index])
+            else:
+                self._region(body.regions[index], schedule.regions[index])
+
+    def _array(self, slot: int) -> Arr:
+        value = self.values[slot]
+        if value.__class__ is not Arr:
+            raise Declined("an operand that is not an array")
+        return value
+
+    def _size(self, symbols: Sequence[str]) -> Aff:
+        total = Aff(1)
+        for s in symbols:
+            size = self.sizes.get(s)
+            if size is None:
+                raise Declined(f"a size not bound: {s}")
+            total = total * size
+        return total
+
+    def _kernel(self, index: int) -> None:
+        program, call = self.program, self.schedule.calls[index]
+        kernel, compiled = self.body.kernels[index], self.programs[index]
+        if not isinstance(compiled, CpuProgram):
+            raise Declined("a kernel not compiled for this CPU")
+        arrays = [self._array(s) for s in call.buffers]
+        data = program.words(len(arrays) + len(kernel.scalars))
+        patches: list[list[int]] = []
+        for k, array in enumerate(arrays):
+            program.set_word(data + k, array.address, patches)
+        for k, (param, source) in enumerate(zip(kernel.scalars, call.scalars)):
+            value = (self.values[source] if source.__class__ is int
+                     else Num(self._size(source)))
+            if value.__class__ is not Num:
+                raise Declined("a scalar operand that is an array")
+            if value.aff is not None and not value.aff.fixed:
+                if np.dtype(param.dtype) != np.int64:
+                    raise Declined("an index read as a scalar of another dtype")
+                holder = program.words(1)
+                program.set_word(holder, value.aff, patches)
+                program.relocations.append((data + len(arrays) + k, holder))
+                continue
+            memory = np.empty((), param.dtype)
+            memory[()] = value.value if value.value is not None else value.aff.const
+            program.held.append(memory)
+            program.work[data + len(arrays) + k] = memory.__array_interface__["data"][0]
+        meta_values = [self._size(product) for product in call.loop]
+        for buffer, axis in call.strides:
+            array = arrays[buffer]
+            meta_values.append(Aff(array.strides[axis] // array.dtype.itemsize
+                                   if axis is not None else 0))
+        meta = program.words(max(len(meta_values), 1))
+        for k, value in enumerate(meta_values):
+            program.set_word(meta + k, value, patches)
+        program.code += [OP_KERNEL, compiled.address, data, meta, len(patches)]
+        for p in patches:
+            program.code += p
+
+    def _library(self, name: str, inputs: Sequence[int], output: int) -> None:
+        program = self.program
+        if name not in ("matmul", "dot") or len(inputs) != 2:
+            raise Declined(f"a library call {name}")
+        x, y, out = (self._array(s) for s in (*inputs, output))
+        kinds = {np.dtype(np.float64): 0, np.dtype(np.float32): 1}
+        kind = kinds.get(x.dtype)
+        if (kind is None or y.dtype != x.dtype or out.dtype != x.dtype or len(x.shape) != 1
+                or len(y.shape) != 1 or out.shape):
+            raise Declined("a library call that is not a 1-d dot product of floats")
+        itemsize = x.dtype.itemsize
+        if any(s <= 0 or s % itemsize or s // itemsize > 2**31 - 1
+               for s in (x.strides[0], y.strides[0])):   # NumPy's own loop, not BLAS
+            raise Declined("a dot product on strides NumPy does not pass to BLAS")
+        fns = _blas()
+        if fns is None:
+            raise Declined("NumPy's BLAS dot not found")
+        program.equal(x.shape[0], y.shape[0])
+        fields = program.words(4)   # n, x, y, out
+        patches: list[list[int]] = []
+        for k, value in enumerate((x.shape[0], x.address, y.address, out.address)):
+            program.set_word(fields + k, value, patches)
+        program.code += [OP_DOT, kind, fns[kind], len(patches)]
+        for p in patches:
+            program.code += p
+        program.code += [fields, fields + 1, x.strides[0] // itemsize, fields + 2,
+                         y.strides[0] // itemsize, fields + 3]
+        program.dots = True
+
+    def _region(self, call: RegionCall, slots: Any) -> None:
+        region, program = call.region, self.program
+        if region.kind != "for" or region.carried or region.private:
+            raise Declined("an inner loop with carried values or not a for")
+        inputs = [self.values[s] for s in slots.inputs]
+        start, stop, step = (_bound(b, inputs) for b in region.bounds)
+        if not step.fixed or step.const == 0:
+            raise Declined("an inner loop step that is not a fixed int")
+        depth = self.depth + 1
+        if depth >= MAX_DEPTH:
+            raise Declined("loops nested too deep")
+        program.depth = max(program.depth, depth + 1)
+        params: list[Any] = [Num(Aff(0, {depth: 1}))]
+        graph = call.body.graph
+        for source, param in zip(region.sources, graph.params[1:]):
+            value = inputs[source[1]] if source[0] == "input" else _of_value(source[1])
+            if param.kind == "array" and value.__class__ is not Arr:
+                raise Declined("an inner loop's array parameter from a scalar")
+            params.append(value)
+        head = len(program.code)
+        program.code += [OP_LOOP, depth, *start.words(MAX_DEPTH), *stop.words(MAX_DEPTH),
+                         step.const, 0, not call.body.regions]
+        begin = len(program.code)   # (the body's checks come first, inside the loop)
+        inner = _Body(program, call.body,
+                      self.programs[call.offset:call.offset + len(call.body.kernels)],
+                      params, self.sizes, depth)
+        inner.emit()
+        program.code[head + _WORDS_AT] = len(program.code) - begin
+
+
+def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
+                      current: Sequence[Any], trip: range, sizes: dict[str, int]) -> bool:
+    """Run a ``for`` loop's iterations with the native driver; False (nothing ran) where
+    this call keeps the host loop. ``current``: the body's carried then captured values,
+    ``programs``: the body's compiled kernels, ``sizes``: the outer call's."""
+    if _native_run is None or getattr(backend, "name", None) != "cpu":
+        return False
+    region, body = call.region, call.body
+    if region.kind != "for" or region.carried or _static_refusal(body):
+        DECLINED[0] = _static_refusal(body) or "a while loop or carried values"
+        return False
+    try:
+        program = Program()
+        params = [Num(Aff(0, {0: 1})), *(_of_value(v) for v in current)]
+        program.depth = 1
+        program.code += [OP_LOOP, 0, *Aff(trip.start).words(MAX_DEPTH),
+                         *Aff(trip.stop).words(MAX_DEPTH), trip.step, 0, not body.regions]
+        known = {s: Aff(v) for s, v in sizes.items() if v.__class__ is int}
+        begin = len(program.code)
+        _Body(program, body, programs, params, known, 0).emit()
+        program.code[_WORDS_AT] = len(program.code) - begin
+    except Declined as why:
+        DECLINED[0] = str(why)
+        return False
+    except Exception as error:  # noqa: BLE001 (a body shape not foreseen: the host loop)
+        DECLINED[0] = f"internal: {error!r}"
+        return False
+    code = np.array(program.code, dtype=np.int64)
+    work = np.array(program.work, dtype=np.int64)
+    if program.relocations:
+        address = work.__array_interface__["data"][0]
+        for word, target in program.relocations:
+            work[word] = address + 8 * target
+    if program.checks and _native_run(code, work, MAX_DEPTH, 1):
+        DECLINED[0] = "an iteration whose views the affine forms do not describe"
+        return False   # an iteration the affine forms do not describe: the host loop
+    if program.dots:
+        getattr(backend, "before_library", lambda: None)()
+    _native_run(code, work, MAX_DEPTH, 0)
+    RUNS[0] += 1
+    del program   # (its buffers and held memory live until here)
+    return True
+

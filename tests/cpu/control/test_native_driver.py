@@ -1,0 +1,180 @@
+"""Loop regions on the CPU run with the native driver (``runtime/native_region.py``): the
+body's kernels, its 1-d dot products (NumPy's own BLAS call) and its inner loops as one C
+program for the whole trip range, no Python per iteration (issue 15 point 5). Results are
+NumPy's bit for bit; a loop whose views are not affine in its indices over the whole range
+(a bound that goes negative midway, ``x[:i]`` past the end) keeps the host loop, which
+does what NumPy does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.loop_programs import heat, lower_solve, lu_inplace
+from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
+
+import autojit.runtime.native_region as native_region
+
+
+@pytest.fixture
+def driver_runs():
+    """The number of loops the native driver ran since the test began (a callable)."""
+    start = native_region.RUNS[0]
+    return lambda: native_region.RUNS[0] - start
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _lower(n, dtype=np.float64, seed=0):
+    rng = _rng(seed)
+    return ((np.tril(rng.random((n, n))) + np.eye(n) * n).astype(dtype),
+            rng.random(n).astype(dtype))
+
+
+def test_heat_stencil_runs_natively(driver_runs):
+    u = _rng().random((12, 15))
+    assert_calls_match_numpy(heat, [(u, 30, 0.1), (u[:7, :9].copy(), 5, 0.25), (u, 0, 0.1)])
+    assert driver_runs() == 3   # an empty trip range too (nothing runs)
+
+
+def test_forward_substitution_is_bit_exact(driver_runs):
+    assert_calls_match_numpy(lower_solve, [_lower(40), _lower(3, seed=1), _lower(1)])
+    assert driver_runs() >= 2
+
+
+def test_forward_substitution_float32(driver_runs):
+    assert_calls_match_numpy(lower_solve, [_lower(33, np.float32), _lower(5, np.float32)])
+    assert driver_runs() >= 2
+
+
+def test_lu_nested_triangular_loops(driver_runs):
+    rng = _rng(2)
+    a = rng.random((24, 24)) + np.eye(24) * 24
+    assert_calls_match_numpy(lu_inplace, [(a,), (a[:5, :5].copy(),), (a[:2, :2].copy(),)])
+    assert driver_runs() >= 2
+
+
+def lu_f32(a):
+    n = a.shape[0]
+    for i in range(n):
+        for j in range(i):
+            a[i, j] = (a[i, j] - a[i, :j] @ a[:j, j]) / a[j, j]
+        for j in range(i, n):
+            a[i, j] -= a[i, :i] @ a[:i, j]
+    return a
+
+
+def test_lu_float32_column_strides(driver_runs):
+    a = (_rng(3).random((17, 17)) + np.eye(17) * 17).astype(np.float32)
+    assert_matches_numpy(lu_f32, a)
+    assert driver_runs() >= 1
+
+
+def prefix_sums(x, out):
+    for i in range(x.shape[0]):
+        out[i] = np.sum(x[:i])
+    return out
+
+
+def test_slice_growing_with_the_index(driver_runs):
+    x = _rng(4).random(50)
+    assert_calls_match_numpy(prefix_sums, [(x, np.zeros(50)), (x[:7].copy(), np.zeros(9))])
+    assert driver_runs() == 2
+
+
+def row_dots(a, x, out):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[i, j] = a[i, :j] @ x[:j]
+    return out
+
+
+def test_nested_loops_with_dots(driver_runs):
+    rng = _rng(5)
+    a, x = rng.random((6, 40)), rng.random(40)
+    assert_calls_match_numpy(row_dots, [(a, x, np.zeros((6, 40))),
+                                        (a[:0].copy(), x, np.zeros((0, 40)))])
+    assert driver_runs() >= 1
+
+
+def reversed_dots(low, x, out):
+    for i in range(low.shape[0]):
+        out[i] = low[i, :i] @ x[:i]
+    return out
+
+
+def test_dot_on_strides_numpy_keeps_off_blas_matches(driver_runs):
+    rng = _rng(6)
+    low, x = rng.random((30, 30)), rng.random(60)
+    # a negative stride: NumPy sums in its own loop, so the driver does not take it
+    assert_matches_numpy(reversed_dots, low, x[::-1][:30], np.zeros(30))
+    assert driver_runs() == 0
+    assert "BLAS" in native_region.DECLINED[0]
+    # a stride of two elements: BLAS (incx 2), the driver
+    assert_matches_numpy(reversed_dots, low, x[::2], np.zeros(30))
+    assert driver_runs() == 1
+
+
+def wrapping_bounds(x, y, out):
+    for i in range(-3, 5):
+        out[i] = x[:i] @ y[:i]
+    return out
+
+
+def test_slice_bound_negative_midway_keeps_the_host_loop(driver_runs):
+    rng = _rng(7)
+    x, y = rng.random(9), rng.random(9)
+    assert_matches_numpy(wrapping_bounds, x, y, np.zeros(9))
+    assert driver_runs() == 0
+
+
+def past_the_end(x, out, n):
+    for i in range(n):
+        out[i] = np.sum(x[:i])
+    return out
+
+
+def test_slice_past_the_end_clamps_as_numpy_does(driver_runs):
+    x = _rng(8).random(5)
+    # x[:i] clamps once i > 5: not affine there, the host loop gives NumPy's answer
+    assert_calls_match_numpy(past_the_end, [(x, np.zeros(9), 9), (x, np.zeros(9), 4)])
+    assert driver_runs() == 1
+
+
+def index_out_of_range(x, out, n):
+    for i in range(n):
+        out[i] = x[i] * 2.0
+    return out
+
+
+def test_index_out_of_range_raises_as_numpy(driver_runs):
+    x = _rng(9).random(4)
+    assert_calls_match_numpy(index_out_of_range, [(x, np.zeros(6), 6), (x, np.zeros(6), 3)])
+
+
+def carried_scale(x, y, steps):
+    acc = x[0] * 0.0
+    for i in range(steps):
+        y = y * 0.5 + x[i]
+        acc = acc + np.sum(y)
+    return y, acc
+
+
+def test_carried_scalars_and_arrays_match(driver_runs):
+    rng = _rng(10)
+    x = rng.random(12)
+    assert_calls_match_numpy(carried_scale, [(x, rng.random(12), 12), (x, rng.random(12), 0)])
+
+
+def empty_ranges(a, out, k):
+    for i in range(k, a.shape[0]):
+        for j in range(i, k):
+            out[i, j] = a[i, :j] @ a[j, :j]
+    return out
+
+
+def test_empty_trip_ranges(driver_runs):
+    a = _rng(11).random((6, 6))
+    assert_calls_match_numpy(empty_ranges, [(a, np.zeros((6, 6)), 2), (a, np.zeros((6, 6)), 9)])
