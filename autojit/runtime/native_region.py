@@ -271,16 +271,41 @@ def _part(part: Any, values: Sequence[Any]) -> Aff | None:
     raise Declined("an index of another kind")
 
 
+#: host prologue steps (``ir.host``) on ints that stay affine in the indices
+_AFFINE_STEPS: dict[str, Any] = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "neg": lambda a: a * -1, "pos": lambda a: a}
+
+
+def _prologue(program: Program, body: Plan, params: list[Any]) -> list[Any]:
+    """``params`` followed by the body's host prologue values (``x[i - 1]``: ``i - 1``),
+    each an int affine in the indices; Python's replay checks each result's type is
+    ``int`` (an operand of another type: Declined, the host loop replays it)."""
+    values = list(params)
+    for step in body.graph.prologue:
+        operands = []
+        for kind, v in step.operands:
+            value = values[v] if kind == "ref" else _of_value(v)
+            if (value.__class__ is not Num or value.aff is None
+                    or (value.value is not None and value.value.__class__ is not int)):
+                raise Declined("a host prologue step on a value that is not an int")
+            operands.append(value.aff)
+        values.append(Num(_AFFINE_STEPS[step.op](*operands)))
+    return values
+
+
 def _static_refusal(body: Plan) -> str:
     """Why a body never takes the driver ('' when it may), derived once per body."""
     found = body.schedule_cache.get("native_driver")
     if found is not None:
         return found
     graph = body.graph
-    reason = ("a host prologue" if graph.prologue else
+    reason = ("a host prologue other than int arithmetic" if any(
+                  step.op not in _AFFINE_STEPS or step.result_type != "int"
+                  for step in graph.prologue) else
               "decisions on Python scalars" if graph.decisions else
               "sizes from Python ints" if graph.scalar_dims else
-              "arguments that may overlap" if argument_overlaps(body).python else "")
+              "")
     if not reason:
         for call in body.regions:
             if call.region.kind != "for" or call.region.carried or call.region.private:
@@ -333,11 +358,14 @@ class _Body:
         self.sizes = dict(sizes)
         self.depth = depth
         graph = body.graph
+        params = _prologue(program, body, params)
         first = len(params)
         schedule = self.schedule = build_schedule(body, first)
         if schedule.owned_outputs or schedule.outputs:
             raise Declined("a body with results")
-        for written, other in schedule.overlaps:   # the host loop would read from a copy
+        # pairs the host loop reads from a copy where they overlap (``overlaps``), or runs
+        # as Python (``argument_overlaps(body).python``): here, memory that cannot overlap
+        for written, other in (*schedule.overlaps, *argument_overlaps(body).python):
             roots = [getattr(params[p], "root", None) for p in (written, other)]
             if any(r is None for r in roots) or np.may_share_memory(*roots):
                 raise Declined("a written argument that may overlap another")

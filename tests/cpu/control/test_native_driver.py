@@ -178,3 +178,38 @@ def empty_ranges(a, out, k):
 def test_empty_trip_ranges(driver_runs):
     a = _rng(11).random((6, 6))
     assert_calls_match_numpy(empty_ranges, [(a, np.zeros((6, 6)), 2), (a, np.zeros((6, 6)), 9)])
+
+
+def neighbour_dots(x, out):
+    for i in range(1, x.shape[0]):
+        out[i] = x[i - 1] @ x[i]
+    return out
+
+
+def previous_row_prefix(x, out):
+    for i in range(1, x.shape[0]):
+        out[i] = np.sum(x[i - 1, :i] * x[i, :i])
+    return out
+
+
+def test_index_arithmetic_of_the_loop_index(driver_runs):
+    rng = _rng(12)
+    assert_calls_match_numpy(neighbour_dots, [(rng.random((7, 5)), np.zeros(7)),
+                                              (rng.random((1, 3)), np.zeros(1))])
+    assert_calls_match_numpy(previous_row_prefix, [(rng.random((6, 6)), np.zeros(6)),
+                                                   (rng.random((6, 3)), np.zeros(6))])
+    # (a (1, 3) argument is a size-1 signature of its own; x[i - 1, :i] clamps past
+    # column 3 in the last call: the host loop)
+    assert driver_runs() == 2
+
+
+def square_index(x, out):
+    for i in range(x.shape[0]):
+        out[i] = np.sum(x[:i * i])
+    return out
+
+
+def test_index_product_keeps_the_host_loop(driver_runs):
+    x = _rng(13).random(30)
+    assert_matches_numpy(square_index, x, np.zeros(5))
+    assert driver_runs() == 0
