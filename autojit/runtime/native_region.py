@@ -56,30 +56,43 @@ DECLINED = [""]
 
 
 class Declined(Exception):
-    """This loop call keeps the host loop (the reason, for tests and reports)."""
+    """This loop call keeps the host loop (the reason, for tests and reports); ``lasting``:
+    every call of the same layout would (the answer is kept), else only this one's
+    memory (arguments that overlap)."""
+
+    def __init__(self, reason: str, lasting: bool = True) -> None:
+        super().__init__(reason)
+        self.lasting = lasting
 
 
 class Aff:
-    """An int affine in the loop indices: ``const + sum(coefs[d] * index_d)``."""
+    """An int affine in the loop indices: ``const + sum(coefs[d] * index_d)``, plus, for
+    an address, the data address of the loop's argument ``root`` (the program is kept for
+    later calls with other arrays of the same layout: their addresses are put in then)."""
 
-    __slots__ = ("const", "coefs")
+    __slots__ = ("const", "coefs", "root")
 
-    def __init__(self, const: int, coefs: dict[int, int] | None = None) -> None:
+    def __init__(self, const: int, coefs: dict[int, int] | None = None,
+                 root: int | None = None) -> None:
         if abs(const) > _LIMIT:
             raise Declined("an int too large for the native driver")
-        self.const = const
+        self.const, self.root = const, root
         self.coefs = {d: c for d, c in (coefs or {}).items() if c}
 
     @property
     def fixed(self) -> bool:
-        return not self.coefs
+        """The same value at every iteration of every call with this layout."""
+        return not self.coefs and self.root is None
 
     def __add__(self, other: Aff | int) -> Aff:
         other = _aff(other)
+        if self.root is not None and other.root is not None:
+            raise Declined("a sum of two addresses")
         coefs = dict(self.coefs)
         for d, c in other.coefs.items():
             coefs[d] = coefs.get(d, 0) + c
-        return Aff(self.const + other.const, coefs)
+        return Aff(self.const + other.const, coefs,
+                   self.root if other.root is None else other.root)
 
     def __sub__(self, other: Aff | int) -> Aff:
         return self + _aff(other) * -1
@@ -91,10 +104,13 @@ class Aff:
                 raise Declined("a product of two sizes that change per iteration")
             return other * self.const
         k = other.const
-        return Aff(self.const * k, {d: c * k for d, c in self.coefs.items()})
+        if self.root is not None and k != 1:
+            raise Declined("a multiple of an address")
+        return Aff(self.const * k, {d: c * k for d, c in self.coefs.items()}, self.root)
 
     def same(self, other: Aff) -> bool:
-        return self.const == other.const and self.coefs == other.coefs
+        return (self.const == other.const and self.coefs == other.coefs
+                and self.root == other.root)
 
     def words(self, depth: int) -> list[int]:
         return [self.const, *(self.coefs.get(d, 0) for d in range(depth))]
@@ -115,26 +131,46 @@ class Arr:
     dtype: np.dtype
     root: Any
     concrete: Any = None   # the NumPy array itself, where nothing about it moves
+    frozen: bool = False   # its values are known now (a constant of the plan)
 
 
 @dataclass
 class Num:
-    """A scalar operand: an int affine in the indices, or a Python value that stays."""
+    """A scalar operand: an int affine in the indices, or a Python value that stays
+    (``source``: the loop's argument it is, rewritten into its holder at each call)."""
 
     aff: Aff | None
     value: Any = None
+    source: int | None = None
 
 
-def _of_array(array: np.ndarray, root: Any) -> Arr:
-    return Arr(Aff(array.__array_interface__["data"][0]),
-               tuple(Aff(s) for s in array.shape), array.strides, array.dtype, root, array)
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
 
 
-def _of_value(value: Any) -> Arr | Num:
+def _of_array(array: np.ndarray, root: Any, frozen: bool = False) -> Arr:
+    """Memory of the program's own (a temporary, a constant): its address as it is."""
+    return Arr(Aff(_address(array)), tuple(Aff(s) for s in array.shape), array.strides,
+               array.dtype, root, array, frozen)
+
+
+def _view_of(view: np.ndarray, base: Arr) -> Arr:
+    """A view NumPy took of ``base.concrete``: its address relative to ``base``'s."""
+    return Arr(base.address + (_address(view) - _address(base.concrete)),
+               tuple(Aff(s) for s in view.shape), view.strides, view.dtype, base.root, view,
+               base.frozen)
+
+
+def _of_value(value: Any, source: int | None = None) -> Arr | Num:
+    """An operand given to the loop (``source``: which of its arguments; None: a constant
+    of the plan)."""
     if isinstance(value, np.ndarray):
-        return _of_array(value, value)
+        if source is None:
+            return _of_array(value, value, frozen=True)
+        return Arr(Aff(0, root=source), tuple(Aff(s) for s in value.shape), value.strides,
+                   value.dtype, value, value)
     if isinstance(value, bool | float | complex) or not isinstance(value, int | np.integer):
-        return Num(None, value)
+        return Num(None, value, source)
     return Num(Aff(operator.index(value)), value)
 
 
@@ -146,6 +182,10 @@ class Program:
         self.code: list[int] = []
         self.work: list[int] = []
         self.relocations: list[tuple[int, int]] = []   # (word, word it points to)
+        self.work_roots: list[tuple[int, int]] = []    # (work word, argument): + its address
+        self.code_roots: list[tuple[int, int]] = []    # (code word, argument): + its address
+        self.rewrites: list[tuple[np.ndarray, int]] = []   # (holder, argument)
+        self.overlaps: list[tuple[int, int]] = []   # arguments that must not overlap
         self.held: list[Any] = []
         self.depth = 0
         self.checks = 0
@@ -157,6 +197,8 @@ class Program:
 
     def check(self, value: Aff) -> None:
         """``value >= 0`` at every iteration, or the host loop runs."""
+        if value.root is not None:
+            raise Declined("a bound on an address")
         if value.fixed:
             if value.const < 0:
                 raise Declined("a bound outside its array")
@@ -169,17 +211,26 @@ class Program:
             self.check(a - b)
             self.check(b - a)
 
-    def set_word(self, word: int, value: Aff, patches: list[list[int]]) -> None:
-        if value.fixed:
-            self.work[word] = value.const
-        else:
-            patches.append([word, *value.words(MAX_DEPTH)])
+    def set_word(self, word: int, value: Aff, patches: list[tuple[list[int], Any]]) -> None:
+        """``work[word]`` is ``value``: set now, or patched per iteration."""
+        if value.coefs:
+            patches.append(([word, *value.words(MAX_DEPTH)], value.root))
+            return
+        self.work[word] = value.const
+        if value.root is not None:
+            self.work_roots.append((word, value.root))
+
+    def emit_patches(self, patches: Sequence[tuple[list[int], Any]]) -> None:
+        for words, root in patches:
+            if root is not None:
+                self.code_roots.append((len(self.code) + 1, root))
+            self.code += words
 
 
 def _bound(source: tuple[str, Any], values: Sequence[Any]) -> Aff:
     kind, what = source
     value = values[what] if kind == "input" else _of_value(what)
-    if value.__class__ is Arr and value.concrete is not None and value.concrete.ndim == 0 \
+    if value.__class__ is Arr and value.frozen and value.concrete.ndim == 0 \
             and value.dtype.kind in "iu":
         return Aff(operator.index(value.concrete[()]))
     if value.__class__ is not Num or value.aff is None:
@@ -196,7 +247,7 @@ def _step_view(program: Program, base: Arr, step: tuple[str, Any], values: Seque
         view = apply_view(base.concrete, step)
         if view.size and not np.may_share_memory(view, base.concrete):
             raise Declined("a view that copies")
-        return _of_array(view, base.root)
+        return _view_of(view, base)
     if name != "getitem":
         raise Declined(f"a {name} of an array that moves per iteration")
     key = argument if isinstance(argument, tuple) else (argument,)
@@ -368,9 +419,12 @@ class _Body:
         for written, other in (*schedule.overlaps, *argument_overlaps(body).python):
             roots = [getattr(params[p], "root", None) for p in (written, other)]
             if any(r is None for r in roots) or np.may_share_memory(*roots):
-                raise Declined("a written argument that may overlap another")
+                raise Declined("a written argument that may overlap another", False)
+            sources = [params[p].address.root for p in (written, other)]
+            if None not in sources:   # arguments of the loop: checked again at each call
+                program.overlaps.append((sources[0], sources[1]))
         values: list[Any] = [*params, *([None] * len(schedule.allocations)),
-                             *(_of_array(c, c) for c in schedule.constants),
+                             *(_of_array(c, c, frozen=True) for c in schedule.constants),
                              *([None] * len(schedule.views))]
         self.values = values
         for param, value in zip(graph.params, params):
@@ -508,7 +562,7 @@ class _Body:
             raise Declined("a kernel not compiled for this CPU")
         arrays = [self._array(s) for s in call.buffers]
         data = program.words(len(arrays) + len(kernel.scalars))
-        patches: list[list[int]] = []
+        patches: list[tuple[list[int], Any]] = []
         for k, array in enumerate(arrays):
             program.set_word(data + k, array.address, patches)
         for k, (param, source) in enumerate(zip(kernel.scalars, call.scalars)):
@@ -526,6 +580,8 @@ class _Body:
             memory = np.empty((), param.dtype)
             memory[()] = value.value if value.value is not None else value.aff.const
             program.held.append(memory)
+            if value.source is not None:
+                program.rewrites.append((memory, value.source))
             program.work[data + len(arrays) + k] = memory.__array_interface__["data"][0]
         meta_values = [self._size(product) for product in call.loop]
         for buffer, axis in call.strides:
@@ -536,8 +592,7 @@ class _Body:
         for k, value in enumerate(meta_values):
             program.set_word(meta + k, value, patches)
         program.code += [OP_KERNEL, compiled.address, data, meta, len(patches)]
-        for p in patches:
-            program.code += p
+        program.emit_patches(patches)
 
     def _library(self, name: str, inputs: Sequence[int], output: int) -> None:
         program = self.program
@@ -558,12 +613,11 @@ class _Body:
             raise Declined("NumPy's BLAS dot not found")
         program.equal(x.shape[0], y.shape[0])
         fields = program.words(4)   # n, x, y, out
-        patches: list[list[int]] = []
+        patches: list[tuple[list[int], Any]] = []
         for k, value in enumerate((x.shape[0], x.address, y.address, out.address)):
             program.set_word(fields + k, value, patches)
         program.code += [OP_DOT, kind, fns[kind], len(patches)]
-        for p in patches:
-            program.code += p
+        program.emit_patches(patches)
         program.code += [fields, fields + 1, x.strides[0] // itemsize, fields + 2,
                          y.strides[0] // itemsize, fields + 3]
         program.dots = True
@@ -598,6 +652,82 @@ class _Body:
         program.code[head + _WORDS_AT] = len(program.code) - begin
 
 
+class Compiled:
+    """One call layout's program, kept for the next calls of that layout (taken out of
+    the cache while it runs: a call made meanwhile, another thread's, builds its own)."""
+
+    def __init__(self, program: Program, programs: Sequence[Any]) -> None:
+        self.program, self.programs = program, tuple(programs)
+        self.code = np.array(program.code, dtype=np.int64)
+        self.work = np.array(program.work, dtype=np.int64)
+        address = _address(self.work)
+        for word, target in program.relocations:
+            self.work[word] = address + 8 * target
+        self.code_base, self.work_base = self.code.copy(), self.work.copy()
+        self.code_at, self.code_from = _columns(program.code_roots)
+        self.work_at, self.work_from = _columns(program.work_roots)
+        self.passed: bool | None = None if program.checks else True   # the dry run
+
+    def bind(self, current: Sequence[Any]) -> bool:
+        """Put this call's argument addresses and scalars in; False where two arguments
+        it writes and reads overlap (the host loop reads from a copy)."""
+        program = self.program
+        for a, b in program.overlaps:
+            if np.may_share_memory(current[a], current[b]):
+                return False
+        if len(self.code_at) or len(self.work_at):
+            addresses = np.array([_address(v) if isinstance(v, np.ndarray) else 0
+                                  for v in current], dtype=np.int64)
+            if len(self.code_at):
+                self.code[self.code_at] = self.code_base[self.code_at] + addresses[
+                    self.code_from]
+            if len(self.work_at):
+                self.work[self.work_at] = self.work_base[self.work_at] + addresses[
+                    self.work_from]
+        for holder, source in program.rewrites:
+            holder[()] = current[source]
+        return True
+
+
+def _columns(pairs: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    at = np.array([p[0] for p in pairs], dtype=np.intp)
+    return at, np.array([p[1] for p in pairs], dtype=np.intp)
+
+
+def _layout(current: Sequence[Any], trip: range, sizes: dict[str, int]) -> tuple:
+    """What a kept program depends on: the arguments' layouts and int values, the trip
+    range and the outer sizes (float scalars are rewritten into their holders)."""
+    parts: list[Any] = [trip.start, trip.stop, trip.step]
+    for value in current:
+        if isinstance(value, np.ndarray):
+            parts.append((value.shape, value.strides, value.dtype, value.flags.writeable,
+                          value.__class__))
+        elif value.__class__ is int or isinstance(value, np.integer):
+            parts.append((value.__class__, int(value)))
+        else:
+            parts.append(value.__class__)
+    return (*parts, *sizes.items())
+
+
+#: programs kept per loop body (layouts of its calls)
+_KEPT = 8
+
+
+def _compile(call: RegionCall, programs: Sequence[Any], current: Sequence[Any],
+             trip: range, sizes: dict[str, int]) -> Compiled:
+    body = call.body
+    program = Program()
+    params = [Num(Aff(0, {0: 1})), *(_of_value(v, k) for k, v in enumerate(current))]
+    program.depth = 1
+    program.code += [OP_LOOP, 0, *Aff(trip.start).words(MAX_DEPTH),
+                     *Aff(trip.stop).words(MAX_DEPTH), trip.step, 0, not body.regions]
+    known = {s: Aff(v) for s, v in sizes.items() if v.__class__ is int}
+    begin = len(program.code)
+    _Body(program, body, programs, params, known, 0).emit()
+    program.code[_WORDS_AT] = len(program.code) - begin
+    return Compiled(program, programs)
+
+
 def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
                       current: Sequence[Any], trip: range, sizes: dict[str, int]) -> bool:
     """Run a ``for`` loop's iterations with the native driver; False (nothing ran) where
@@ -609,35 +739,52 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     if region.kind != "for" or region.carried or _static_refusal(body):
         DECLINED[0] = _static_refusal(body) or "a while loop or carried values"
         return False
-    try:
-        program = Program()
-        params = [Num(Aff(0, {0: 1})), *(_of_value(v) for v in current)]
-        program.depth = 1
-        program.code += [OP_LOOP, 0, *Aff(trip.start).words(MAX_DEPTH),
-                         *Aff(trip.stop).words(MAX_DEPTH), trip.step, 0, not body.regions]
-        known = {s: Aff(v) for s, v in sizes.items() if v.__class__ is int}
-        begin = len(program.code)
-        _Body(program, body, programs, params, known, 0).emit()
-        program.code[_WORDS_AT] = len(program.code) - begin
-    except Declined as why:
-        DECLINED[0] = str(why)
+    kept = body.schedule_cache.get("native_programs")
+    if kept is None:
+        kept = body.schedule_cache["native_programs"] = {}
+    key = _layout(current, trip, sizes)
+    entry = kept.pop(key, None)
+    if entry.__class__ is str:   # this layout keeps the host loop
+        kept[key] = DECLINED[0] = entry
         return False
-    except Exception as error:  # noqa: BLE001 (a body shape not foreseen: the host loop)
-        DECLINED[0] = f"internal: {error!r}"
+    if entry is not None and any(a is not b for a, b in zip(entry.programs, programs)):
+        entry = None   # (other compiled kernels: built again)
+    if entry is None:
+        try:
+            entry = _compile(call, programs, current, trip, sizes)
+        except Declined as why:
+            DECLINED[0] = str(why)
+            if why.lasting:
+                _keep(kept, key, str(why))
+            return False
+        except Exception as error:  # noqa: BLE001 (a body not foreseen: the host loop)
+            DECLINED[0] = f"internal: {error!r}"
+            return False
+    if not entry.bind(current):
+        DECLINED[0] = "a written argument that may overlap another"
+        _keep(kept, key, entry)
         return False
-    code = np.array(program.code, dtype=np.int64)
-    work = np.array(program.work, dtype=np.int64)
-    if program.relocations:
-        address = work.__array_interface__["data"][0]
-        for word, target in program.relocations:
-            work[word] = address + 8 * target
-    if program.checks and _native_run(code, work, MAX_DEPTH, 1):
+    if entry.passed is None:   # once per layout: every iteration's views are proven
+        entry.passed = not _native_run(entry.code, entry.work, MAX_DEPTH, 1)
+    if not entry.passed:
         DECLINED[0] = "an iteration whose views the affine forms do not describe"
-        return False   # an iteration the affine forms do not describe: the host loop
-    if program.dots:
-        getattr(backend, "before_library", lambda: None)()
-    _native_run(code, work, MAX_DEPTH, 0)
+        _keep(kept, key, DECLINED[0])
+        return False
+    if entry.program.dots:
+        getattr(backend, "before_library", _nothing)()
+    try:
+        _native_run(entry.code, entry.work, MAX_DEPTH, 0)
+    finally:
+        _keep(kept, key, entry)
     RUNS[0] += 1
-    del program   # (its buffers and held memory live until here)
     return True
 
+
+def _keep(kept: dict, key: tuple, entry: Compiled | str) -> None:
+    if len(kept) >= _KEPT:
+        kept.pop(next(iter(kept)))
+    kept[key] = entry
+
+
+def _nothing() -> None:
+    pass
