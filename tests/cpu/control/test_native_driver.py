@@ -213,3 +213,27 @@ def test_index_product_keeps_the_host_loop(driver_runs):
     x = _rng(13).random(30)
     assert_matches_numpy(square_index, x, np.zeros(5))
     assert driver_runs() == 0
+
+
+def test_kept_program_takes_the_new_call_arrays_and_scalars(driver_runs):
+    rng = _rng(14)
+    u1, u2 = rng.random((9, 11)), rng.random((9, 11))
+    jitted = assert_calls_match_numpy(heat, [(u1, 20, 0.1), (u2, 20, 0.3), (u1, 20, 0.2)])
+    assert driver_runs() == 3
+    kept = [c.body.schedule_cache.get("native_programs") for c in
+            jitted.inspect(u1, 20, 0.1).plan.regions]
+    assert kept and len(kept[0]) == 1   # one layout: one program, built once
+
+
+def solve_into(low, b, x):
+    for i in range(b.shape[0]):
+        x[i] = (b[i] - low[i, :i] @ x[:i]) / low[i, i]
+    return x
+
+
+def test_overlapping_arguments_in_a_later_call(driver_runs):
+    low, b = _lower(12, seed=15)
+    shared = b.copy()
+    assert_calls_match_numpy(solve_into, [(low, b, np.zeros(12)),
+                                          lambda: (low.copy(), shared.copy(), shared.copy()),
+                                          lambda: (low.copy(), *(2 * [b.copy()]))])
