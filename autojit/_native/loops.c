@@ -18,6 +18,11 @@
  *   DOT    kind (0: f64, 1: f32), fn, npatch, patches, n_word, x_word, incx, y_word, incy,
  *          out_word: NumPy's DOUBLE_dot / FLOAT_dot on its BLAS path (sum = 0.; sum +=
  *          cblas_?dot(chunk, ...) per chunk; a length 0 gives +0.0, as matmul's loop does)
+ *   COPY   dst, src, bytes: memcpy (a carried value's next version into its buffer)
+ *   WHILE  cond, count_word, body_words, then the body's records: run the body while the
+ *          byte at address ``cond`` is nonzero (the body's last records copy its next
+ *          condition there), counting iterations in work[count_word]; a dry run runs the
+ *          body once (no index of a while loop moves: its checks are the enclosing ones')
  *   CHECK  affine: the value must be >= 0 (a view bound inside its array, a size that
  *          NumPy would not clamp); only a dry run (``dry`` true) evaluates checks, and
  *          only a dry run skips kernels and dots: it walks the nest to prove every
@@ -30,11 +35,12 @@
 #include <Python.h>
 #include <stdint.h>
 #include <limits.h>
+#include <string.h>
 
 #define MAX_DEPTH 16
 #define CHUNK ((int64_t)(INT_MAX / 2 + 1))   /* NumPy's NPY_CBLAS_CHUNK */
 
-enum { OP_LOOP = 1, OP_KERNEL = 2, OP_DOT = 3, OP_CHECK = 4 };
+enum { OP_LOOP = 1, OP_KERNEL = 2, OP_DOT = 3, OP_CHECK = 4, OP_COPY = 5, OP_WHILE = 6 };
 
 typedef void (*kernel_fn)(void **data, const int64_t *meta);
 typedef double (*ddot_fn)(int64_t n, const double *x, int64_t incx, const double *y,
@@ -147,6 +153,33 @@ static int run_block(Machine *m, const int64_t *p, const int64_t *end) {
             p += 6;
             break;
         }
+        case OP_COPY:
+            if (!m->dry)
+                memcpy((void *)(intptr_t)p[1], (const void *)(intptr_t)p[2], (size_t)p[3]);
+            p += 4;
+            break;
+        case OP_WHILE: {
+            const unsigned char *cond = (const unsigned char *)(intptr_t)p[1];
+            int64_t count_word = p[2], words = p[3];
+            const int64_t *body = p + 4;
+            if (m->dry) {
+                if (run_block(m, body, body + words)) return 1;
+            } else {
+                int64_t count = 0;
+                while (*cond) {
+                    int r = run_block(m, body, body + words);
+                    if (r) return r;
+                    count++;
+                    if ((count & 4095) == 0 && PyErr_CheckSignals() < 0) {
+                        m->work[count_word] = count;
+                        return 3;
+                    }
+                }
+                m->work[count_word] = count;
+            }
+            p = body + words;
+            break;
+        }
         case OP_CHECK:
             if (m->dry && affine(m, p + 1) < 0) return 1;
             p += 1 + width;
@@ -187,6 +220,8 @@ static PyObject *py_run(PyObject *mod, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "bad loop program");
         return NULL;
     }
+    if (result == 3)   /* a signal's handler raised (KeyboardInterrupt in a while loop) */
+        return NULL;
     return PyLong_FromLong(result);
 }
 

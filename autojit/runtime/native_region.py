@@ -44,7 +44,7 @@ try:
 except ImportError:   # not built: every loop keeps the host loop
     _native_run = None
 
-OP_LOOP, OP_KERNEL, OP_DOT, OP_CHECK = 1, 2, 3, 4
+OP_LOOP, OP_KERNEL, OP_DOT, OP_CHECK, OP_COPY, OP_WHILE = 1, 2, 3, 4, 5, 6
 MAX_DEPTH = 4   # loops nested in one driver call (words per affine form after its base)
 _WORDS_AT = 3 + 2 * (1 + MAX_DEPTH)   # a LOOP record's body length, after its bounds
 _LIMIT = 1 << 62   # Python ints past this are not affine int64 values here
@@ -403,7 +403,8 @@ class _Body:
     """One body's records, built into ``program`` at loop depth ``depth``."""
 
     def __init__(self, program: Program, body: Plan, programs: Sequence[Any],
-                 params: list[Any], sizes: dict[str, Aff], depth: int) -> None:
+                 params: list[Any], sizes: dict[str, Aff], depth: int,
+                 results: bool = False) -> None:
         from autojit.runtime.schedule import build_schedule
         self.program, self.body, self.programs = program, body, programs
         self.sizes = dict(sizes)
@@ -412,8 +413,9 @@ class _Body:
         params = _prologue(program, body, params)
         first = len(params)
         schedule = self.schedule = build_schedule(body, first)
-        if schedule.owned_outputs or schedule.outputs:
+        if schedule.owned_outputs or (schedule.outputs and not results):
             raise Declined("a body with results")
+        self.params = params
         # pairs the host loop reads from a copy where they overlap (``overlaps``), or runs
         # as Python (``argument_overlaps(body).python``): here, memory that cannot overlap
         for written, other in (*schedule.overlaps, *argument_overlaps(body).python):
@@ -539,6 +541,21 @@ class _Body:
                 self._library(*schedule.libraries[index])
             else:
                 self._region(body.regions[index], schedule.regions[index])
+
+    def results(self) -> list[tuple[Arr, bool, bool]]:
+        """Each result of the body (a carried value's next version, a while's condition):
+        (its operand, whether NumPy gives it as a scalar, whether it is a parameter). A
+        result must be a temporary of the body or a parameter: a view of an argument is
+        live memory the next iteration's writes may change, not a value to copy."""
+        found = []
+        first, count = len(self.params), len(self.schedule.allocations)
+        for slot, scalar in self.schedule.outputs:
+            value = self.values[slot]
+            is_param = slot < first
+            if value.__class__ is not Arr or not (is_param or first <= slot < first + count):
+                raise Declined("a carried value that is not a temporary of the body")
+            found.append((value, scalar, is_param))
+        return found
 
     def _array(self, slot: int) -> Arr:
         value = self.values[slot]
@@ -667,11 +684,22 @@ class Compiled:
         self.code_at, self.code_from = _columns(program.code_roots)
         self.work_at, self.work_from = _columns(program.work_roots)
         self.passed: bool | None = None if program.checks else True   # the dry run
+        # the carried values' buffers, whether each is a scalar result, the condition
+        # byte of a while loop, the work word counting its iterations
+        self.carried: tuple[list[np.ndarray], list[bool], np.ndarray, int] = (
+            [], [], np.zeros((), np.bool_), 0)
 
-    def bind(self, current: Sequence[Any]) -> bool:
-        """Put this call's argument addresses and scalars in; False where two arguments
-        it writes and reads overlap (the host loop reads from a copy)."""
+    def bind(self, current: Sequence[Any], condition: Any) -> bool:
+        """Put this call's argument addresses, scalars, carried values and first condition
+        in; False where two arguments it writes and reads overlap (the host loop reads
+        from a copy)."""
         program = self.program
+        buffers, _, flag, _ = self.carried
+        for buffer, value in zip(buffers, current):
+            if buffer is not None:
+                buffer[...] = value
+        if condition is not None:
+            flag[()] = bool(_scalar(condition))
         for a, b in program.overlaps:
             if np.may_share_memory(current[a], current[b]):
                 return False
@@ -688,16 +716,28 @@ class Compiled:
             holder[()] = current[source]
         return True
 
+    def results(self, current: Sequence[Any], trip: range | None) -> list[Any]:
+        """The carried values after the loop, as the host loop leaves them: the values
+        given when no iteration ran, else each result as NumPy gives it (a scalar of a
+        0-d result that is one, else an array of its own)."""
+        buffers, scalars, _, count_word = self.carried
+        ran = len(trip) if trip is not None else int(self.work[count_word])
+        if not ran:
+            return list(current[:len(buffers)])
+        return [(value[()] if scalar and value.ndim == 0 else value) if b is None
+                else b[()] if scalar and b.ndim == 0 else b.copy()
+                for b, scalar, value in zip(buffers, scalars, current)]
+
 
 def _columns(pairs: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
     at = np.array([p[0] for p in pairs], dtype=np.intp)
     return at, np.array([p[1] for p in pairs], dtype=np.intp)
 
 
-def _layout(current: Sequence[Any], trip: range, sizes: dict[str, int]) -> tuple:
+def _layout(current: Sequence[Any], trip: range | None, sizes: dict[str, int]) -> tuple:
     """What a kept program depends on: the arguments' layouts and int values, the trip
     range and the outer sizes (float scalars are rewritten into their holders)."""
-    parts: list[Any] = [trip.start, trip.stop, trip.step]
+    parts: list[Any] = [None] if trip is None else [trip.start, trip.stop, trip.step]
     for value in current:
         if isinstance(value, np.ndarray):
             parts.append((value.shape, value.strides, value.dtype, value.flags.writeable,
@@ -713,32 +753,118 @@ def _layout(current: Sequence[Any], trip: range, sizes: dict[str, int]) -> tuple
 _KEPT = 8
 
 
+def _contiguous(array: Arr) -> bool:
+    if not all(d.fixed for d in array.shape) or not array.address.fixed:
+        return False
+    expected, step = [], array.dtype.itemsize
+    for size in reversed(array.shape):
+        expected.append(step)
+        step *= size.const
+    return tuple(reversed(expected)) == tuple(array.strides) or step == 0
+
+
 def _compile(call: RegionCall, programs: Sequence[Any], current: Sequence[Any],
-             trip: range, sizes: dict[str, int]) -> Compiled:
-    body = call.body
+             trip: range | None, sizes: dict[str, int]) -> Compiled:
+    region, body = call.region, call.body
     program = Program()
-    params = [Num(Aff(0, {0: 1})), *(_of_value(v, k) for k, v in enumerate(current))]
+    carried_count = len(region.carried)
+    from autojit.runtime.schedule import build_schedule
+    offset = 0 if trip is None else 1
+    body_params = body.graph.params[offset:]
+    outputs = build_schedule(body, offset + len(current) + len(body.graph.prologue)).outputs
+    written = {n.attr("param") for n in body.graph.nodes
+               if n.op is Op.WRITE and n.attr("root") is None}
+    params: list[Any] = [] if trip is None else [Num(Aff(0, {0: 1}))]
+    buffers: list[np.ndarray | None] = []   # each carried value's memory (None: its own)
+    for k, value in enumerate(current):
+        if k >= carried_count:
+            params.append(_of_value(value, k))
+            continue
+        param = body_params[k]
+        if (param.kind != "array" or not isinstance(value, np.ndarray)
+                or value.dtype != param.type.dtype):
+            raise Declined("a carried value that is not an array of its parameter's dtype")
+        if k < len(outputs) and outputs[k][0] == offset + k:
+            # the body gives it back as itself (``vel += dt * acc``: written in place):
+            # the value given, as the host loop keeps it
+            buffers.append(None)
+            params.append(_of_value(value, k))
+            continue
+        if offset + k in written:
+            raise Declined("a carried value written in place and rebound")
+        buffers.append(np.empty(value.shape, value.dtype))
+        params.append(_of_array(buffers[-1], buffers[-1]))
+        # its first value is copied in once: memory the body writes must not hold it (the
+        # host loop would read those writes through it)
+        program.overlaps += [(k, w - offset) for w in sorted(written)
+                             if 0 <= w - offset < len(current)]
+    program.held += [b for b in buffers if b is not None]
+    condition = np.zeros((), np.bool_)
+    count_word = program.words(1)
     program.depth = 1
-    program.code += [OP_LOOP, 0, *Aff(trip.start).words(MAX_DEPTH),
-                     *Aff(trip.stop).words(MAX_DEPTH), trip.step, 0, not body.regions]
+    if trip is None:
+        program.code += [OP_WHILE, _address(condition), count_word, 0]
+        at = 3
+    else:
+        program.code += [OP_LOOP, 0, *Aff(trip.start).words(MAX_DEPTH),
+                         *Aff(trip.stop).words(MAX_DEPTH), trip.step, 0, not body.regions]
+        at = _WORDS_AT
     known = {s: Aff(v) for s, v in sizes.items() if v.__class__ is int}
     begin = len(program.code)
-    _Body(program, body, programs, params, known, 0).emit()
-    program.code[_WORDS_AT] = len(program.code) - begin
-    return Compiled(program, programs)
+    top = _Body(program, body, programs, params, known, 0, results=True)
+    top.emit()
+    results = top.results()
+    if len(results) != carried_count + (trip is None):
+        raise Declined("a body whose results are not its carried values")
+    staged, direct, scalars = [], [], []
+    for k, (value, scalar, is_param) in enumerate(results[:carried_count]):
+        target = buffers[k]
+        scalars.append(scalar)
+        if target is None or value is params[offset + k]:
+            if value is not params[offset + k]:
+                raise Declined("a carried value given back as another")
+            continue   # the carried value unchanged
+        if (not _contiguous(value) or value.dtype != target.dtype
+                or tuple(d.const for d in value.shape) != target.shape):
+            raise Declined("a carried value's next version in another layout")
+        if is_param:   # another carried value's memory: copied out before it changes
+            stage = np.empty_like(target)
+            program.held.append(stage)
+            staged.append((stage, value.address.const, target))
+        else:
+            direct.append((_address(target), value.address.const, target.nbytes))
+    for stage, source, target in staged:
+        program.code += [OP_COPY, _address(stage), source, target.nbytes]
+    for target, source, size in direct:
+        program.code += [OP_COPY, target, source, size]
+    for stage, _, target in staged:
+        program.code += [OP_COPY, _address(target), _address(stage), target.nbytes]
+    if trip is None:
+        value, _, _ = results[-1]
+        if value.dtype != np.bool_ or value.shape or not value.address.fixed:
+            raise Declined("a while condition that is not a bool")
+        program.code += [OP_COPY, _address(condition), value.address.const, 1]
+    program.code[at] = len(program.code) - begin
+    compiled = Compiled(program, programs)
+    compiled.carried = (buffers, scalars, condition, count_word)
+    return compiled
 
 
 def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
-                      current: Sequence[Any], trip: range, sizes: dict[str, int]) -> bool:
-    """Run a ``for`` loop's iterations with the native driver; False (nothing ran) where
-    this call keeps the host loop. ``current``: the body's carried then captured values,
-    ``programs``: the body's compiled kernels, ``sizes``: the outer call's."""
+                      current: Sequence[Any], trip: range | None, sizes: dict[str, int],
+                      condition: Any = None) -> list[Any] | None:
+    """Run a loop's iterations with the native driver: a ``for`` over ``trip``, or (``trip``
+    None) a ``while`` whose first condition is ``condition``; return the carried values
+    after it, as the host loop leaves them, or None (nothing ran) where this call keeps
+    the host loop. ``current``: the body's carried then captured values, ``programs``: the
+    body's compiled kernels, ``sizes``: the outer call's."""
     if _native_run is None or getattr(backend, "name", None) != "cpu":
-        return False
-    region, body = call.region, call.body
-    if region.kind != "for" or region.carried or _static_refusal(body):
-        DECLINED[0] = _static_refusal(body) or "a while loop or carried values"
-        return False
+        return None
+    body = call.body
+    refusal = _static_refusal(body)
+    if refusal:
+        DECLINED[0] = refusal
+        return None
     kept = body.schedule_cache.get("native_programs")
     if kept is None:
         kept = body.schedule_cache["native_programs"] = {}
@@ -746,7 +872,7 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     entry = kept.pop(key, None)
     if entry.__class__ is str:   # this layout keeps the host loop
         kept[key] = DECLINED[0] = entry
-        return False
+        return None
     if entry is not None and any(a is not b for a, b in zip(entry.programs, programs)):
         entry = None   # (other compiled kernels: built again)
     if entry is None:
@@ -756,28 +882,29 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
             DECLINED[0] = str(why)
             if why.lasting:
                 _keep(kept, key, str(why))
-            return False
+            return None
         except Exception as error:  # noqa: BLE001 (a body not foreseen: the host loop)
             DECLINED[0] = f"internal: {error!r}"
-            return False
-    if not entry.bind(current):
+            return None
+    if not entry.bind(current, condition):
         DECLINED[0] = "a written argument that may overlap another"
         _keep(kept, key, entry)
-        return False
+        return None
     if entry.passed is None:   # once per layout: every iteration's views are proven
         entry.passed = not _native_run(entry.code, entry.work, MAX_DEPTH, 1)
     if not entry.passed:
         DECLINED[0] = "an iteration whose views the affine forms do not describe"
         _keep(kept, key, DECLINED[0])
-        return False
+        return None
     if entry.program.dots:
         getattr(backend, "before_library", _nothing)()
     try:
         _native_run(entry.code, entry.work, MAX_DEPTH, 0)
+        results = entry.results(current, trip)
     finally:
         _keep(kept, key, entry)
     RUNS[0] += 1
-    return True
+    return results
 
 
 def _keep(kept: dict, key: tuple, entry: Compiled | str) -> None:
@@ -788,3 +915,10 @@ def _keep(kept: dict, key: tuple, entry: Compiled | str) -> None:
 
 def _nothing() -> None:
     pass
+
+
+def _scalar(value: Any) -> Any:
+    """A 0-d array's value (``regions._scalar``: a condition read back)."""
+    if getattr(value, "ndim", None) == 0:
+        return value.item()
+    return value

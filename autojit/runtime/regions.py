@@ -182,14 +182,22 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
     if region.kind == "for":
         start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
         trip = range(start, stop, step)
-        if not run_native_region(backend, call, body_programs, current, trip, sizes):
+        native = run_native_region(backend, call, body_programs, current, trip, sizes)
+        if native is not None:
+            carried = native
+        else:
             for i in trip:
                 carried = list(iterate([i, *carried, *captured]))
     else:
         condition = _value(region.first, inputs)
-        while bool(_scalar(condition)):
-            results = iterate([*carried, *captured])
-            carried, condition = list(results[:-1]), results[-1]
+        native = run_native_region(backend, call, body_programs, current, None, sizes,
+                                   condition)
+        if native is not None:
+            carried = native
+        else:
+            while bool(_scalar(condition)):
+                results = iterate([*carried, *captured])
+                carried, condition = list(results[:-1]), results[-1]
     results = carried + [captured[k - carried_count] for k in region.private]
     for slot, result in zip(slots.carries, results):
         if _owned(result, inputs):

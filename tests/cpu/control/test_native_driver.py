@@ -165,7 +165,53 @@ def carried_scale(x, y, steps):
 def test_carried_scalars_and_arrays_match(driver_runs):
     rng = _rng(10)
     x = rng.random(12)
-    assert_calls_match_numpy(carried_scale, [(x, rng.random(12), 12), (x, rng.random(12), 0)])
+    assert_calls_match_numpy(carried_scale, [(x, rng.random(12), 12), (x, rng.random(12), 0),
+                                             (x, rng.random(12), 1), (x, rng.random(12), 7)])
+    assert driver_runs() >= 3   # (the carried values' buffers copied once per iteration)
+
+
+def accumulate_dots(x, y):
+    acc = x[0, 0] * 0.0
+    for i in range(x.shape[0]):
+        acc = acc + x[i] @ y[i]
+    return acc
+
+
+def test_carried_scalar_result_type_is_numpys(driver_runs):
+    rng = _rng(16)
+    assert_calls_match_numpy(accumulate_dots, [(rng.random((9, 33)), rng.random((9, 33))),
+                                               (rng.random((4, 2)), rng.random((4, 2)))])
+    assert driver_runs() == 2
+
+
+def swap_sum(a, b, n):
+    for _ in range(n):
+        a, b = b, a + b
+    return a, b
+
+
+def test_carried_values_exchanged(driver_runs):
+    rng = _rng(17)
+    assert_calls_match_numpy(swap_sum, [(rng.random(3), rng.random(3), 6),
+                                        (rng.random(3), rng.random(3), 0),
+                                        (rng.random(3), rng.random(3), 1)])
+    assert driver_runs() >= 2
+
+
+def relax(u, tol):
+    err = tol + 1.0
+    while err > tol:
+        new = 0.5 * (u[:-2] + u[2:])
+        err = np.max(np.abs(new - u[1:-1]))
+        u[1:-1] = new
+    return u
+
+
+def test_while_loop_runs_natively(driver_runs):
+    rng = _rng(18)
+    assert_calls_match_numpy(relax, [(rng.random(20), 1e-3), (rng.random(30), 10.0),
+                                     (rng.random(8), 0.0)])
+    assert driver_runs() == 3
 
 
 def empty_ranges(a, out, k):
@@ -237,3 +283,31 @@ def test_overlapping_arguments_in_a_later_call(driver_runs):
     assert_calls_match_numpy(solve_into, [(low, b, np.zeros(12)),
                                           lambda: (low.copy(), shared.copy(), shared.copy()),
                                           lambda: (low.copy(), *(2 * [b.copy()]))])
+
+
+def carried_view_of_written(a, n):
+    row = a[0]
+    for i in range(n):
+        a[i] += 1.0
+        row = row * 2.0
+    return row
+
+
+def test_carried_view_of_an_argument_the_body_writes(driver_runs):
+    # the first carried value is a view of ``a``: the host loop reads the body's write
+    # through it, so a copy made before the loop would be stale
+    assert_calls_match_numpy(carried_view_of_written, [(np.ones((4, 3)), 4),
+                                                       (np.ones((4, 3)), 1)])
+
+
+def test_arguments_updated_in_place_are_the_carried_values(driver_runs):
+    rng = _rng(19)
+
+    def nbody_like(pos, vel, steps, dt):
+        for _ in range(steps):
+            vel += dt * pos
+            pos += dt * vel
+        return pos, vel
+
+    assert_calls_match_numpy(nbody_like, [(rng.random(3), rng.random(3), 4, 0.1),
+                                          (rng.random(3), rng.random(3), 0, 0.1)])
