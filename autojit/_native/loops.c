@@ -29,7 +29,9 @@
  *          iteration's views are what the affine forms say before anything runs.
  *
  * ``run`` returns 0, or 1 where a dry run found a failing check (the caller then runs the
- * Python host loop, which does what NumPy does). Single-threaded; the GIL is held.
+ * Python host loop, which does what NumPy does). Single-threaded; the GIL is released while
+ * it runs (as fastcall.call releases it around one kernel), taken back only to look for a
+ * signal every 4096 iterations of a while loop.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -54,6 +56,7 @@ typedef struct {
     int64_t index[MAX_DEPTH];
     int depth;        /* D: words per affine after its base */
     int dry;
+    PyThreadState *saved;   /* the GIL released while it runs (NULL: held) */
 } Machine;
 
 static inline int64_t affine(const Machine *m, const int64_t *a) {
@@ -170,9 +173,15 @@ static int run_block(Machine *m, const int64_t *p, const int64_t *end) {
                     int r = run_block(m, body, body + words);
                     if (r) return r;
                     count++;
-                    if ((count & 4095) == 0 && PyErr_CheckSignals() < 0) {
-                        m->work[count_word] = count;
-                        return 3;
+                    if ((count & 4095) == 0) {
+                        int raised;
+                        if (m->saved) PyEval_RestoreThread(m->saved);
+                        raised = PyErr_CheckSignals() < 0;
+                        if (m->saved) m->saved = PyEval_SaveThread();
+                        if (raised) {
+                            m->work[count_word] = count;
+                            return 3;
+                        }
                     }
                 }
                 m->work[count_word] = count;
@@ -213,7 +222,9 @@ static PyObject *py_run(PyObject *mod, PyObject *args) {
     m.dry = dry;
     for (int k = 0; k < MAX_DEPTH; k++) m.index[k] = 0;
     const int64_t *p = m.code;
+    m.saved = dry ? NULL : PyEval_SaveThread();
     int result = run_block(&m, p, p + code.len / (Py_ssize_t)sizeof(int64_t));
+    if (m.saved) PyEval_RestoreThread(m.saved);
     PyBuffer_Release(&code);
     PyBuffer_Release(&work);
     if (result == 2) {

@@ -1,26 +1,31 @@
 """The native driver of a CPU loop region: the whole loop in one C call (issue 15 point 5).
 
-Once per call of a ``for`` loop (not per iteration) the body's plan is turned into a flat
-program of records that ``autojit._native.loops.run`` executes for the whole trip range:
-each body kernel a call of its entry (the kernel ABI ``fn(void **data, int64 *meta)``),
-each 1-d dot product NumPy's own BLAS call (``cblas_?dot`` of the OpenBLAS NumPy loaded,
-summed as NumPy's ``DOUBLE_dot``/``FLOAT_dot`` do: bit for bit NumPy's result), each loop
-inside the body a nested loop record. What changes per iteration is affine in the
-enclosing loops' indices: a view ``A[i, :j]`` is an address ``base + i * s0`` and a size
-``j``; the records' fields (data pointers, meta sizes, int64 scalars) are patched from
-those affine forms before each call. Python's slices clamp and wrap: every bound the
-affine forms assume inside its array is a check (``affine >= 0``), and a dry run of the
-nest (integer arithmetic only, no kernel) proves them all before anything runs; where
-one fails the host loop runs instead and does what NumPy does (``RegionMiss`` included).
+Once per call layout of a loop (argument shapes, strides, int values, trip range; the
+program is kept and reused with a later call's addresses and float scalars) the body's
+plan becomes a flat program of records that ``autojit._native.loops.run`` executes for
+the whole loop, GIL released, no Python per iteration: each body kernel a call of its
+entry (the kernel ABI ``fn(void **data, int64 *meta)``, on the calling thread: a split the
+CPU target would make for a big kernel is not made here), each 1-d dot product NumPy's
+own BLAS call (``cblas_?dot`` of the OpenBLAS NumPy loaded, summed as NumPy's
+``DOUBLE_dot``/``FLOAT_dot`` do: bit for bit NumPy's result), each ``for`` loop inside
+the body a nested loop record. What changes per iteration is affine in the enclosing
+loops' indices: a view ``A[i, :j]`` is an address ``base + i * s0`` and a size ``j``; the
+records' fields (data pointers, meta sizes, int64 scalars) are patched from those affine
+forms before each call. Python's slices clamp and wrap: every bound the affine forms
+assume inside its array is a check (``affine >= 0``), and a dry run of the nest (integer
+arithmetic only, no kernel; an innermost loop at its two ends) proves them all before
+anything runs; where one fails the host loop runs instead and does what NumPy does
+(``RegionMiss`` included).
 
-The body's temporaries are allocated once per call of the loop (their shapes must not
-change per iteration). Bodies the driver does not take (``compile_loop`` returns a
-reason) keep the host loop: carried values, ``while`` loops, host prologues and
-decisions, sizes from Python ints, views whose bounds are not affine in the indices
-(``u[t % 2]``), non-getitem views of moving arrays, library calls other than 1-d dot
-products on BLAS strides, kernels not compiled for the CPU, scalars other than int64
-read per iteration. Kernels run on the calling thread (a split the CPU target would
-choose for a big kernel is not made here).
+The body's temporaries are allocated once (their shapes must not change per iteration).
+At the top of the nest, carried values live in buffers of their own (each iteration's
+next version copied back) and a ``while`` runs its body while the condition byte its
+last result is copied into is set. Bodies the driver does not take keep the host loop:
+carried values or ``while`` in an inner loop, host decisions, sizes from Python ints,
+host prologue steps other than int ``+ - *`` (``x[i - 1]`` is affine), views whose bounds
+are not affine in the indices (``u[t % 2]``), non-getitem views of moving arrays, library
+calls other than 1-d float dot products on BLAS strides, kernels not compiled for the
+CPU, scalars other than int64 read per iteration, carried results that are views.
 """
 
 from __future__ import annotations

@@ -311,3 +311,27 @@ def test_arguments_updated_in_place_are_the_carried_values(driver_runs):
 
     assert_calls_match_numpy(nbody_like, [(rng.random(3), rng.random(3), 4, 0.1),
                                           (rng.random(3), rng.random(3), 0, 0.1)])
+
+
+def test_threads_running_one_loop_at_once(driver_runs):
+    import threading
+
+    from autojit import autoroute
+    jitted = autoroute(lower_solve, force="cpu")
+    inputs = [_lower(30, seed=s) for s in range(4)]
+    expected = [lower_solve(*args) for args in inputs]
+    failures = []
+
+    def work(k):
+        for _ in range(25):
+            got = jitted(*inputs[k])
+            if not np.array_equal(got, expected[k]):
+                failures.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    assert driver_runs() >= 90
