@@ -335,3 +335,24 @@ def test_threads_running_one_loop_at_once(driver_runs):
         t.join()
     assert not failures
     assert driver_runs() >= 90
+
+
+def test_backward_loop_and_other_layouts(driver_runs):
+    from tests.support.loop_programs import upper_solve
+    low, b = _lower(25, seed=20)
+    assert_calls_match_numpy(upper_solve, [(low.T.copy(), b), (low.T, b[::-1])])
+    assert_calls_match_numpy(lower_solve, [(np.asfortranarray(low), b), (low, b[::-1])])
+    assert driver_runs() >= 3
+
+
+def int_dots(a, x, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i, :i] @ x[:i]
+    return out
+
+
+def test_integer_dot_products_keep_the_host_loop(driver_runs):
+    rng = _rng(21)
+    assert_matches_numpy(int_dots, rng.integers(-9, 9, (7, 7)), rng.integers(-9, 9, 7),
+                         np.zeros(7, np.int64))
+    assert driver_runs() == 0
