@@ -19,6 +19,8 @@
  *          out_word: NumPy's DOUBLE_dot / FLOAT_dot on its BLAS path (sum = 0.; sum +=
  *          cblas_?dot(chunk, ...) per chunk; a length 0 gives +0.0, as matmul's loop does)
  *   COPY   dst, src, bytes: memcpy (a carried value's next version into its buffer)
+ *   PCOPY  npatch, patches, dst_word, src_word, bytes: memcpy between the addresses the
+ *          patches put in work[dst_word], work[src_word] (an inner loop's first value)
  *   WHILE  cond, count_word, body_words, then the body's records: run the body while the
  *          byte at address ``cond`` is nonzero (the body's last records copy its next
  *          condition there), counting iterations in work[count_word]; a dry run runs the
@@ -42,7 +44,8 @@
 #define MAX_DEPTH 16
 #define CHUNK ((int64_t)(INT_MAX / 2 + 1))   /* NumPy's NPY_CBLAS_CHUNK */
 
-enum { OP_LOOP = 1, OP_KERNEL = 2, OP_DOT = 3, OP_CHECK = 4, OP_COPY = 5, OP_WHILE = 6 };
+enum { OP_LOOP = 1, OP_KERNEL = 2, OP_DOT = 3, OP_CHECK = 4, OP_COPY = 5, OP_WHILE = 6,
+       OP_PCOPY = 7 };
 
 typedef void (*kernel_fn)(void **data, const int64_t *meta);
 typedef double (*ddot_fn)(int64_t n, const double *x, int64_t incx, const double *y,
@@ -161,6 +164,18 @@ static int run_block(Machine *m, const int64_t *p, const int64_t *end) {
                 memcpy((void *)(intptr_t)p[1], (const void *)(intptr_t)p[2], (size_t)p[3]);
             p += 4;
             break;
+        case OP_PCOPY: {
+            int64_t count = p[1];
+            if (m->dry) {
+                p += 2 + count * (2 + m->depth) + 3;
+                break;
+            }
+            p = patch(m, p + 2, count);
+            memcpy((void *)(intptr_t)m->work[p[0]], (const void *)(intptr_t)m->work[p[1]],
+                   (size_t)p[2]);
+            p += 3;
+            break;
+        }
         case OP_WHILE: {
             const unsigned char *cond = (const unsigned char *)(intptr_t)p[1];
             int64_t count_word = p[2], words = p[3];

@@ -49,7 +49,7 @@ try:
 except ImportError:   # not built: every loop keeps the host loop
     _native_run = None
 
-OP_LOOP, OP_KERNEL, OP_DOT, OP_CHECK, OP_COPY, OP_WHILE = 1, 2, 3, 4, 5, 6
+OP_LOOP, OP_KERNEL, OP_DOT, OP_CHECK, OP_COPY, OP_WHILE, OP_PCOPY = 1, 2, 3, 4, 5, 6, 7
 MAX_DEPTH = 4   # loops nested in one driver call (words per affine form after its base)
 _WORDS_AT = 3 + 2 * (1 + MAX_DEPTH)   # a LOOP record's body length, after its bounds
 _LIMIT = 1 << 62   # Python ints past this are not affine int64 values here
@@ -225,6 +225,19 @@ class Program:
         if value.root is not None:
             self.work_roots.append((word, value.root))
 
+    def copy(self, target: Aff, source: Aff, size: int) -> None:
+        """Copy ``size`` bytes (addresses fixed, or patched per iteration)."""
+        if target.fixed and source.fixed:
+            self.code += [OP_COPY, target.const, source.const, size]
+            return
+        fields = self.words(2)
+        patches: list[tuple[list[int], Any]] = []
+        self.set_word(fields, target, patches)
+        self.set_word(fields + 1, source, patches)
+        self.code += [OP_PCOPY, len(patches)]
+        self.emit_patches(patches)
+        self.code += [fields, fields + 1, size]
+
     def emit_patches(self, patches: Sequence[tuple[list[int], Any]]) -> None:
         for words, root in patches:
             if root is not None:
@@ -364,8 +377,8 @@ def _static_refusal(body: Plan) -> str:
               "")
     if not reason:
         for call in body.regions:
-            if call.region.kind != "for" or call.region.carried or call.region.private:
-                reason = "an inner loop with carried values or not a for"
+            if call.region.kind != "for" or call.region.private:
+                reason = "an inner while loop, or one writing a computed value"
                 break
             reason = _static_refusal(call.body)
             if reason:
@@ -646,8 +659,8 @@ class _Body:
 
     def _region(self, call: RegionCall, slots: Any) -> None:
         region, program = call.region, self.program
-        if region.kind != "for" or region.carried or region.private:
-            raise Declined("an inner loop with carried values or not a for")
+        if region.kind != "for" or region.private:
+            raise Declined("an inner while loop, or one writing a computed value")
         inputs = [self.values[s] for s in slots.inputs]
         start, stop, step = (_bound(b, inputs) for b in region.bounds)
         if not step.fixed or step.const == 0:
@@ -663,15 +676,61 @@ class _Body:
             if param.kind == "array" and value.__class__ is not Arr:
                 raise Declined("an inner loop's array parameter from a scalar")
             params.append(value)
+        carried = len(region.carried)
+        starts, buffers = params[1:1 + carried], self._carried(call, slots, params)
+        for k, (first, buffer) in enumerate(zip(starts, buffers)):
+            if buffer is not None:   # its first value copied in as the loop starts
+                params[1 + k] = self.values[slots.carries[k]]
+                program.copy(params[1 + k].address, first.address, buffer.nbytes)
         head = len(program.code)
         program.code += [OP_LOOP, depth, *start.words(MAX_DEPTH), *stop.words(MAX_DEPTH),
                          step.const, 0, not call.body.regions]
         begin = len(program.code)   # (the body's checks come first, inside the loop)
         inner = _Body(program, call.body,
                       self.programs[call.offset:call.offset + len(call.body.kernels)],
-                      params, self.sizes, depth)
+                      params, self.sizes, depth, results=bool(carried))
         inner.emit()
+        if carried:
+            results = inner.results()
+            if len(results) != carried:
+                raise Declined("an inner loop whose results are not its carried values")
+            _copy_back(program, results, params[1:], buffers)
         program.code[head + _WORDS_AT] = len(program.code) - begin
+        for k, (first, buffer) in enumerate(zip(starts, buffers)):
+            if buffer is None:   # given back as itself: the loop's value is a copy of it
+                target = self.values[slots.carries[k]]
+                program.copy(target.address, first.address, target.concrete.nbytes)
+
+    def _carried(self, call: RegionCall, slots: Any, params: Sequence[Any]
+                 ) -> list[np.ndarray | None]:
+        """Each carried value's buffer: the memory of its CARRY (a temporary of this body,
+        which the host loop copies the last value into), or None where the body gives it
+        back as itself (the value given is then the body's parameter: written in place)."""
+        graph = call.body.graph
+        outputs = _output_slots(call.body, len(params))
+        written = {n.attr("param") for n in graph.nodes
+                   if n.op is Op.WRITE and n.attr("root") is None}
+        found: list[np.ndarray | None] = []
+        first, count = len(self.params), len(self.schedule.allocations)
+        for k in range(len(call.region.carried)):
+            if not first <= slots.carries[k] < first + count:
+                raise Declined("an inner loop's carried value that is not a temporary")
+            start, carry = params[1 + k], self.values[slots.carries[k]]
+            if (start.__class__ is not Arr or carry.__class__ is not Arr
+                    or carry.concrete is None or not _contiguous(start)
+                    or not _contiguous(carry) or start.dtype != carry.dtype
+                    or tuple(d.const for d in start.shape) != carry.concrete.shape):
+                raise Declined("an inner loop's carried value in another layout")
+            for w in written:   # the host loop reads those writes through its first value
+                if w != 1 + k and params[w].__class__ is Arr:
+                    _apart(self.program, start, params[w])
+            if k < len(outputs) and outputs[k] == 1 + k:
+                found.append(None)
+                continue
+            if 1 + k in written:
+                raise Declined("a carried value written in place and rebound")
+            found.append(carry.concrete)
+        return found
 
 
 class Compiled:
@@ -758,14 +817,65 @@ def _layout(current: Sequence[Any], trip: range | None, sizes: dict[str, int]) -
 _KEPT = 8
 
 
+def _output_slots(body: Plan, arguments: int) -> tuple[int, ...]:
+    """The slots of ``body``'s results, called with ``arguments`` (its host prologue's
+    values follow them)."""
+    from autojit.runtime.schedule import build_schedule
+    schedule = build_schedule(body, arguments + len(body.graph.prologue))
+    return tuple(slot for slot, _ in schedule.outputs)
+
+
 def _contiguous(array: Arr) -> bool:
-    if not all(d.fixed for d in array.shape) or not array.address.fixed:
+    """Whether ``array`` is one block of memory of a fixed shape, in C order."""
+    if not all(d.fixed for d in array.shape):
         return False
     expected, step = [], array.dtype.itemsize
     for size in reversed(array.shape):
         expected.append(step)
         step *= size.const
     return tuple(reversed(expected)) == tuple(array.strides) or step == 0
+
+
+def _copy_back(program: Program, results: Sequence[tuple[Arr, bool, bool]],
+               params: Sequence[Any], buffers: Sequence[np.ndarray | None]) -> list[bool]:
+    """Emit the copies of each carried value's next version into its buffer (staged where
+    it is another carried value's memory, which changes first); return which results
+    NumPy gives as scalars. ``buffers[k]`` None: carried value k is given back as itself."""
+    staged, direct, scalars = [], [], []
+    for k, (value, scalar, is_param) in enumerate(results):
+        target = buffers[k]
+        scalars.append(scalar)
+        if target is None or value is params[k]:
+            if value is not params[k]:
+                raise Declined("a carried value given back as another")
+            continue   # the carried value unchanged
+        if (not _contiguous(value) or not value.address.fixed or value.dtype != target.dtype
+                or tuple(d.const for d in value.shape) != target.shape):
+            raise Declined("a carried value's next version in another layout")
+        if is_param:   # another carried value's memory: copied out before it changes
+            stage = np.empty_like(target)
+            program.held.append(stage)
+            staged.append((stage, value.address.const, target))
+        else:
+            direct.append((_address(target), value.address.const, target.nbytes))
+    for stage, source, target in staged:
+        program.code += [OP_COPY, _address(stage), source, target.nbytes]
+    for target, source, size in direct:
+        program.code += [OP_COPY, target, source, size]
+    for stage, _, target in staged:
+        program.code += [OP_COPY, _address(target), _address(stage), target.nbytes]
+    return scalars
+
+
+def _apart(program: Program, a: Arr, b: Arr) -> None:
+    """``a`` and ``b`` must share no memory: checked at each call where both are memory
+    of the loop's arguments (``Compiled.bind``), now where either is the program's own."""
+    if a.address.root is not None and b.address.root is not None:
+        if a.address.root == b.address.root:
+            raise Declined("a carried value in memory the loop writes")
+        program.overlaps.append((a.address.root, b.address.root))
+    elif a.root is b.root:
+        raise Declined("a carried value in memory the loop writes")
 
 
 def _compile(call: RegionCall, programs: Sequence[Any], current: Sequence[Any],
@@ -821,29 +931,7 @@ def _compile(call: RegionCall, programs: Sequence[Any], current: Sequence[Any],
     results = top.results()
     if len(results) != carried_count + (trip is None):
         raise Declined("a body whose results are not its carried values")
-    staged, direct, scalars = [], [], []
-    for k, (value, scalar, is_param) in enumerate(results[:carried_count]):
-        target = buffers[k]
-        scalars.append(scalar)
-        if target is None or value is params[offset + k]:
-            if value is not params[offset + k]:
-                raise Declined("a carried value given back as another")
-            continue   # the carried value unchanged
-        if (not _contiguous(value) or value.dtype != target.dtype
-                or tuple(d.const for d in value.shape) != target.shape):
-            raise Declined("a carried value's next version in another layout")
-        if is_param:   # another carried value's memory: copied out before it changes
-            stage = np.empty_like(target)
-            program.held.append(stage)
-            staged.append((stage, value.address.const, target))
-        else:
-            direct.append((_address(target), value.address.const, target.nbytes))
-    for stage, source, target in staged:
-        program.code += [OP_COPY, _address(stage), source, target.nbytes]
-    for target, source, size in direct:
-        program.code += [OP_COPY, target, source, size]
-    for stage, _, target in staged:
-        program.code += [OP_COPY, _address(target), _address(stage), target.nbytes]
+    scalars = _copy_back(program, results[:carried_count], params[offset:], buffers)
     if trip is None:
         value, _, _ = results[-1]
         if value.dtype != np.bool_ or value.shape or not value.address.fixed:

@@ -356,3 +356,49 @@ def test_integer_dot_products_keep_the_host_loop(driver_runs):
     assert_matches_numpy(int_dots, rng.integers(-9, 9, (7, 7)), rng.integers(-9, 9, 7),
                          np.zeros(7, np.int64))
     assert driver_runs() == 0
+
+
+def row_sums(a, out):
+    for i in range(a.shape[0]):
+        s = a[i, 0] * 0.0
+        for j in range(a.shape[1]):
+            s = s + a[i, j] * 2.0
+        out[i] = s
+    return out
+
+
+def triangle_sums(a, out):
+    for i in range(a.shape[0]):
+        s = a[i, 0] * 0.0
+        for j in range(i):
+            s = s + a[i, :j] @ a[:j, j]
+        out[i] = s
+    return out
+
+
+def inner_exchange(a, out):
+    for i in range(a.shape[0]):
+        p = a[i, 0] * 1.0
+        q = a[i, 1] * 1.0
+        for _ in range(i):
+            p, q = q, p + q
+        out[i] = p - q
+    return out
+
+
+def inner_in_place(a, v):
+    for i in range(a.shape[0]):
+        w = v[i]
+        for j in range(3):
+            w += a[i, j]
+    return v
+
+
+def test_inner_loops_with_carried_values(driver_runs):
+    rng = _rng(22)
+    assert_calls_match_numpy(row_sums, [(rng.random((5, 7)), np.zeros(5))])
+    assert_calls_match_numpy(triangle_sums, [(rng.random((9, 9)), np.zeros(9)),
+                                             (rng.random((3, 3)), np.zeros(3))])
+    assert_calls_match_numpy(inner_exchange, [(rng.random((6, 2)), np.zeros(6))])
+    assert_calls_match_numpy(inner_in_place, [(rng.random((4, 3)), rng.random((4, 2)))])
+    assert driver_runs() == 5
