@@ -747,7 +747,8 @@ class Compiled:
         self.code_base, self.work_base = self.code.copy(), self.work.copy()
         self.code_at, self.code_from = _columns(program.code_roots)
         self.work_at, self.work_from = _columns(program.work_roots)
-        self.passed: bool | None = None if program.checks else True   # the dry run
+        # the dry run's answer per trip range (no checks: every range passes)
+        self.passed: dict[tuple[int, int], bool] | None = {} if program.checks else None
         # the carried values' buffers, whether each is a scalar result, the condition
         # byte of a while loop, the work word counting its iterations
         self.carried: tuple[list[np.ndarray], list[bool], np.ndarray, int] = (
@@ -800,8 +801,9 @@ def _columns(pairs: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
 
 def _layout(current: Sequence[Any], trip: range | None, sizes: dict[str, int]) -> tuple:
     """What a kept program depends on: the arguments' layouts and int values, the trip
-    range and the outer sizes (float scalars are rewritten into their holders)."""
-    parts: list[Any] = [None] if trip is None else [trip.start, trip.stop, trip.step]
+    range's step and the outer sizes (a trip range's bounds and float scalars are put in
+    at each call)."""
+    parts: list[Any] = [None if trip is None else trip.step]   # (its bounds: put in)
     for value in current:
         if isinstance(value, np.ndarray):
             parts.append((value.shape, value.strides, value.dtype, value.flags.writeable,
@@ -983,12 +985,23 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
         DECLINED[0] = "a written argument that may overlap another"
         _keep(kept, key, entry)
         return None
-    if entry.passed is None:   # once per layout: every iteration's views are proven
-        entry.passed = not _native_run(entry.code, entry.work, MAX_DEPTH, 1)
-    if not entry.passed:
-        DECLINED[0] = "an iteration whose views the affine forms do not describe"
-        _keep(kept, key, DECLINED[0])
-        return None
+    if trip is not None:   # the trip range's bounds, into the outer loop's record
+        if max(abs(trip.start), abs(trip.stop)) > _LIMIT:
+            _keep(kept, key, entry)
+            return None
+        entry.code[2], entry.code[3 + MAX_DEPTH] = trip.start, trip.stop
+    if entry.passed is not None:   # every iteration's views proven, once per trip range
+        bounds = (trip.start, trip.stop) if trip is not None else (0, 0)
+        passed = entry.passed.get(bounds)
+        if passed is None:
+            passed = not _native_run(entry.code, entry.work, MAX_DEPTH, 1)
+            if len(entry.passed) >= 16:
+                entry.passed.clear()
+            entry.passed[bounds] = passed
+        if not passed:
+            DECLINED[0] = "an iteration whose views the affine forms do not describe"
+            _keep(kept, key, entry)
+            return None
     if entry.program.dots:
         getattr(backend, "before_library", _nothing)()
     try:

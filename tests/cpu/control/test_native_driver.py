@@ -402,3 +402,16 @@ def test_inner_loops_with_carried_values(driver_runs):
     assert_calls_match_numpy(inner_exchange, [(rng.random((6, 2)), np.zeros(6))])
     assert_calls_match_numpy(inner_in_place, [(rng.random((4, 3)), rng.random((4, 2)))])
     assert driver_runs() == 5
+
+
+def test_one_program_for_every_trip_range(driver_runs):
+    rng = _rng(23)
+    u = rng.random((9, 11))
+    jitted = assert_calls_match_numpy(heat, [(u, 20, 0.1), (u, 3, 0.3), (u, 0, 0.2),
+                                             (u, 20, 0.1)])
+    kept = jitted.inspect(u, 20, 0.1).plan.regions[0].body.schedule_cache["native_programs"]
+    assert len(kept) == 1 and driver_runs() == 4
+    x = rng.random(9)
+    assert_calls_match_numpy(past_the_end, [(x, np.zeros(12), 12), (x, np.zeros(12), 9),
+                                            (x, np.zeros(12), 11), (x, np.zeros(12), 3)])
+    assert driver_runs() == 6   # (12 and 11 clamp: the host loop)
