@@ -195,6 +195,7 @@ class Program:
         self.depth = 0
         self.checks = 0
         self.dots = False
+        self.backend: Any = None   # the CPU target (its thread split)
 
     def words(self, count: int) -> int:
         self.work.extend([0] * count)
@@ -623,6 +624,9 @@ class _Body:
             array = arrays[buffer]
             meta_values.append(Aff(array.strides[axis] // array.dtype.itemsize
                                    if axis is not None else 0))
+        if all(v.fixed for v in meta_values) and _splits(program.backend, kernel, compiled,
+                                                          [v.const for v in meta_values]):
+            raise Declined("a kernel the CPU target splits over threads")
         meta = program.words(max(len(meta_values), 1))
         for k, value in enumerate(meta_values):
             program.set_word(meta + k, value, patches)
@@ -819,6 +823,19 @@ def _layout(current: Sequence[Any], trip: range | None, sizes: dict[str, int]) -
 _KEPT = 8
 
 
+def _splits(backend: Any, kernel: Any, compiled: CpuProgram, meta: list[int]) -> bool:
+    """Whether the CPU target would split this call over threads (the driver calls each
+    kernel on the calling thread: a body of big kernels keeps the host loop's launches)."""
+    threads = getattr(backend, "threads", None)
+    if threads is None or threads.count <= 1:
+        return False
+    from autojit.lower_cpu.threads import split_of
+    within = getattr(backend, "_within", None)
+    extra = () if within is None else (within,)
+    return split_of(kernel, compiled, meta, threads.count, threads.min_work,
+                    *extra) is not None
+
+
 def _output_slots(body: Plan, arguments: int) -> tuple[int, ...]:
     """The slots of ``body``'s results, called with ``arguments`` (its host prologue's
     values follow them)."""
@@ -880,10 +897,11 @@ def _apart(program: Program, a: Arr, b: Arr) -> None:
         raise Declined("a carried value in memory the loop writes")
 
 
-def _compile(call: RegionCall, programs: Sequence[Any], current: Sequence[Any],
-             trip: range | None, sizes: dict[str, int]) -> Compiled:
+def _compile(backend: Any, call: RegionCall, programs: Sequence[Any],
+             current: Sequence[Any], trip: range | None, sizes: dict[str, int]) -> Compiled:
     region, body = call.region, call.body
     program = Program()
+    program.backend = backend
     carried_count = len(region.carried)
     from autojit.runtime.schedule import build_schedule
     offset = 0 if trip is None else 1
@@ -963,7 +981,7 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     kept = body.schedule_cache.get("native_programs")
     if kept is None:
         kept = body.schedule_cache["native_programs"] = {}
-    key = _layout(current, trip, sizes)
+    key = (getattr(backend, "threads", None), *_layout(current, trip, sizes))
     entry = kept.pop(key, None)
     if entry.__class__ is str:   # this layout keeps the host loop
         kept[key] = DECLINED[0] = entry
@@ -972,7 +990,7 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
         entry = None   # (other compiled kernels: built again)
     if entry is None:
         try:
-            entry = _compile(call, programs, current, trip, sizes)
+            entry = _compile(backend, call, programs, current, trip, sizes)
         except Declined as why:
             DECLINED[0] = str(why)
             if why.lasting:

@@ -417,3 +417,13 @@ def test_one_program_for_every_trip_range(driver_runs):
     assert_calls_match_numpy(past_the_end, [(x, np.zeros(12), 12), (x, np.zeros(12), 9),
                                             (x, np.zeros(12), 11), (x, np.zeros(12), 3)])
     assert driver_runs() == 6   # (12 and 11 clamp: the host loop)
+
+
+def test_kernels_the_target_splits_keep_the_host_loop(driver_runs):
+    u = _rng(24).random((300, 300))
+    options = {"num_threads": 2, "thread_min_work": 1000}
+    assert_calls_match_numpy(heat, [(u, 3, 0.1)], options=options)
+    assert driver_runs() == 0
+    assert "splits over threads" in native_region.DECLINED[0]
+    assert_calls_match_numpy(heat, [(u[:6, :6].copy(), 3, 0.1)], options=options)
+    assert driver_runs() == 1
