@@ -17,7 +17,7 @@ def _extensions() -> list[Extension]:
     return [Extension(f"autojit._native.{name}", [f"autojit/_native/{name}.c"],
                       include_dirs=[numpy.get_include()], optional=True,
                       extra_compile_args=["-O2", "-std=c11"])
-            for name in ("fastcall", "pool")]
+            for name in ("fastcall", "pool", "loops")]
 
 
 setup(ext_modules=_extensions())

@@ -23,6 +23,7 @@ from autojit.fuse.native_loop import NativeLoop
 from autojit.fuse.plan import RegionCall
 from autojit.ir.abi import pack_meta
 from autojit.runtime.binding import bind_sizes, call_arguments, has_dynamic_sizes
+from autojit.runtime.native_region import run_native_region
 
 #: targets that run a native loop (``fuse.native_loop``) instead of the host loop: the CPU,
 #: and the CUDA emulation (its one-thread CUDA C, checked against NumPy). On a GPU the host
@@ -180,13 +181,23 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
 
     if region.kind == "for":
         start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
-        for i in range(start, stop, step):
-            carried = list(iterate([i, *carried, *captured]))
+        trip = range(start, stop, step)
+        native = run_native_region(backend, call, body_programs, current, trip, sizes)
+        if native is not None:
+            carried = native
+        else:
+            for i in trip:
+                carried = list(iterate([i, *carried, *captured]))
     else:
         condition = _value(region.first, inputs)
-        while bool(_scalar(condition)):
-            results = iterate([*carried, *captured])
-            carried, condition = list(results[:-1]), results[-1]
+        native = run_native_region(backend, call, body_programs, current, None, sizes,
+                                   condition)
+        if native is not None:
+            carried = native
+        else:
+            while bool(_scalar(condition)):
+                results = iterate([*carried, *captured])
+                carried, condition = list(results[:-1]), results[-1]
     results = carried + [captured[k - carried_count] for k in region.private]
     for slot, result in zip(slots.carries, results):
         if _owned(result, inputs):

@@ -1,0 +1,262 @@
+/*
+ * autojit._native.loops: the native driver of a CPU loop region (runtime/native_region.py).
+ *
+ * A loop call's body is turned, once per call of the loop, into a flat program of int64
+ * words (``code``) over a work area of int64 words (``work``: the kernels' data pointer
+ * arrays, their meta arrays, the int64 scalars they read by address, the dot products'
+ * operands). ``run`` executes it for the whole trip range with no Python per iteration.
+ *
+ * An affine value is ``base, c[0], ..., c[D-1]``: base + sum c[k] * index[k] over the
+ * enclosing loops' indices (D: the nest's depth). Records, each starting with its opcode:
+ *
+ *   LOOP   depth, start(affine), stop(affine), step, body_words, innermost, then the
+ *          body's records (innermost: the body holds no loop; a dry run visits only
+ *          its first and last iteration: a check affine in its index is smallest at
+ *          one of them, for the enclosing indices it is visited at)
+ *   KERNEL fn, data_word, meta_word, npatch, npatch x (word, affine): the patches set
+ *          work[word] = affine, then fn((void **)&work[data_word], &work[meta_word])
+ *   DOT    kind (0: f64, 1: f32), fn, npatch, patches, n_word, x_word, incx, y_word, incy,
+ *          out_word: NumPy's DOUBLE_dot / FLOAT_dot on its BLAS path (sum = 0.; sum +=
+ *          cblas_?dot(chunk, ...) per chunk; a length 0 gives +0.0, as matmul's loop does)
+ *   COPY   dst, src, bytes: memcpy (a carried value's next version into its buffer)
+ *   PCOPY  npatch, patches, dst_word, src_word, bytes: memcpy between the addresses the
+ *          patches put in work[dst_word], work[src_word] (an inner loop's first value)
+ *   WHILE  cond, count_word, body_words, then the body's records: run the body while the
+ *          byte at address ``cond`` is nonzero (the body's last records copy its next
+ *          condition there), counting iterations in work[count_word]; a dry run runs the
+ *          body once (no index of a while loop moves: its checks are the enclosing ones')
+ *   CHECK  affine: the value must be >= 0 (a view bound inside its array, a size that
+ *          NumPy would not clamp); only a dry run (``dry`` true) evaluates checks, and
+ *          only a dry run skips kernels and dots: it walks the nest to prove every
+ *          iteration's views are what the affine forms say before anything runs.
+ *
+ * ``run`` returns 0, or 1 where a dry run found a failing check (the caller then runs the
+ * Python host loop, which does what NumPy does). Single-threaded; the GIL is released while
+ * it runs (as fastcall.call releases it around one kernel), taken back only to look for a
+ * signal every 4096 iterations of a while loop.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <limits.h>
+#include <string.h>
+
+#define MAX_DEPTH 16
+#define CHUNK ((int64_t)(INT_MAX / 2 + 1))   /* NumPy's NPY_CBLAS_CHUNK */
+
+enum { OP_LOOP = 1, OP_KERNEL = 2, OP_DOT = 3, OP_CHECK = 4, OP_COPY = 5, OP_WHILE = 6,
+       OP_PCOPY = 7 };
+
+typedef void (*kernel_fn)(void **data, const int64_t *meta);
+typedef double (*ddot_fn)(int64_t n, const double *x, int64_t incx, const double *y,
+                          int64_t incy);
+typedef float (*sdot_fn)(int64_t n, const float *x, int64_t incx, const float *y,
+                         int64_t incy);
+
+typedef struct {
+    const int64_t *code;
+    int64_t *work;
+    int64_t index[MAX_DEPTH];
+    int depth;        /* D: words per affine after its base */
+    int dry;
+    PyThreadState *saved;   /* the GIL released while it runs (NULL: held) */
+} Machine;
+
+static inline int64_t affine(const Machine *m, const int64_t *a) {
+    int64_t value = a[0];
+    for (int k = 0; k < m->depth; k++)
+        value += a[1 + k] * m->index[k];
+    return value;
+}
+
+static const int64_t *patch(Machine *m, const int64_t *p, int64_t count) {
+    for (int64_t i = 0; i < count; i++) {
+        m->work[p[0]] = affine(m, p + 1);
+        p += 2 + m->depth;
+    }
+    return p;
+}
+
+static void dot(Machine *m, int64_t kind, int64_t fn, const int64_t *f) {
+    int64_t n = m->work[f[0]], incx = f[2], incy = f[4];
+    char *x = (char *)(intptr_t)m->work[f[1]], *y = (char *)(intptr_t)m->work[f[3]];
+    double sum = 0.;   /* double for stability, as NumPy sums its chunks */
+    if (kind == 0) {
+        while (n > 0) {
+            int64_t chunk = n < CHUNK ? n : CHUNK;
+            sum += ((ddot_fn)(intptr_t)fn)(chunk, (const double *)x, incx,
+                                           (const double *)y, incy);
+            x += chunk * incx * (int64_t)sizeof(double);
+            y += chunk * incy * (int64_t)sizeof(double);
+            n -= chunk;
+        }
+        *(double *)(intptr_t)m->work[f[5]] = sum;
+    } else {
+        while (n > 0) {
+            int64_t chunk = n < CHUNK ? n : CHUNK;
+            sum += ((sdot_fn)(intptr_t)fn)(chunk, (const float *)x, incx,
+                                           (const float *)y, incy);
+            x += chunk * incx * (int64_t)sizeof(float);
+            y += chunk * incy * (int64_t)sizeof(float);
+            n -= chunk;
+        }
+        *(float *)(intptr_t)m->work[f[5]] = (float)sum;
+    }
+}
+
+/* Run the records in [p, end); return 1 where a dry run's check fails. */
+static int run_block(Machine *m, const int64_t *p, const int64_t *end) {
+    const int width = 1 + m->depth;
+    while (p < end) {
+        switch (p[0]) {
+        case OP_LOOP: {
+            int d = (int)p[1];
+            int64_t start = affine(m, p + 2), stop = affine(m, p + 2 + width);
+            int64_t step = p[2 + 2 * width], words = p[3 + 2 * width];
+            const int64_t *body = p + 5 + 2 * width;
+            if (m->dry && p[4 + 2 * width]) {   /* innermost: its two ends */
+                int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
+                                         : (stop < start ? (start - stop - step - 1) / -step : 0);
+                if (count > 0) {
+                    m->index[d] = start;
+                    if (run_block(m, body, body + words)) return 1;
+                    m->index[d] = start + (count - 1) * step;
+                    if (count > 1 && run_block(m, body, body + words)) return 1;
+                }
+            } else if (step > 0) {
+                for (int64_t i = start; i < stop; i += step) {
+                    m->index[d] = i;
+                    if (run_block(m, body, body + words)) return 1;
+                }
+            } else {
+                for (int64_t i = start; i > stop; i += step) {
+                    m->index[d] = i;
+                    if (run_block(m, body, body + words)) return 1;
+                }
+            }
+            m->index[d] = 0;
+            p = body + words;
+            break;
+        }
+        case OP_KERNEL: {
+            int64_t fn = p[1], data = p[2], meta = p[3], count = p[4];
+            if (m->dry) {
+                p += 5 + count * (2 + m->depth);
+                break;
+            }
+            p = patch(m, p + 5, count);
+            ((kernel_fn)(intptr_t)fn)((void **)&m->work[data], &m->work[meta]);
+            break;
+        }
+        case OP_DOT: {
+            int64_t kind = p[1], fn = p[2], count = p[3];
+            if (m->dry) {
+                p += 4 + count * (2 + m->depth) + 6;
+                break;
+            }
+            p = patch(m, p + 4, count);
+            dot(m, kind, fn, p);
+            p += 6;
+            break;
+        }
+        case OP_COPY:
+            if (!m->dry)
+                memcpy((void *)(intptr_t)p[1], (const void *)(intptr_t)p[2], (size_t)p[3]);
+            p += 4;
+            break;
+        case OP_PCOPY: {
+            int64_t count = p[1];
+            if (m->dry) {
+                p += 2 + count * (2 + m->depth) + 3;
+                break;
+            }
+            p = patch(m, p + 2, count);
+            memcpy((void *)(intptr_t)m->work[p[0]], (const void *)(intptr_t)m->work[p[1]],
+                   (size_t)p[2]);
+            p += 3;
+            break;
+        }
+        case OP_WHILE: {
+            const unsigned char *cond = (const unsigned char *)(intptr_t)p[1];
+            int64_t count_word = p[2], words = p[3];
+            const int64_t *body = p + 4;
+            if (m->dry) {
+                if (run_block(m, body, body + words)) return 1;
+            } else {
+                int64_t count = 0;
+                while (*cond) {
+                    int r = run_block(m, body, body + words);
+                    if (r) return r;
+                    count++;
+                    if ((count & 4095) == 0) {
+                        int raised;
+                        if (m->saved) PyEval_RestoreThread(m->saved);
+                        raised = PyErr_CheckSignals() < 0;
+                        if (m->saved) m->saved = PyEval_SaveThread();
+                        if (raised) {
+                            m->work[count_word] = count;
+                            return 3;
+                        }
+                    }
+                }
+                m->work[count_word] = count;
+            }
+            p = body + words;
+            break;
+        }
+        case OP_CHECK:
+            if (m->dry && affine(m, p + 1) < 0) return 1;
+            p += 1 + width;
+            break;
+        default:
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static PyObject *py_run(PyObject *mod, PyObject *args) {
+    PyObject *code_obj, *work_obj;
+    int depth, dry;
+    if (!PyArg_ParseTuple(args, "OOii", &code_obj, &work_obj, &depth, &dry))
+        return NULL;
+    if (depth < 0 || depth > MAX_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "loop nest too deep");
+        return NULL;
+    }
+    Py_buffer code, work;
+    if (PyObject_GetBuffer(code_obj, &code, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(work_obj, &work, PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&code);
+        return NULL;
+    }
+    Machine m;
+    m.code = (const int64_t *)code.buf;
+    m.work = (int64_t *)work.buf;
+    m.depth = depth;
+    m.dry = dry;
+    for (int k = 0; k < MAX_DEPTH; k++) m.index[k] = 0;
+    const int64_t *p = m.code;
+    m.saved = dry ? NULL : PyEval_SaveThread();
+    int result = run_block(&m, p, p + code.len / (Py_ssize_t)sizeof(int64_t));
+    if (m.saved) PyEval_RestoreThread(m.saved);
+    PyBuffer_Release(&code);
+    PyBuffer_Release(&work);
+    if (result == 2) {
+        PyErr_SetString(PyExc_ValueError, "bad loop program");
+        return NULL;
+    }
+    if (result == 3)   /* a signal's handler raised (KeyboardInterrupt in a while loop) */
+        return NULL;
+    return PyLong_FromLong(result);
+}
+
+static PyMethodDef methods[] = {
+    {"run", py_run, METH_VARARGS,
+     "run(code, work, depth, dry) -> 0, or 1 where a dry run's check fails"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "loops", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_loops(void) { return PyModule_Create(&module); }
