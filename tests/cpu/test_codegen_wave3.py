@@ -1,0 +1,102 @@
+"""The CPU kernels' code for stencils and strided elementwise work (issue 15, wave 3):
+kernels that call no vector math vectorise at 512 bits on AVX-512 hosts (``mathlib.
+wide_vectors``), and their results stay NumPy's bit for bit on overlapping views of one
+array, strided views and rows whose length is no multiple of the vector width (the
+vectoriser's remainder loop)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
+
+from autojit import autoroute
+from autojit.ir.ops import OP_TABLE
+from autojit.lower_cpu import mathlib
+
+
+def heat(u, steps, alpha):
+    for _ in range(steps):
+        u[1:-1, 1:-1] += alpha * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:]
+                                  + u[1:-1, :-2] - 4 * u[1:-1, 1:-1])
+    return u
+
+
+def stencil_step(u, alpha):
+    """One step written out of the loop: a 2-d stencil over views of one array."""
+    return u[1:-1, 1:-1] + alpha * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:]
+                                    + u[1:-1, :-2] - 4 * u[1:-1, 1:-1])
+
+
+def strided_sum(a, b):
+    return a[::2, 1:] * 3.0 - b[1::3, :-1]
+
+
+def _grid(rows: int, cols: int, dtype: str = "f8", seed: int = 0) -> np.ndarray:
+    values = np.random.default_rng(seed).standard_normal((rows, cols))
+    values[0, 0], values[-1, -1] = -0.0, 1e-310   # a zero sign and a subnormal on the edge
+    return values.astype(dtype)
+
+
+@pytest.mark.parametrize("cols", [3, 10, 17, 37, 150])
+def test_heat_in_place_is_numpys_bits_at_every_row_length(cols: int) -> None:
+    # rows of 1..148 interior elements: the vector loop, its remainder, or only the remainder
+    assert_calls_match_numpy(heat, [(_grid(12, cols), 5, 0.1), (_grid(9, cols, seed=1), 3,
+                                                                  0.25)])
+
+
+def test_heat_compiles_once_across_sizes_and_trip_counts() -> None:
+    jitted = assert_calls_match_numpy(heat, [(_grid(10, 10), 3, 0.1), (_grid(150, 150), 50, 0.1),
+                                             (_grid(31, 45), 1000, 0.05)])
+    stats = jitted.stats()
+    assert stats["routes"].get("python", 0) == 0
+    assert stats["compiles"] == 1
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4"])
+def test_stencil_over_views_of_one_array_is_numpys_bits(dtype: str) -> None:
+    assert_matches_numpy(stencil_step, _grid(41, 29, dtype), np.float32(0.3) if dtype == "f4"
+                         else 0.3)
+
+
+def test_stencil_over_a_non_contiguous_array_is_numpys_bits() -> None:
+    base = _grid(60, 90)
+    assert_matches_numpy(stencil_step, base[::2, ::3], 0.1)
+    assert_matches_numpy(stencil_step, np.asfortranarray(base), 0.1)
+
+
+def test_strided_elementwise_is_numpys_bits() -> None:
+    assert_matches_numpy(strided_sum, _grid(40, 23), _grid(60, 23, seed=2))
+    assert_matches_numpy(strided_sum, _grid(40, 23, "i8"), _grid(60, 23, "i8", seed=2))
+
+
+def _optimised(fn, *args) -> str:
+    return autoroute(fn, force="cpu").inspect(*args).llvm_ir_optimized
+
+
+@pytest.mark.skipif(not mathlib.wide_vectors(), reason="no AVX-512 on this host")
+def test_kernels_without_vector_math_vectorise_at_the_wide_width() -> None:
+    text = _optimised(stencil_step, _grid(40, 40), 0.1)
+    assert f'"prefer-vector-width"="{mathlib.WIDE_VECTOR_BITS}"' in text
+    lanes = mathlib.WIDE_VECTOR_BITS // 64
+    assert f"<{lanes} x double>" in text
+
+
+def _libmvec_only_function() -> str | None:
+    """A float64 math function this process vectorises with libmvec, not NumPy's SVML."""
+    for info in OP_TABLE.values():
+        name = info.math_name
+        if (name and info.arity == 1 and mathlib.vector_variants(name, 8, 1)
+                and mathlib.svml_routine(name, 8) is None and hasattr(np, name)):
+            return name
+    return None
+
+
+def test_kernels_calling_libmvec_keep_the_host_width() -> None:
+    name = _libmvec_only_function()
+    if name is None:
+        pytest.skip("every libmvec function here goes to SVML (or there is no libmvec)")
+    ufunc = getattr(np, name)
+    text = _optimised(lambda x: ufunc(x) + 1.0, np.linspace(0.1, 0.9, 1000))
+    assert '"prefer-vector-width"' not in text
