@@ -74,22 +74,6 @@ def host_vector_isas() -> tuple[tuple[str, int], ...]:
     return tuple((letter, bits) for letter, feature, bits in _ISAS if features.get(feature))
 
 
-#: the vector width of kernels that call no vector math, where the CPU has AVX-512. LLVM's
-#: tuning for this Xeon prefers 256 bits; widening loads, stores and IEEE arithmetic does not
-#: change a single result (each lane computes what the scalar loop does), and the heat
-#: stencil's body kernels (150x150 float64, ``benchmarks/loops.py``) ran 7.4 -> 6.6 us and
-#: 4.1 -> 3.7 us alone (GCC -O3 -march=native: 7.7 at 256 bits, 7.0 at 512). Kernels that call
-#: libmvec keep the host's width: its 4- and 8-lane routines are different code, and the
-#: vectoriser's choice between them would decide the bits.
-WIDE_VECTOR_BITS = 512
-
-
-@functools.cache
-def wide_vectors() -> bool:
-    """Whether kernels without vector math vectorise at ``WIDE_VECTOR_BITS`` (AVX-512 hosts)."""
-    return bool(llvm.get_host_cpu_features().get("avx512f"))
-
-
 @functools.cache
 def load_math_libraries() -> bool:
     """Load libmvec (and libm, for the scalar fallbacks) into the process, once.
@@ -360,8 +344,7 @@ class MathCalls:
 
         Where SVML is called, every function takes 512-bit vectors in zmm registers (the
         routines' C ABI: without ``min-legal-vector-width`` LLVM splits them in two) and
-        vectorises at that width (this CPU's tuning prefers 256 bits). Where no vector math
-        is called at all, the loops vectorise at 512 bits too (``wide_vectors``)."""
+        vectorises at that width (this CPU's tuning prefers 256 bits)."""
         if self._svml:
             for fn in self.module.functions:
                 if not fn.is_declaration:
@@ -369,10 +352,6 @@ class MathCalls:
                     set.add(fn.attributes, '"min-legal-vector-width"="512"')
                     set.add(fn.attributes, '"prefer-vector-width"="512"')
             self._wrappers_last()
-        elif not self._vector_decls and wide_vectors():
-            for fn in self.module.functions:
-                if not fn.is_declaration:
-                    set.add(fn.attributes, f'"prefer-vector-width"="{WIDE_VECTOR_BITS}"')
         if not self._vector_decls:
             return
         ptr = ir.PointerType()
