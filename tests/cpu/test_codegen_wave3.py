@@ -1,8 +1,7 @@
-"""The CPU kernels' code for stencils and strided elementwise work (issue 15, wave 3):
-kernels that call no vector math vectorise at 512 bits on AVX-512 hosts (``mathlib.
-wide_vectors``), and their results stay NumPy's bit for bit on overlapping views of one
-array, strided views and rows whose length is no multiple of the vector width (the
-vectoriser's remainder loop)."""
+"""The CPU kernels' code for stencils and strided elementwise work (issue 15, wave 3): their
+results stay NumPy's bit for bit on overlapping views of one array, strided views and rows
+whose length is no multiple of the vector width (the vectoriser's remainder loop); and a
+process's first compile pays only for the math functions its kernels call."""
 
 from __future__ import annotations
 
@@ -15,10 +14,6 @@ import numpy as np
 import pytest
 
 from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
-
-from autojit import autoroute
-from autojit.ir.ops import OP_TABLE
-from autojit.lower_cpu import mathlib
 
 
 def heat(u, steps, alpha):
@@ -74,37 +69,6 @@ def test_stencil_over_a_non_contiguous_array_is_numpys_bits() -> None:
 def test_strided_elementwise_is_numpys_bits() -> None:
     assert_matches_numpy(strided_sum, _grid(40, 23), _grid(60, 23, seed=2))
     assert_matches_numpy(strided_sum, _grid(40, 23, "i8"), _grid(60, 23, "i8", seed=2))
-
-
-def _optimised(fn, *args) -> str:
-    return autoroute(fn, force="cpu").inspect(*args).llvm_ir_optimized
-
-
-@pytest.mark.skipif(not mathlib.wide_vectors(), reason="no AVX-512 on this host")
-def test_kernels_without_vector_math_vectorise_at_the_wide_width() -> None:
-    text = _optimised(stencil_step, _grid(40, 40), 0.1)
-    assert f'"prefer-vector-width"="{mathlib.WIDE_VECTOR_BITS}"' in text
-    lanes = mathlib.WIDE_VECTOR_BITS // 64
-    assert f"<{lanes} x double>" in text
-
-
-def _libmvec_only_function() -> str | None:
-    """A float64 math function this process vectorises with libmvec, not NumPy's SVML."""
-    for info in OP_TABLE.values():
-        name = info.math_name
-        if (name and info.arity == 1 and mathlib.vector_variants(name, 8, 1)
-                and mathlib.svml_routine(name, 8) is None and hasattr(np, name)):
-            return name
-    return None
-
-
-def test_kernels_calling_libmvec_keep_the_host_width() -> None:
-    name = _libmvec_only_function()
-    if name is None:
-        pytest.skip("every libmvec function here goes to SVML (or there is no libmvec)")
-    ufunc = getattr(np, name)
-    text = _optimised(lambda x: ufunc(x) + 1.0, np.linspace(0.1, 0.9, 1000))
-    assert '"prefer-vector-width"' not in text
 
 
 _FIRST_COMPILE = """
