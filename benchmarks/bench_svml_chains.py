@@ -74,7 +74,7 @@ def _compiled(expr: str, variant: str, drop: tuple[str, ...], threads: int) -> C
     mathlib.align_inner_loops()
     if variant.endswith("before") or variant == "placement":
         mathlib.set_loop_alignment(4)
-    jit.math_environment = lambda: (environment(), variant)   # no sharing between variants
+    jit.math_environment = lambda *names: (environment(*names), variant)   # none shared
     try:
         fn(np.linspace(-1, 1, 1000))
     finally:

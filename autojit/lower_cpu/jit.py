@@ -33,7 +33,7 @@ import numpy as np
 
 from autojit.errors import CompileError
 from autojit.ir.kernel import Kernel
-from autojit.ir.ops import Op
+from autojit.ir.ops import OP_TABLE, Op
 from autojit.lower_cpu.budget import LEAN_BODY
 from autojit.lower_cpu.engine import Engine, add_object, engine, listing_machine
 from autojit.lower_cpu.mathlib import math_environment
@@ -206,7 +206,8 @@ def _structure_key(kernel: Kernel, lean: bool) -> tuple | None:
     graph ids of its values (``Buffer.value``, ``ScalarParam.value``, ``Instr.node``,
     ``nodes``), which never reach the text. A Python loop's kernels differ only there;
     rendering each was most of a 10,000-op program's compile once LLVM ran for its few
-    distinct kernels (0.8 of 2.2 s). None when an attribute has no exact key (then the
+    distinct kernels (0.8 of 2.2 s). The math environment is that of the functions the
+    kernel calls (``_math_names``). None when an attribute has no exact key (then the
     text is rendered and compared)."""
     try:
         body = tuple((i.id, i.op, i.args, i.dtype.str, _exact(i.attr), i.level, i.phase)
@@ -216,8 +217,17 @@ def _structure_key(kernel: Kernel, lean: bool) -> tuple | None:
     buffers = tuple((b.name, b.dtype.str, b.strides, b.is_output, b.axes)
                     for b in kernel.buffers)
     scalars = tuple((p.name, p.dtype.str) for p in kernel.scalars)
-    return (lean, math_environment(), kernel.loop_sizes, kernel.row_dims, kernel.phases,
-            buffers, scalars, body)
+    return (lean, math_environment(_math_names(kernel)), kernel.loop_sizes, kernel.row_dims,
+            kernel.phases, buffers, scalars, body)
+
+
+def _math_names(kernel: Kernel) -> tuple[str, ...]:
+    """Return the math functions ``kernel`` calls (``llvm_rules``' math rules are the only
+    callers of ``MathCalls.call``), sorted: the part of the math environment its text
+    depends on."""
+    names = {info.math_name for info in map(OP_TABLE.get, {i.op for i in kernel.body})
+             if info is not None and info.math_name}
+    return tuple(sorted(names))
 
 
 def _compile_kernel(kernel: Kernel) -> CpuProgram:
