@@ -17,6 +17,8 @@ Interface (fixed for issue 15's helpers; the bodies are filled in by the convert
   ``carried = body(carried, captured)``.
 - ``if_else(pred, then, orelse, carried, captured, names)``: ``carried = (then if pred
   else orelse)(carried, captured)``.
+
+And ``convert(fn, value)``: ``int(v)``, ``float(v)``, ``bool(v)``, ``len(v)`` of the source.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from autojit.tracer import regions
+from autojit.tracer import host, regions
+from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import CURRENT_TRACE
 from autojit.tracer.traced import Traced
 
@@ -90,6 +93,32 @@ def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
     while cond(carried, captured):
         carried = body(carried, captured)
     return carried
+
+
+def _length(value: Any) -> Any:
+    """``len()`` of a traced array: its first size as the trace knows it (an argument's
+    size is a host value read per call, as ``x.shape[0]``: no guard on the size)."""
+    if isinstance(value, Proxy) and value.ndim:
+        return value.shape[0]
+    return len(value)
+
+
+#: the builtins ``convert`` hands to the tracer for a traced argument
+_CONVERSIONS: tuple[tuple[Callable, Callable], ...] = (
+    (builtins.int, host.python_int), (builtins.float, host.python_float),
+    (builtins.bool, host.python_bool), (builtins.len, _length))
+
+
+def convert(fn: Callable, value: Any) -> Any:
+    """``fn(value)`` where the source says ``int(value)``, ``float(value)``,
+    ``bool(value)`` or ``len(value)``: for the builtin of that name and a traced value,
+    the tracer's own (a host step for a Python scalar: its value per call, not the
+    example's); for anything else what Python does."""
+    if isinstance(value, Traced) and CURRENT_TRACE.get() is not None:
+        for builtin, traced in _CONVERSIONS:
+            if fn is builtin:
+                return traced(value)
+    return fn(value)
 
 
 def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple,

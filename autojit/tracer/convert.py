@@ -188,12 +188,13 @@ def converted_tree(fn: types.FunctionType
     node, imported = found
     if not _same_code(_compile(fn, node, imported, ()), fn.__code__):
         return None
-    body = _Jumps().block(_lower_returns(node.body))
+    calls = _Conversions()
+    body = _Jumps().block(_lower_returns(calls.block(node.body)))
     node = ast.copy_location(ast.FunctionDef(node.name, node.args, body, [], node.returns,
                                              node.type_comment), node)
     converter = _Converter(fn, node)
     body = converter.block(node.body)
-    if not converter.helpers:
+    if not converter.helpers and not calls.count:
         return None
     # every local of the original stays one (a for target or temporary now bound only in a
     # body function, a name bound only in code after a return): a read elsewhere raises
@@ -485,6 +486,50 @@ def _lowered(block: list[ast.stmt]) -> list[ast.stmt]:
             raise _NotLowered   # a return in a loop, try, with or match
         out.append(s)
     return out
+
+
+# -- int(), float(), bool(), len() of traced values -------------------------------------------
+class _Conversions:
+    """Rewrites ``int(v)``, ``float(v)``, ``bool(v)`` and ``len(v)`` (one positional
+    argument) into ``__aj_ctl.convert(int, v)``: the name is still looked up where the
+    call is (a user's own ``int`` stays theirs), and ``control.convert`` asks the tracer
+    only when the callee is the builtin and the argument a traced value, else calls it as
+    Python would. Nested scopes (defs, lambdas, classes, comprehensions) are left alone."""
+
+    NAMES = frozenset({"int", "float", "bool", "len"})
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        return [s if isinstance(s, _SCOPES) else self.node(s) for s in stmts]
+
+    def node(self, node: Any) -> Any:
+        """``node`` with its own scope's conversion calls rewritten (in place, walked with
+        a stack: no recursion over the tree)."""
+        stack = [node]
+        while stack:
+            sub = stack.pop()
+            for field, value in ast.iter_fields(sub):
+                items = value if isinstance(value, list) else [value]
+                new = [self.call(v) if isinstance(v, ast.Call) else v for v in items]
+                if isinstance(value, list):
+                    value[:] = new
+                elif new[0] is not value:
+                    setattr(sub, field, new[0])
+                stack.extend(v for v in new if isinstance(v, ast.AST)
+                             and not isinstance(v, (*_SCOPES, *_COMPREHENSION_NODES)))
+        return node
+
+    def call(self, c: ast.Call) -> ast.expr:
+        if not (isinstance(c.func, ast.Name) and c.func.id in self.NAMES
+                and len(c.args) == 1 and not c.keywords
+                and not isinstance(c.args[0], ast.Starred)):
+            return c
+        self.count += 1
+        func = ast.copy_location(ast.Attribute(ast.copy_location(ast.Name(_CTL, ast.Load()),
+                                                                 c), "convert", ast.Load()), c)
+        return ast.copy_location(ast.Call(func, [c.func, c.args[0]], []), c)
 
 
 # -- break and continue as flags (AutoGraph's way) --------------------------------------------

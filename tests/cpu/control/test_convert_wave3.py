@@ -37,3 +37,40 @@ def test_a_python_constant_returned_stays_a_python_scalar() -> None:
                       (constant_int, [(np.ones(3),), (np.ones(7),)]),
                       (constants_exact, [(np.ones(2),), (np.zeros(4),)])):
         _compiled(assert_calls_match_numpy(fn, calls))
+
+
+# -- int(), float(), bool(), len() of traced values ----------------------------------------
+def sized_by_int(x, n):
+    return np.zeros(int(n)) + x[:len(x) // 2].sum()
+
+
+def converted_scalars(x, c):
+    return x * float(c), float(len(x)), int(c), bool(c)
+
+
+def filled_by_len(x):
+    out = np.empty(len(x))
+    for i in range(len(x)):
+        out[i] = x[i] * 2
+    return out
+
+
+def own_int(x):
+    int = lambda v: 7   # noqa: E731 (a user's own int: not the builtin)
+    return x + int(x)
+
+
+def test_int_of_a_python_scalar_argument_is_its_value_per_call() -> None:
+    calls = [(np.ones(4), 3), (np.arange(6.0), 2), (np.ones(2), 0)]
+    _compiled(assert_calls_match_numpy(sized_by_int, calls))
+    calls = [(np.ones(3), 2.5), (np.ones(4), 0.0), (np.ones(2), -1.75)]
+    _compiled(assert_calls_match_numpy(converted_scalars, calls))
+
+
+def test_len_of_an_argument_is_its_size_without_a_guard() -> None:
+    calls = [(np.arange(3.0),), (np.arange(10.0),), (np.arange(500.0),), (np.zeros(0),)]
+    _compiled(assert_calls_match_numpy(filled_by_len, calls))
+
+
+def test_a_users_own_int_is_called_as_it_is() -> None:
+    _compiled(assert_calls_match_numpy(own_int, [(np.ones(2),), (np.ones(5),)]))
