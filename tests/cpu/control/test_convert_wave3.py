@@ -74,3 +74,16 @@ def test_len_of_an_argument_is_its_size_without_a_guard() -> None:
 
 def test_a_users_own_int_is_called_as_it_is() -> None:
     _compiled(assert_calls_match_numpy(own_int, [(np.ones(2),), (np.ones(5),)]))
+
+
+# -- the generator's harness ---------------------------------------------------------------
+def test_an_early_return_of_an_inexact_value_taints_the_returned_items() -> None:
+    """Program 12:1212 returns ``s3`` (a tanh sum) from inside an ``if`` and ``acc1 + acc1``
+    at the end: the comparison must allow the sum's rounding for the call that returns it
+    early, in the run and in the repro it writes."""
+    from tests.fuzz.loopgen import generate_loop, run_loop_program
+    program = generate_loop("12:1212")
+    assert "return s3" in program.source()
+    assert not program.taint["acc1 + acc1"].exact
+    assert "'acc1 + acc1': (8.0, True)" in program.repro()
+    assert run_loop_program(program).failure is None
