@@ -24,6 +24,7 @@ And ``convert(fn, value)``: ``int(v)``, ``float(v)``, ``bool(v)``, ``len(v)`` of
 from __future__ import annotations
 
 import builtins
+import contextvars
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,39 @@ class Names:
 Body = Callable[..., tuple]
 
 
+#: True while a loop body (or its condition) runs for the region tracer: an ``if`` on a
+#: Python scalar there is a select, not a decision (a decision holds for one iteration)
+_IN_BODY: contextvars.ContextVar[bool] = contextvars.ContextVar("autojit_in_body",
+                                                                default=False)
+
+
+class _BodyCall:
+    """A body function as the region tracer calls it (marking ``_IN_BODY``); ``__code__``
+    is the body's own (the tracer names the loop variable from it)."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+        self.__code__ = getattr(fn, "__code__", None)
+
+    def __call__(self, *args: Any) -> Any:
+        token = _IN_BODY.set(True)
+        try:
+            return self.fn(*args)
+        finally:
+            _IN_BODY.reset(token)
+
+
+def _branch_pred(pred: Any) -> Any:
+    """The predicate the region tracer is given: inside a loop body a Python scalar's truth
+    becomes a graph bool (the branch a select of both, exact); elsewhere it stays a
+    Python scalar (the trace guards on the decision, a call deciding otherwise retraces)."""
+    if type(pred) is not host.HostScalar or not _IN_BODY.get():   # (__class__ answers
+        return pred                                                # as its value's)
+    from autojit.tracer.numpy_map import host_proxy
+    truth = pred if pred.python_type is bool else host.python_bool(pred)
+    return host_proxy(truth)
+
+
 def _traced(*groups: tuple) -> bool:
     """True while a trace records and one of the values is traced: the tracer is asked to
     make the statement a region."""
@@ -75,7 +109,7 @@ def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
     is what the name ``range`` was where the loop started (a user may shadow it: then the
     loop is only Python's)."""
     if range_fn is builtins.range and _traced(bounds, carried, captured):
-        result = regions.trace_for(bounds, body, carried, captured, names)
+        result = regions.trace_for(bounds, _BodyCall(body), carried, captured, names)
         if result is not NotImplemented:
             return result
     for i in range_fn(*bounds):
@@ -87,7 +121,8 @@ def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
                captured: tuple, names: Names) -> tuple:
     """``while cond(carried, captured): carried = body(carried, captured)``."""
     if _traced(carried, captured):
-        result = regions.trace_while(cond, body, carried, captured, names)
+        result = regions.trace_while(_BodyCall(cond), _BodyCall(body), carried, captured,
+                                     names)
         if result is not NotImplemented:
             return result
     while cond(carried, captured):
@@ -125,7 +160,8 @@ def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple
             names: Names) -> tuple:
     """``carried = (then if pred else orelse)(carried, captured)``."""
     if _traced((pred,), carried, captured):
-        result = regions.trace_if(pred, then, orelse, carried, captured, names)
+        result = regions.trace_if(_branch_pred(pred), then, orelse, carried, captured,
+                                  names)
         if result is not NotImplemented:
             return result
     return then(carried, captured) if pred else orelse(carried, captured)

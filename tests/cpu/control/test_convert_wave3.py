@@ -87,3 +87,21 @@ def test_an_early_return_of_an_inexact_value_taints_the_returned_items() -> None
     assert not program.taint["acc1 + acc1"].exact
     assert "'acc1 + acc1': (8.0, True)" in program.repro()
     assert run_loop_program(program).failure is None
+
+
+# -- an if on the loop index inside a loop body ----------------------------------------------
+def every_third(x, n):
+    acc = x[0] * 0.0
+    for j in range(n):
+        if j % 3 == 1:  # noqa: SIM108 (the statement is what is tested)
+            acc = acc + x[j]
+        else:
+            acc = acc - 1.0
+    return x * acc
+
+
+def test_an_if_on_the_loop_index_in_a_body_is_a_select() -> None:
+    """A decision holds for one iteration only; a select of both branches (each a pure
+    value) is exact for every iteration, so the loop is one region for all trip counts."""
+    calls = [(np.arange(6.0), 5), (np.arange(4.0), 0), (np.arange(9.0), 9), (np.arange(3.0), 1)]
+    _compiled(assert_calls_match_numpy(every_third, calls))
