@@ -105,3 +105,30 @@ def test_an_if_on_the_loop_index_in_a_body_is_a_select() -> None:
     value) is exact for every iteration, so the loop is one region for all trip counts."""
     calls = [(np.arange(6.0), 5), (np.arange(4.0), 0), (np.arange(9.0), 9), (np.arange(3.0), 1)]
     _compiled(assert_calls_match_numpy(every_third, calls))
+
+
+# -- the corpus: issue 15's Done-when sizes and trip counts ----------------------------------
+def _stepped():
+    from tests.support.loop_programs import EXPECTED_TO_COMPILE, LOOP_PROGRAMS
+    return [case for case in LOOP_PROGRAMS if case.name in EXPECTED_TO_COMPILE
+            and len(case.trips) > 1 and min(case.trips) >= 3]
+
+
+def test_stepping_programs_compile_once_for_the_done_when_sizes_and_steps() -> None:
+    """Each time-stepping program that compiles: one compile for grid sizes 10 and 500 and
+    steps 3, 50 and 1000 (issue 15's Done-when), every call matching NumPy."""
+    import warnings
+
+    from tests.support.loop_programs import DONE_WHEN_SIZES, DONE_WHEN_TRIPS
+    cases = _stepped()
+    assert {"heat", "jacobi_1d", "wave", "ping_pong", "euler_f32"} <= {c.name for c in cases}
+    for case in cases:
+        pairs = [(s, t) for s in DONE_WHEN_SIZES for t in DONE_WHEN_TRIPS]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            jitted = assert_calls_match_numpy(
+                case.fn, [lambda s=s, t=t, case=case: case.make(s, t) for s, t in pairs],
+                rtol=case.rtol, atol=case.atol)
+        stats = jitted.stats()
+        assert stats["routes"]["python"] == 0, (case.name, stats["fallbacks"])
+        assert stats["compiles"] == 1, (case.name, stats["recompiles"])
