@@ -132,3 +132,19 @@ def test_stepping_programs_compile_once_for_the_done_when_sizes_and_steps() -> N
         stats = jitted.stats()
         assert stats["routes"]["python"] == 0, (case.name, stats["fallbacks"])
         assert stats["compiles"] == 1, (case.name, stats["recompiles"])
+
+
+# -- a loop that runs no iteration for the traced call ---------------------------------------
+def fill_rows(x, n):
+    e = np.empty(n, dtype=x.dtype)
+    for i in range(n):
+        e[i] = x[i] * 2
+    return e
+
+
+def test_a_loop_running_no_iteration_leaves_its_values_guarded_on_running_none() -> None:
+    """Traced first with n = 0 on an empty x, the body's example index is out of range
+    (x[0]): the loop leaves every value as it is, guarded; a call that runs it traces
+    again and compiles it as a region."""
+    calls = [(np.zeros(0), 0), (np.arange(5.0), 5), (np.arange(3.0), 0), (np.arange(8.0), 6)]
+    _compiled(assert_calls_match_numpy(fill_rows, calls), compiles=2)
