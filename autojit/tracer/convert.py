@@ -35,6 +35,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import copy
 import inspect
 import itertools
 import linecache
@@ -189,7 +190,7 @@ def converted_tree(fn: types.FunctionType
     if not _same_code(_compile(fn, node, imported, ()), fn.__code__):
         return None
     calls = _Conversions()
-    body = _Jumps().block(_lower_returns(calls.block(node.body)))
+    body = _Jumps().block(_lower_returns(_choices(calls.block(node.body))))
     node = ast.copy_location(ast.FunctionDef(node.name, node.args, body, [], node.returns,
                                              node.type_comment), node)
     converter = _Converter(fn, node)
@@ -530,6 +531,44 @@ class _Conversions:
         func = ast.copy_location(ast.Attribute(ast.copy_location(ast.Name(_CTL, ast.Load()),
                                                                  c), "convert", ast.Load()), c)
         return ast.copy_location(ast.Call(func, [c.func, c.args[0]], []), c)
+
+
+# -- a conditional expression assigned: an if statement -------------------------------------
+def _choices(body: list[ast.stmt]) -> list[ast.stmt]:
+    """``t = a if c else b`` (one target: a name, subscript or attribute) and ``n op= a if c
+    else b`` (a name) as ``if c: t = a`` / ``else: t = b``, in every statement list of the
+    function's own scope: Python evaluates the same parts in the same order (the test, one
+    arm, then the target), and the ``if`` converts like any other (a select of the two
+    values in a loop body, where a decision on the loop index holds for one iteration)."""
+    lists = [body]
+    while lists:
+        stmts = lists.pop()
+        for n, s in enumerate(stmts):
+            stmts[n] = s = _choice(s)   # (an arm that is one again: its own list's turn)
+            if isinstance(s, (ast.For, ast.While, ast.If, ast.With, ast.Try, ast.TryStar)):
+                lists += [getattr(s, f) for f in ("body", "orelse", "finalbody")
+                          if hasattr(s, f)]
+                lists += [h.body for h in getattr(s, "handlers", ())]
+    return body
+
+
+def _choice(s: ast.stmt) -> ast.stmt:
+    """The ``if`` statement of one assignment of a conditional expression, or ``s``."""
+    if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.value, ast.IfExp) \
+            and isinstance(s.targets[0], (ast.Name, ast.Subscript, ast.Attribute)):
+        target, value = s.targets[0], s.value
+
+        def arm(v: ast.expr) -> ast.stmt:
+            return ast.copy_location(ast.Assign([copy.deepcopy(target)], v), s)
+    elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
+            and isinstance(s.value, ast.IfExp):
+        target, value = s.target, s.value
+
+        def arm(v: ast.expr) -> ast.stmt:
+            return ast.copy_location(ast.AugAssign(copy.deepcopy(target), s.op, v), s)
+    else:
+        return s
+    return ast.copy_location(ast.If(value.test, [arm(value.body)], [arm(value.orelse)]), s)
 
 
 # -- break and continue as flags (AutoGraph's way) --------------------------------------------

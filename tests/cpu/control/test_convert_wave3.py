@@ -148,3 +148,29 @@ def test_a_loop_running_no_iteration_leaves_its_values_guarded_on_running_none()
     again and compiles it as a region."""
     calls = [(np.zeros(0), 0), (np.arange(5.0), 5), (np.arange(3.0), 0), (np.arange(8.0), 6)]
     _compiled(assert_calls_match_numpy(fill_rows, calls), compiles=2)
+
+
+# -- a conditional expression assigned ------------------------------------------------------
+def alternating(x, n):
+    acc = x[0] * 0.0
+    for j in range(n):
+        acc = acc + x[j] if j % 2 == 0 else acc - 1.0
+    return x * acc
+
+
+def nested_choice(x, n):
+    s = 0 if n > 2 else (1 if n > 1 else 2)
+    s += 3 if n else 4
+    x[0] = 5.0 if n > 1 else -5.0
+    return x + s
+
+
+def test_a_conditional_expression_on_the_loop_index_is_a_select() -> None:
+    calls = [(np.arange(5.0), 4), (np.arange(7.0), 7), (np.arange(3.0), 0), (np.arange(4.0), 1)]
+    _compiled(assert_calls_match_numpy(alternating, calls))
+
+
+def test_conditional_expressions_outside_loops_keep_their_decisions() -> None:
+    calls = [(np.ones(2), 3), (np.ones(2), 2), (np.ones(2), 0), (np.ones(3), 3)]
+    jitted = assert_calls_match_numpy(nested_choice, calls)
+    assert jitted.stats()["routes"]["python"] == 0, jitted.stats()["fallbacks"]
