@@ -29,6 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from autojit.ir.types import TensorType
 from autojit.tracer import host, regions
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import CURRENT_TRACE
@@ -95,6 +98,28 @@ def _branch_pred(pred: Any) -> Any:
     return host_proxy(truth)
 
 
+def flag(value: bool) -> Any:
+    """A ``continue`` flag's value (``convert._Jumps``): inside a loop body the region tracer
+    traces, a graph bool (``if c: continue`` is then a select of two graph values, where two
+    Python bools declined); anywhere else the Python bool itself."""
+    state = CURRENT_TRACE.get()
+    if state is None or not _IN_BODY.get():
+        return value
+    dtype = np.dtype(bool)
+    return Proxy(state.add_const(value, dtype), TensorType(dtype, ()), None, True)
+
+
+def unset(*flags: Any) -> Any:
+    """``not (f1 or f2 ...)`` of jump flags (Python bools or graph bools): a graph bool
+    where one is, so the statements a jump skips are an ``if`` the tracer can select."""
+    if not any(isinstance(f, Proxy) for f in flags):
+        return not any(flags)
+    found = flags[0]
+    for f in flags[1:]:
+        found = np.logical_or(found, f)
+    return np.logical_not(found)
+
+
 def _traced(*groups: tuple) -> bool:
     """True while a trace records and one of the values is traced: the tracer is asked to
     make the statement a region."""
@@ -112,8 +137,12 @@ def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
         result = regions.trace_for(bounds, _BodyCall(body), carried, captured, names)
         if result is not NotImplemented:
             return result
-    for i in range_fn(*bounds):
-        carried = body(i, carried, captured)
+    token = _IN_BODY.set(False)   # Python runs the loop: its flags are Python bools
+    try:
+        for i in range_fn(*bounds):
+            carried = body(i, carried, captured)
+    finally:
+        _IN_BODY.reset(token)
     return carried
 
 
@@ -125,8 +154,12 @@ def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
                                      names)
         if result is not NotImplemented:
             return result
-    while cond(carried, captured):
-        carried = body(carried, captured)
+    token = _IN_BODY.set(False)
+    try:
+        while cond(carried, captured):
+            carried = body(carried, captured)
+    finally:
+        _IN_BODY.reset(token)
     return carried
 
 

@@ -621,7 +621,7 @@ class _Jumps:
 
         out: list[ast.stmt] = []
         if ast.Continue in flags:
-            body = [setting(flags[ast.Continue], False), *body]
+            body = [_flag_setting(flags[ast.Continue], False, s), *body]
         new = type(s)(**{f: getattr(s, f) for f in s._fields})
         new.body = body
         if ast.Break in flags:
@@ -641,19 +641,19 @@ class _Jumps:
             out.append(new)
             if sets:
                 rest, _ = self.guarded(stmts[n + 1:], flags, loop)
-                if rest:
+                if rest:   # if __aj_ctl.unset(*flags): rest (not (f1 or f2) of bools)
                     names = [ast.copy_location(ast.Name(f, ast.Load()), rest[0])
                              for f in flags.values()]
-                    test = names[0] if len(names) == 1 else ast.copy_location(
-                        ast.BoolOp(ast.Or(), names), rest[0])
-                    out.append(ast.copy_location(ast.If(ast.copy_location(
-                        ast.UnaryOp(ast.Not(), test), rest[0]), rest, []), rest[0]))
+                    out.append(ast.copy_location(ast.If(_ctl_call("unset", names, rest[0]),
+                                                        rest, []), rest[0]))
                 return out, True
         return out, False
 
     def guarded_stmt(self, s: ast.stmt, flags: dict[type, str], loop: ast.AST
                      ) -> tuple[ast.stmt, bool]:
-        if isinstance(s, (ast.Break, ast.Continue)):
+        if isinstance(s, ast.Continue):
+            return _flag_setting(flags[ast.Continue], True, s), True
+        if isinstance(s, ast.Break):   # a plain bool: the while condition reads it (not ...)
             return ast.copy_location(ast.Assign([ast.copy_location(
                 ast.Name(flags[type(s)], ast.Store()), s)], ast.copy_location(
                 ast.Constant(True), s)), s), True
@@ -682,6 +682,22 @@ class _Jumps:
         if handlers:
             new.handlers = handlers
         return ast.copy_location(new, s), sets
+
+
+def _ctl_call(func: str, args: list[ast.expr], where: ast.AST) -> ast.Call:
+    """``__aj_ctl.func(*args)`` at ``where``."""
+    def at(node: ast.AST) -> Any:
+        return ast.copy_location(node, where)
+    return at(ast.Call(at(ast.Attribute(at(ast.Name(_CTL, ast.Load())), func, ast.Load())),
+                       args, []))
+
+
+def _flag_setting(name: str, value: bool, where: ast.AST) -> ast.stmt:
+    """``name = __aj_ctl.flag(value)``: a graph bool in a body the region tracer traces (an
+    ``if c: continue`` is then a select of two graph values), else the Python bool."""
+    return ast.copy_location(ast.Assign([ast.copy_location(ast.Name(name, ast.Store()), where)],
+                                        _ctl_call("flag", [ast.copy_location(
+                                            ast.Constant(value), where)], where)), where)
 
 
 def _own_jumps(stmts: list[ast.stmt]) -> list[ast.stmt]:

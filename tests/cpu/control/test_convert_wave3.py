@@ -174,3 +174,20 @@ def test_conditional_expressions_outside_loops_keep_their_decisions() -> None:
     calls = [(np.ones(2), 3), (np.ones(2), 2), (np.ones(2), 0), (np.ones(3), 3)]
     jitted = assert_calls_match_numpy(nested_choice, calls)
     assert jitted.stats()["routes"]["python"] == 0, jitted.stats()["fallbacks"]
+
+
+# -- continue on the loop index ----------------------------------------------------------------
+def skip_multiples_of_three(x, n):
+    acc = x[0] * 0.0
+    for j in range(n):
+        if j % 3 == 0:
+            continue
+        acc = acc + x[j]
+    return x * acc
+
+
+def test_a_continue_on_the_loop_index_is_a_select_of_graph_flags() -> None:
+    """The continue flag is a graph bool in the body the region tracer traces: ``if c:
+    continue`` and the guarded rest are selects, one region for every trip count."""
+    calls = [(np.arange(5.0), 4), (np.arange(7.0), 7), (np.arange(3.0), 0), (np.arange(9.0), 2)]
+    _compiled(assert_calls_match_numpy(skip_multiples_of_three, calls))
