@@ -60,6 +60,9 @@ class Names:
     captured: tuple[str, ...]
     file: str = ""
     line: int = 0
+    #: the carried break flags of a range loop (``convert._Jumps``): graph bools for the
+    #: region tracer; where Python runs the loop it stops once one is set
+    flags: tuple[str, ...] = ()
 
 
 Body = Callable[..., tuple]
@@ -133,17 +136,56 @@ def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
     """``for i in range_fn(*bounds): carried = body(i, carried, captured)``; ``range_fn``
     is what the name ``range`` was where the loop started (a user may shadow it: then the
     loop is only Python's)."""
-    if range_fn is builtins.range and _traced(bounds, carried, captured):
-        result = regions.trace_for(bounds, _BodyCall(body), carried, captured, names)
+    flags = [k for k, n in enumerate(getattr(names, "carried", ()))
+             if n in getattr(names, "flags", ())]
+    if range_fn is builtins.range and _traced(bounds, carried, captured) and (
+            not flags or _bounded_by_sizes(bounds, names)):
+        graph = tuple(_graph_flag(v) if k in flags else v for k, v in enumerate(carried))
+        result = regions.trace_for(bounds, _BodyCall(body), graph, captured, names)
         if result is not NotImplemented:
             return result
     token = _IN_BODY.set(False)   # Python runs the loop: its flags are Python bools
     try:
         for i in range_fn(*bounds):
             carried = body(i, carried, captured)
+            if any(carried[k] is True for k in flags):   # a break: Python stops here
+                break
     finally:
         _IN_BODY.reset(token)
     return carried
+
+
+#: the most iterations a constant-bound range loop with a break may run as a region
+_MAX_CONSTANT_TRIPS = 1 << 16
+
+
+def _bounded_by_sizes(bounds: tuple, names: Names) -> bool:
+    """Whether a range loop with a ``break`` may be a region: a region cannot stop early (the
+    iterations after the break run, doing nothing), so only a loop whose trip count is
+    bounded by the arrays' sizes (``range(len(x))``) or a small constant, not by a Python
+    int argument (``range(max_iter)``: Python stops at the break, the region would not).
+    A loop refused so is recorded as declined (the fallback's reason names it)."""
+    for b in bounds:
+        if type(b) is host.HostScalar:   # (its __class__ answers as its value's)
+            ok = b.sizes is not None
+        else:
+            ok = type(b) is int and abs(b) <= _MAX_CONSTANT_TRIPS
+        if not ok:
+            CURRENT_TRACE.get().declined.append((
+                "loop", f"{names.file}:{names.line}", "a break in a loop whose trip count is "
+                "not bounded by the arrays' sizes (a region cannot stop early)"))
+            return False
+    return True
+
+
+def _graph_flag(value: Any) -> Any:
+    """A break flag entering a loop the region tracer traces: a graph bool (its value in
+    the body is a select of graph bools, the type the same each iteration)."""
+    if type(value) is not bool:
+        return value
+    state = CURRENT_TRACE.get()
+    dtype = np.dtype(bool)
+    return Proxy(state.add_const(value, dtype), TensorType(dtype, ()), None, True)
 
 
 def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,

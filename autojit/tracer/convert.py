@@ -577,12 +577,13 @@ class _NotLowered(Exception):
 
 
 class _Jumps:
-    """Rewrites ``continue`` in a range or while loop and ``break`` in a while loop into
-    flags: ``continue`` sets ``__aj_cont_N`` (cleared as each iteration starts), ``break``
-    sets ``__aj_brk_N`` (the condition becomes ``not __aj_brk_N and (test)``), and the
-    statements after one that may set a flag run under ``if not flag``. Python's meaning
-    is kept; the loop then has no jump of its own and converts. A ``break`` in a ``for``
-    stays (the range call cannot stop early), and so does its loop."""
+    """Rewrites ``continue`` and ``break`` in a range or while loop into flags: ``continue``
+    sets ``__aj_cont_N`` (cleared as each iteration starts), ``break`` sets ``__aj_brk_N``
+    (a while condition becomes ``not __aj_brk_N and (test)``; a range loop's whole body,
+    its target bound first, runs under ``if not __aj_brk_N``: the iterations after the
+    break do nothing), and the statements after one that may set a flag run under ``if
+    not flag`` (``control.unset``). Python's meaning is kept; the loop then has no jump of
+    its own and converts."""
 
     def __init__(self) -> None:
         self.counter = itertools.count(1)
@@ -603,7 +604,7 @@ class _Jumps:
         if s.orelse or (isinstance(s, ast.For) and not _is_range_loop(s)):
             return [s]
         kinds = {type(j) for j in _own_jumps(s.body)}
-        if not kinds or (ast.Break in kinds and isinstance(s, ast.For)):
+        if not kinds:
             return [s]
         k = next(self.counter)
         flags = {ast.Break: f"{_PREFIX}brk_{k}", ast.Continue: f"{_PREFIX}cont_{k}"}
@@ -624,7 +625,19 @@ class _Jumps:
             body = [_flag_setting(flags[ast.Continue], False, s), *body]
         new = type(s)(**{f: getattr(s, f) for f in s._fields})
         new.body = body
-        if ast.Break in flags:
+        if ast.Break in flags and isinstance(s, ast.For):
+            # the range cannot stop: each iteration after the break does nothing (its
+            # target too: bound under the guard), and control.for_range stops early where
+            # Python runs the loop (Names.flags)
+            out.append(setting(flags[ast.Break], False))
+            index = f"{_PREFIX}for_{k}"
+            new.target = at(ast.Name(index, ast.Store()), s.target)
+            bind = at(ast.Assign([s.target], at(ast.Name(index, ast.Load()), s.target)),
+                      s.target)
+            new.body = [at(ast.If(_ctl_call("unset", [at(ast.Name(flags[ast.Break],
+                                                                  ast.Load()))], s),
+                                  [bind, *body], []))]
+        elif ast.Break in flags:
             out.append(setting(flags[ast.Break], False))
             new.test = at(ast.BoolOp(ast.And(), [
                 at(ast.UnaryOp(ast.Not(), at(ast.Name(flags[ast.Break], ast.Load())))),
@@ -651,8 +664,9 @@ class _Jumps:
 
     def guarded_stmt(self, s: ast.stmt, flags: dict[type, str], loop: ast.AST
                      ) -> tuple[ast.stmt, bool]:
-        if isinstance(s, ast.Continue):
-            return _flag_setting(flags[ast.Continue], True, s), True
+        if isinstance(s, ast.Continue) or (isinstance(s, ast.Break)
+                                           and isinstance(loop, ast.For)):
+            return _flag_setting(flags[type(s)], True, s), True
         if isinstance(s, ast.Break):   # a plain bool: the while condition reads it (not ...)
             return ast.copy_location(ast.Assign([ast.copy_location(
                 ast.Name(flags[type(s)], ast.Store()), s)], ast.copy_location(
@@ -841,8 +855,10 @@ class _Converter:
              orelse: list[ast.stmt]) -> list[ast.stmt]:
         k = next(self.counter)
         names_helper = f"{_PREFIX}names_{k}"
+        flags = tuple(n for n in plan.carried if n.startswith(f"{_PREFIX}brk_")) \
+            if isinstance(s, ast.For) else ()
         self.helpers[names_helper] = control.Names(plan.carried, plan.captured, self.file,
-                                                   s.lineno)
+                                                   s.lineno, flags)
 
         def at(node: ast.AST, where: ast.AST = s) -> Any:
             return ast.copy_location(node, where)

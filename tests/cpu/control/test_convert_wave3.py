@@ -191,3 +191,33 @@ def test_a_continue_on_the_loop_index_is_a_select_of_graph_flags() -> None:
     continue`` and the guarded rest are selects, one region for every trip count."""
     calls = [(np.arange(5.0), 4), (np.arange(7.0), 7), (np.arange(3.0), 0), (np.arange(9.0), 2)]
     _compiled(assert_calls_match_numpy(skip_multiples_of_three, calls))
+
+
+# -- break in a range loop -------------------------------------------------------------------
+def sum_until_large(x):
+    acc = x[0] * 0.0
+    for j in range(len(x)):
+        if x[j] > 2:
+            break
+        acc = acc + x[j]
+    return x * acc
+
+
+def negate_first(x, n):
+    for j in range(n):
+        if j > 2:
+            break
+        x[j] = -x[j]
+    return x
+
+
+def test_a_break_in_a_loop_over_an_array_is_a_region_of_graph_flags() -> None:
+    calls = [(np.arange(5.0),), (np.arange(7.0) - 3,), (np.arange(3.0),), (np.full(4, 9.0),)]
+    _compiled(assert_calls_match_numpy(sum_until_large, calls))
+
+
+def test_a_break_in_a_loop_over_an_int_argument_runs_as_python() -> None:
+    """A region cannot stop early: ``range(max_iter)`` with a break would run every
+    iteration; Python stops at the break. The reason says so."""
+    jitted = assert_calls_match_numpy(negate_first, [(np.arange(6.0), 4), (np.arange(3.0), 9)])
+    assert any("a region cannot stop early" in r for r in jitted.stats()["fallbacks"])
