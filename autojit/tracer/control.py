@@ -219,16 +219,39 @@ _CONVERSIONS: tuple[tuple[Callable, Callable], ...] = (
     (builtins.bool, host.python_bool), (builtins.len, _length))
 
 
-def convert(fn: Callable, value: Any) -> Any:
-    """``fn(value)`` where the source says ``int(value)``, ``float(value)``,
-    ``bool(value)`` or ``len(value)``: for the builtin of that name and a traced value,
-    the tracer's own (a host step for a Python scalar: its value per call, not the
+def _pick(greater: bool, a: Any, b: Any) -> Any:
+    """Python's ``max(a, b)`` (``greater``) or ``min(a, b)``: ``b`` where it compares
+    greater (less) than ``a``, else ``a`` (ties and NaN keep ``a``), as a host step for
+    Python scalars and a select for two graph scalars of one type; anything else as
+    Python does it (its truth test of a traced value falls back)."""
+    builtin = builtins.max if greater else builtins.min
+    if type(a) is host.HostScalar or type(b) is host.HostScalar:   # (__class__ lies)
+        if all(type(v) in (host.HostScalar, bool, int, float) for v in (a, b)):
+            return host.host_step("select", b > a if greater else b < a, b, a)
+    elif isinstance(a, Proxy) and isinstance(b, Proxy) and a.ndim == b.ndim == 0 and (
+            a.dtype, a.weak, a.is_scalar) == (b.dtype, b.weak, b.is_scalar):
+        from autojit.ir.ops import Op
+        from autojit.tracer.numpy_map import make_elementwise
+        truth = np.greater(b, a) if greater else np.less(b, a)
+        picked = make_elementwise(Op.SELECT, (truth, b, a), (np.dtype(bool), a.dtype,
+                                                              a.dtype), a.dtype, a.is_scalar)
+        picked.weak = a.weak
+        return picked
+    return builtin(a, b)
+
+
+def convert(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` where the source says ``int(v)``, ``float(v)``, ``bool(v)``,
+    ``len(v)``, ``max(a, b)`` or ``min(a, b)``: for the builtin of that name and a traced
+    value, the tracer's own (a host step for a Python scalar: its value per call, not the
     example's); for anything else what Python does."""
-    if isinstance(value, Traced) and CURRENT_TRACE.get() is not None:
+    if CURRENT_TRACE.get() is not None and any(isinstance(a, Traced) for a in args):
+        if len(args) == 2 and (fn is builtins.max or fn is builtins.min):
+            return _pick(fn is builtins.max, *args)
         for builtin, traced in _CONVERSIONS:
-            if fn is builtin:
-                return traced(value)
-    return fn(value)
+            if fn is builtin and len(args) == 1:
+                return traced(args[0])
+    return fn(*args)
 
 
 def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple,

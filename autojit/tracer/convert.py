@@ -491,13 +491,15 @@ def _lowered(block: list[ast.stmt]) -> list[ast.stmt]:
 
 # -- int(), float(), bool(), len() of traced values -------------------------------------------
 class _Conversions:
-    """Rewrites ``int(v)``, ``float(v)``, ``bool(v)`` and ``len(v)`` (one positional
-    argument) into ``__aj_ctl.convert(int, v)``: the name is still looked up where the
-    call is (a user's own ``int`` stays theirs), and ``control.convert`` asks the tracer
-    only when the callee is the builtin and the argument a traced value, else calls it as
-    Python would. Nested scopes (defs, lambdas, classes, comprehensions) are left alone."""
+    """Rewrites ``int(v)``, ``float(v)``, ``bool(v)``, ``len(v)`` (one positional
+    argument), ``max(a, b)`` and ``min(a, b)`` into ``__aj_ctl.convert(int, v)``: the name
+    is still looked up where the call is (a user's own ``int`` stays theirs), and
+    ``control.convert`` asks the tracer only when the callee is the builtin and an argument
+    a traced value, else calls it as Python would. Nested scopes (defs, lambdas, classes,
+    comprehensions) are left alone."""
 
     NAMES = frozenset({"int", "float", "bool", "len"})
+    PAIRS = frozenset({"max", "min"})   # max(a, b), min(a, b): two positional arguments
 
     def __init__(self) -> None:
         self.count = 0
@@ -523,14 +525,15 @@ class _Conversions:
         return node
 
     def call(self, c: ast.Call) -> ast.expr:
-        if not (isinstance(c.func, ast.Name) and c.func.id in self.NAMES
-                and len(c.args) == 1 and not c.keywords
-                and not isinstance(c.args[0], ast.Starred)):
+        if not (isinstance(c.func, ast.Name) and not c.keywords
+                and ((c.func.id in self.NAMES and len(c.args) == 1)
+                     or (c.func.id in self.PAIRS and len(c.args) == 2))
+                and not any(isinstance(a, ast.Starred) for a in c.args)):
             return c
         self.count += 1
         func = ast.copy_location(ast.Attribute(ast.copy_location(ast.Name(_CTL, ast.Load()),
                                                                  c), "convert", ast.Load()), c)
-        return ast.copy_location(ast.Call(func, [c.func, c.args[0]], []), c)
+        return ast.copy_location(ast.Call(func, [c.func, *c.args], []), c)
 
 
 # -- a conditional expression assigned: an if statement -------------------------------------

@@ -221,3 +221,33 @@ def test_a_break_in_a_loop_over_an_int_argument_runs_as_python() -> None:
     iteration; Python stops at the break. The reason says so."""
     jitted = assert_calls_match_numpy(negate_first, [(np.arange(6.0), 4), (np.arange(3.0), 9)])
     assert any("a region cannot stop early" in r for r in jitted.stats()["fallbacks"])
+
+
+# -- max(a, b) and min(a, b) of traced scalars --------------------------------------------
+def running_peak(x):
+    acc = x[0]
+    for i in range(len(x)):
+        acc = max(acc, x[i])
+    return x - acc
+
+
+def running_floor(x):
+    lo = x[0]
+    for i in range(len(x)):
+        lo = min(lo, x[i] * 2)
+    return x + lo
+
+
+def picked_scalars(x, a, b):
+    return x + max(a, b) - min(a, 2.5)
+
+
+def test_max_and_min_of_traced_scalars_are_pythons_choice() -> None:
+    """Python's max(a, b) keeps a unless b compares greater (ties and NaN keep a): a
+    select for graph scalars of one type, a host step for Python scalars."""
+    calls = [(np.array([1.0, 5.0, np.nan, 3.0]),), (np.array([-0.0, 0.0]),),
+             (np.arange(7.0),), (np.array([0.0, -0.0, 0.0]),)]
+    _compiled(assert_calls_match_numpy(running_peak, calls))
+    _compiled(assert_calls_match_numpy(running_floor, calls))
+    calls = [(np.ones(2), 1.5, 2.0), (np.ones(2), 3.0, 2.0), (np.ones(2), 2.0, 2.0)]
+    _compiled(assert_calls_match_numpy(picked_scalars, calls))
