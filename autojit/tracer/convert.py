@@ -194,7 +194,7 @@ def converted_tree(fn: types.FunctionType
     node = ast.copy_location(ast.FunctionDef(node.name, node.args, body, [], node.returns,
                                              node.type_comment), node)
     converter = _Converter(fn, node)
-    body = converter.block(node.body)
+    body = _exits(converter.block(node.body))
     if not converter.helpers and not calls.count:
         return None
     # every local of the original stays one (a for target or temporary now bound only in a
@@ -699,6 +699,24 @@ class _Jumps:
         if handlers:
             new.handlers = handlers
         return ast.copy_location(new, s), sets
+
+
+def _exits(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A range loop with a break that stayed a Python ``for`` (the converter refused it, or
+    it is inside a ``try``) stops as Python's does: ``if flag: break`` ends its body (else
+    the iterations after the break would run on, doing nothing, to the range's end)."""
+    for node in ast.walk(ast.Module(body, [])):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
+                and node.target.id.startswith(f"{_PREFIX}for_"):
+            flag = node.body[0].test.args[0]   # if __aj_ctl.unset(flag): ... (_Jumps.loop)
+            for sub in ast.walk(node):   # its flag a Python bool (not a region's graph one)
+                if isinstance(sub, ast.Assign) and isinstance(sub.targets[0], ast.Name) \
+                        and sub.targets[0].id == flag.id:
+                    sub.value = ast.copy_location(ast.Constant(True), sub.value)
+            node.body.append(ast.copy_location(ast.If(
+                ast.copy_location(ast.Name(flag.id, ast.Load()), node),
+                [ast.copy_location(ast.Break(), node)], []), node))
+    return body
 
 
 def _ctl_call(func: str, args: list[ast.expr], where: ast.AST) -> ast.Call:

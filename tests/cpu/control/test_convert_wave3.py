@@ -251,3 +251,23 @@ def test_max_and_min_of_traced_scalars_are_pythons_choice() -> None:
     _compiled(assert_calls_match_numpy(running_floor, calls))
     calls = [(np.ones(2), 1.5, 2.0), (np.ones(2), 3.0, 2.0), (np.ones(2), 2.0, 2.0)]
     _compiled(assert_calls_match_numpy(picked_scalars, calls))
+
+
+def break_in_try(x):
+    total = 0
+    try:
+        for i in range(10 ** 9):
+            total += i
+            if i == 3:
+                break
+    except KeyError:
+        pass
+    for _ in range(3):
+        x = x + 1
+    return x + total
+
+
+def test_a_range_loop_with_break_left_to_python_stops_at_the_break() -> None:
+    """Inside a try the loop stays a Python for (its flag a Python bool): it must still
+    stop at the break, not run the range's other 10**9 iterations doing nothing."""
+    _compiled(assert_calls_match_numpy(break_in_try, [(np.ones(2),), (np.zeros(3),)]))
