@@ -18,7 +18,11 @@ Interface (fixed for issue 15's helpers; the bodies are filled in by the convert
 - ``if_else(pred, then, orelse, carried, captured, names)``: ``carried = (then if pred
   else orelse)(carried, captured)``.
 
-And ``convert(fn, value)``: ``int(v)``, ``float(v)``, ``bool(v)``, ``len(v)`` of the source.
+Added by the convert branch (wave 3): ``convert(fn, *args)`` for the source's ``int(v)``,
+``float(v)``, ``bool(v)``, ``len(v)``, ``max(a, b)``, ``min(a, b)``; ``flag(value)`` and
+``unset(*flags)`` for the flags ``break``/``continue`` become; ``Names.flags``, a range
+loop's carried break flags. Inside a body the region tracer traces (``_BodyCall``), an
+``if`` on a Python scalar is offered as a select and jump flags are graph bools.
 """
 
 from __future__ import annotations
@@ -228,8 +232,10 @@ def _pick(greater: bool, a: Any, b: Any) -> Any:
     if type(a) is host.HostScalar or type(b) is host.HostScalar:   # (__class__ lies)
         if all(type(v) in (host.HostScalar, bool, int, float) for v in (a, b)):
             return host.host_step("select", b > a if greater else b < a, b, a)
-    elif isinstance(a, Proxy) and isinstance(b, Proxy) and a.ndim == b.ndim == 0 and (
-            a.dtype, a.weak, a.is_scalar) == (b.dtype, b.weak, b.is_scalar):
+    elif isinstance(a, Proxy) and isinstance(b, Proxy) and a.ndim == b.ndim == 0 and \
+            a.is_scalar and (a.dtype, a.weak, b.is_scalar) == (b.dtype, b.weak, True):
+        # (NumPy scalars only: Python's max gives back one of the objects, and a scalar's
+        # identity is not seen; a 0-d array's is)
         from autojit.ir.ops import Op
         from autojit.tracer.numpy_map import make_elementwise
         truth = np.greater(b, a) if greater else np.less(b, a)

@@ -22,11 +22,13 @@ the function's). A name S uses that may be unbound before it enters as
 so reading it raises UnboundLocalError as the original does; every local of the original
 stays a local. Before that, as AutoGraph does, a ``return`` inside an ``if`` becomes an
 assignment of ``__aj_ret`` (what follows an ``if`` one branch of which always leaves moves
-into its other branch), and ``continue`` (range and while loops) and ``break`` (while
-loops) become flags guarding the rest of the body. A statement whose meaning a call would
-change is left as it is (``_Converter.refusal`` says why: a return, yield or await inside,
-global/nonlocal, a loop ``else``, a ``break`` in a for, a loop not over ``range(...)`` into
-a name, a name a kept closure shares, inside ``try``/``with``); a function without source,
+into its other branch), ``continue`` and ``break`` become flags guarding the rest of the
+body (``_Jumps``), ``t = a if c else b`` an ``if`` statement (``_choices``), and ``int()``,
+``float()``, ``bool()``, ``len()``, ``max(a, b)``, ``min(a, b)`` calls of
+``control.convert`` (``_Conversions``). A statement whose meaning a call would change is
+left as it is (``_Converter.refusal`` says why: a return, yield or await inside,
+global/nonlocal, a loop ``else``, a loop not over ``range(...)`` into a name, a name a
+kept closure shares, inside ``try``/``with``); a function without source,
 or one that reads its frame (``locals()``, ``super()``), is returned as it is. The source
 found must compile to ``fn``'s own bytecode (an edited file is not converted).
 """
