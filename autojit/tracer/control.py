@@ -17,16 +17,27 @@ Interface (fixed for issue 15's helpers; the bodies are filled in by the convert
   ``carried = body(carried, captured)``.
 - ``if_else(pred, then, orelse, carried, captured, names)``: ``carried = (then if pred
   else orelse)(carried, captured)``.
+
+Added by the convert branch (wave 3): ``convert(fn, *args)`` for the source's ``int(v)``,
+``float(v)``, ``bool(v)``, ``len(v)``, ``max(a, b)``, ``min(a, b)``; ``flag(value)`` and
+``unset(*flags)`` for the flags ``break``/``continue`` become; ``Names.flags``, a range
+loop's carried break flags. Inside a body the region tracer traces (``_BodyCall``), an
+``if`` on a Python scalar is offered as a select and jump flags are graph bools.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextvars
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from autojit.tracer import regions
+import numpy as np
+
+from autojit.ir.types import TensorType
+from autojit.tracer import host, regions
+from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import CURRENT_TRACE
 from autojit.tracer.traced import Traced
 
@@ -53,9 +64,67 @@ class Names:
     captured: tuple[str, ...]
     file: str = ""
     line: int = 0
+    #: the carried break flags of a range loop (``convert._Jumps``): graph bools for the
+    #: region tracer; where Python runs the loop it stops once one is set
+    flags: tuple[str, ...] = ()
 
 
 Body = Callable[..., tuple]
+
+
+#: True while a loop body (or its condition) runs for the region tracer: an ``if`` on a
+#: Python scalar there is a select, not a decision (a decision holds for one iteration)
+_IN_BODY: contextvars.ContextVar[bool] = contextvars.ContextVar("autojit_in_body",
+                                                                default=False)
+
+
+class _BodyCall:
+    """A body function as the region tracer calls it (marking ``_IN_BODY``); ``__code__``
+    is the body's own (the tracer names the loop variable from it)."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+        self.__code__ = getattr(fn, "__code__", None)
+
+    def __call__(self, *args: Any) -> Any:
+        token = _IN_BODY.set(True)
+        try:
+            return self.fn(*args)
+        finally:
+            _IN_BODY.reset(token)
+
+
+def _branch_pred(pred: Any) -> Any:
+    """The predicate the region tracer is given: inside a loop body a Python scalar's truth
+    becomes a graph bool (the branch a select of both, exact); elsewhere it stays a
+    Python scalar (the trace guards on the decision, a call deciding otherwise retraces)."""
+    if type(pred) is not host.HostScalar or not _IN_BODY.get():   # (__class__ answers
+        return pred                                                # as its value's)
+    from autojit.tracer.numpy_map import host_proxy
+    truth = pred if pred.python_type is bool else host.python_bool(pred)
+    return host_proxy(truth)
+
+
+def flag(value: bool) -> Any:
+    """A ``continue`` flag's value (``convert._Jumps``): inside a loop body the region tracer
+    traces, a graph bool (``if c: continue`` is then a select of two graph values, where two
+    Python bools declined); anywhere else the Python bool itself."""
+    state = CURRENT_TRACE.get()
+    if state is None or not _IN_BODY.get():
+        return value
+    dtype = np.dtype(bool)
+    return Proxy(state.add_const(value, dtype), TensorType(dtype, ()), None, True)
+
+
+def unset(*flags: Any) -> Any:
+    """``not (f1 or f2 ...)`` of jump flags (Python bools or graph bools): a graph bool
+    where one is, so the statements a jump skips are an ``if`` the tracer can select."""
+    if not any(isinstance(f, Proxy) for f in flags):
+        return not any(flags)
+    found = flags[0]
+    for f in flags[1:]:
+        found = np.logical_or(found, f)
+    return np.logical_not(found)
 
 
 def _traced(*groups: tuple) -> bool:
@@ -71,32 +140,132 @@ def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
     """``for i in range_fn(*bounds): carried = body(i, carried, captured)``; ``range_fn``
     is what the name ``range`` was where the loop started (a user may shadow it: then the
     loop is only Python's)."""
-    if range_fn is builtins.range and _traced(bounds, carried, captured):
-        result = regions.trace_for(bounds, body, carried, captured, names)
+    flags = [k for k, n in enumerate(getattr(names, "carried", ()))
+             if n in getattr(names, "flags", ())]
+    if range_fn is builtins.range and _traced(bounds, carried, captured) and (
+            not flags or _bounded_by_sizes(bounds, names)):
+        graph = tuple(_graph_flag(v) if k in flags else v for k, v in enumerate(carried))
+        result = regions.trace_for(bounds, _BodyCall(body), graph, captured, names)
         if result is not NotImplemented:
             return result
-    for i in range_fn(*bounds):
-        carried = body(i, carried, captured)
+    token = _IN_BODY.set(False)   # Python runs the loop: its flags are Python bools
+    try:
+        for i in range_fn(*bounds):
+            carried = body(i, carried, captured)
+            if any(carried[k] is True for k in flags):   # a break: Python stops here
+                break
+    finally:
+        _IN_BODY.reset(token)
     return carried
+
+
+#: the most iterations a constant-bound range loop with a break may run as a region
+_MAX_CONSTANT_TRIPS = 1 << 16
+
+
+def _bounded_by_sizes(bounds: tuple, names: Names) -> bool:
+    """Whether a range loop with a ``break`` may be a region: a region cannot stop early (the
+    iterations after the break run, doing nothing), so only a loop whose trip count is
+    bounded by the arrays' sizes (``range(len(x))``) or a small constant, not by a Python
+    int argument (``range(max_iter)``: Python stops at the break, the region would not).
+    A loop refused so is recorded as declined (the fallback's reason names it)."""
+    for b in bounds:
+        if type(b) is host.HostScalar:   # (its __class__ answers as its value's)
+            ok = b.sizes is not None
+        else:
+            ok = type(b) is int and abs(b) <= _MAX_CONSTANT_TRIPS
+        if not ok:
+            CURRENT_TRACE.get().declined.append((
+                "loop", f"{names.file}:{names.line}", "a break in a loop whose trip count is "
+                "not bounded by the arrays' sizes (a region cannot stop early)"))
+            return False
+    return True
+
+
+def _graph_flag(value: Any) -> Any:
+    """A break flag entering a loop the region tracer traces: a graph bool (its value in
+    the body is a select of graph bools, the type the same each iteration)."""
+    if type(value) is not bool:
+        return value
+    state = CURRENT_TRACE.get()
+    dtype = np.dtype(bool)
+    return Proxy(state.add_const(value, dtype), TensorType(dtype, ()), None, True)
 
 
 def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
                captured: tuple, names: Names) -> tuple:
     """``while cond(carried, captured): carried = body(carried, captured)``."""
     if _traced(carried, captured):
-        result = regions.trace_while(cond, body, carried, captured, names)
+        result = regions.trace_while(_BodyCall(cond), _BodyCall(body), carried, captured,
+                                     names)
         if result is not NotImplemented:
             return result
-    while cond(carried, captured):
-        carried = body(carried, captured)
+    token = _IN_BODY.set(False)
+    try:
+        while cond(carried, captured):
+            carried = body(carried, captured)
+    finally:
+        _IN_BODY.reset(token)
     return carried
+
+
+def _length(value: Any) -> Any:
+    """``len()`` of a traced array: its first size as the trace knows it (an argument's
+    size is a host value read per call, as ``x.shape[0]``: no guard on the size)."""
+    if isinstance(value, Proxy) and value.ndim:
+        return value.shape[0]
+    return len(value)
+
+
+#: the builtins ``convert`` hands to the tracer for a traced argument
+_CONVERSIONS: tuple[tuple[Callable, Callable], ...] = (
+    (builtins.int, host.python_int), (builtins.float, host.python_float),
+    (builtins.bool, host.python_bool), (builtins.len, _length))
+
+
+def _pick(greater: bool, a: Any, b: Any) -> Any:
+    """Python's ``max(a, b)`` (``greater``) or ``min(a, b)``: ``b`` where it compares
+    greater (less) than ``a``, else ``a`` (ties and NaN keep ``a``), as a host step for
+    Python scalars and a select for two graph scalars of one type; anything else as
+    Python does it (its truth test of a traced value falls back)."""
+    builtin = builtins.max if greater else builtins.min
+    if type(a) is host.HostScalar or type(b) is host.HostScalar:   # (__class__ lies)
+        if all(type(v) in (host.HostScalar, bool, int, float) for v in (a, b)):
+            return host.host_step("select", b > a if greater else b < a, b, a)
+    elif isinstance(a, Proxy) and isinstance(b, Proxy) and a.ndim == b.ndim == 0 and \
+            a.is_scalar and (a.dtype, a.weak, b.is_scalar) == (b.dtype, b.weak, True):
+        # (NumPy scalars only: Python's max gives back one of the objects, and a scalar's
+        # identity is not seen; a 0-d array's is)
+        from autojit.ir.ops import Op
+        from autojit.tracer.numpy_map import make_elementwise
+        truth = np.greater(b, a) if greater else np.less(b, a)
+        picked = make_elementwise(Op.SELECT, (truth, b, a), (np.dtype(bool), a.dtype,
+                                                              a.dtype), a.dtype, a.is_scalar)
+        picked.weak = a.weak
+        return picked
+    return builtin(a, b)
+
+
+def convert(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` where the source says ``int(v)``, ``float(v)``, ``bool(v)``,
+    ``len(v)``, ``max(a, b)`` or ``min(a, b)``: for the builtin of that name and a traced
+    value, the tracer's own (a host step for a Python scalar: its value per call, not the
+    example's); for anything else what Python does."""
+    if CURRENT_TRACE.get() is not None and any(isinstance(a, Traced) for a in args):
+        if len(args) == 2 and (fn is builtins.max or fn is builtins.min):
+            return _pick(fn is builtins.max, *args)
+        for builtin, traced in _CONVERSIONS:
+            if fn is builtin and len(args) == 1:
+                return traced(args[0])
+    return fn(*args)
 
 
 def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple,
             names: Names) -> tuple:
     """``carried = (then if pred else orelse)(carried, captured)``."""
     if _traced((pred,), carried, captured):
-        result = regions.trace_if(pred, then, orelse, carried, captured, names)
+        result = regions.trace_if(_branch_pred(pred), then, orelse, carried, captured,
+                                  names)
         if result is not NotImplemented:
             return result
     return then(carried, captured) if pred else orelse(carried, captured)

@@ -22,11 +22,13 @@ the function's). A name S uses that may be unbound before it enters as
 so reading it raises UnboundLocalError as the original does; every local of the original
 stays a local. Before that, as AutoGraph does, a ``return`` inside an ``if`` becomes an
 assignment of ``__aj_ret`` (what follows an ``if`` one branch of which always leaves moves
-into its other branch), and ``continue`` (range and while loops) and ``break`` (while
-loops) become flags guarding the rest of the body. A statement whose meaning a call would
-change is left as it is (``_Converter.refusal`` says why: a return, yield or await inside,
-global/nonlocal, a loop ``else``, a ``break`` in a for, a loop not over ``range(...)`` into
-a name, a name a kept closure shares, inside ``try``/``with``); a function without source,
+into its other branch), ``continue`` and ``break`` become flags guarding the rest of the
+body (``_Jumps``), ``t = a if c else b`` an ``if`` statement (``_choices``), and ``int()``,
+``float()``, ``bool()``, ``len()``, ``max(a, b)``, ``min(a, b)`` calls of
+``control.convert`` (``_Conversions``). A statement whose meaning a call would change is
+left as it is (``_Converter.refusal`` says why: a return, yield or await inside,
+global/nonlocal, a loop ``else``, a loop not over ``range(...)`` into a name, a name a
+kept closure shares, inside ``try``/``with``); a function without source,
 or one that reads its frame (``locals()``, ``super()``), is returned as it is. The source
 found must compile to ``fn``'s own bytecode (an edited file is not converted).
 """
@@ -35,6 +37,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import copy
 import inspect
 import itertools
 import linecache
@@ -188,12 +191,13 @@ def converted_tree(fn: types.FunctionType
     node, imported = found
     if not _same_code(_compile(fn, node, imported, ()), fn.__code__):
         return None
-    body = _Jumps().block(_lower_returns(node.body))
+    calls = _Conversions()
+    body = _Jumps().block(_lower_returns(_choices(calls.block(node.body))))
     node = ast.copy_location(ast.FunctionDef(node.name, node.args, body, [], node.returns,
                                              node.type_comment), node)
     converter = _Converter(fn, node)
-    body = converter.block(node.body)
-    if not converter.helpers:
+    body = _exits(converter.block(node.body))
+    if not converter.helpers and not calls.count:
         return None
     # every local of the original stays one (a for target or temporary now bound only in a
     # body function, a name bound only in code after a return): a read elsewhere raises
@@ -487,18 +491,104 @@ def _lowered(block: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
+# -- int(), float(), bool(), len() of traced values -------------------------------------------
+class _Conversions:
+    """Rewrites ``int(v)``, ``float(v)``, ``bool(v)``, ``len(v)`` (one positional
+    argument), ``max(a, b)`` and ``min(a, b)`` into ``__aj_ctl.convert(int, v)``: the name
+    is still looked up where the call is (a user's own ``int`` stays theirs), and
+    ``control.convert`` asks the tracer only when the callee is the builtin and an argument
+    a traced value, else calls it as Python would. Nested scopes (defs, lambdas, classes,
+    comprehensions) are left alone."""
+
+    NAMES = frozenset({"int", "float", "bool", "len"})
+    PAIRS = frozenset({"max", "min"})   # max(a, b), min(a, b): two positional arguments
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        return [s if isinstance(s, _SCOPES) else self.node(s) for s in stmts]
+
+    def node(self, node: Any) -> Any:
+        """``node`` with its own scope's conversion calls rewritten (in place, walked with
+        a stack: no recursion over the tree)."""
+        stack = [node]
+        while stack:
+            sub = stack.pop()
+            for field, value in ast.iter_fields(sub):
+                items = value if isinstance(value, list) else [value]
+                new = [self.call(v) if isinstance(v, ast.Call) else v for v in items]
+                if isinstance(value, list):
+                    value[:] = new
+                elif new[0] is not value:
+                    setattr(sub, field, new[0])
+                stack.extend(v for v in new if isinstance(v, ast.AST)
+                             and not isinstance(v, (*_SCOPES, *_COMPREHENSION_NODES)))
+        return node
+
+    def call(self, c: ast.Call) -> ast.expr:
+        if not (isinstance(c.func, ast.Name) and not c.keywords
+                and ((c.func.id in self.NAMES and len(c.args) == 1)
+                     or (c.func.id in self.PAIRS and len(c.args) == 2))
+                and not any(isinstance(a, ast.Starred) for a in c.args)):
+            return c
+        self.count += 1
+        func = ast.copy_location(ast.Attribute(ast.copy_location(ast.Name(_CTL, ast.Load()),
+                                                                 c), "convert", ast.Load()), c)
+        return ast.copy_location(ast.Call(func, [c.func, *c.args], []), c)
+
+
+# -- a conditional expression assigned: an if statement -------------------------------------
+def _choices(body: list[ast.stmt]) -> list[ast.stmt]:
+    """``t = a if c else b`` (one target: a name, subscript or attribute) and ``n op= a if c
+    else b`` (a name) as ``if c: t = a`` / ``else: t = b``, in every statement list of the
+    function's own scope: Python evaluates the same parts in the same order (the test, one
+    arm, then the target), and the ``if`` converts like any other (a select of the two
+    values in a loop body, where a decision on the loop index holds for one iteration)."""
+    lists = [body]
+    while lists:
+        stmts = lists.pop()
+        for n, s in enumerate(stmts):
+            stmts[n] = s = _choice(s)   # (an arm that is one again: its own list's turn)
+            if isinstance(s, (ast.For, ast.While, ast.If, ast.With, ast.Try, ast.TryStar)):
+                lists += [getattr(s, f) for f in ("body", "orelse", "finalbody")
+                          if hasattr(s, f)]
+                lists += [h.body for h in getattr(s, "handlers", ())]
+    return body
+
+
+def _choice(s: ast.stmt) -> ast.stmt:
+    """The ``if`` statement of one assignment of a conditional expression, or ``s``."""
+    if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.value, ast.IfExp) \
+            and isinstance(s.targets[0], (ast.Name, ast.Subscript, ast.Attribute)):
+        target, value = s.targets[0], s.value
+
+        def arm(v: ast.expr) -> ast.stmt:
+            return ast.copy_location(ast.Assign([copy.deepcopy(target)], v), s)
+    elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
+            and isinstance(s.value, ast.IfExp):
+        target, value = s.target, s.value
+
+        def arm(v: ast.expr) -> ast.stmt:
+            return ast.copy_location(ast.AugAssign(copy.deepcopy(target), s.op, v), s)
+    else:
+        return s
+    return ast.copy_location(ast.If(value.test, [arm(value.body)], [arm(value.orelse)]), s)
+
+
 # -- break and continue as flags (AutoGraph's way) --------------------------------------------
 class _NotLowered(Exception):
     """A jump the flags cannot stand for (in a ``finally``, in a nested loop's ``else``)."""
 
 
 class _Jumps:
-    """Rewrites ``continue`` in a range or while loop and ``break`` in a while loop into
-    flags: ``continue`` sets ``__aj_cont_N`` (cleared as each iteration starts), ``break``
-    sets ``__aj_brk_N`` (the condition becomes ``not __aj_brk_N and (test)``), and the
-    statements after one that may set a flag run under ``if not flag``. Python's meaning
-    is kept; the loop then has no jump of its own and converts. A ``break`` in a ``for``
-    stays (the range call cannot stop early), and so does its loop."""
+    """Rewrites ``continue`` and ``break`` in a range or while loop into flags: ``continue``
+    sets ``__aj_cont_N`` (cleared as each iteration starts), ``break`` sets ``__aj_brk_N``
+    (a while condition becomes ``not __aj_brk_N and (test)``; a range loop's whole body,
+    its target bound first, runs under ``if not __aj_brk_N``: the iterations after the
+    break do nothing), and the statements after one that may set a flag run under ``if
+    not flag`` (``control.unset``). Python's meaning is kept; the loop then has no jump of
+    its own and converts."""
 
     def __init__(self) -> None:
         self.counter = itertools.count(1)
@@ -519,7 +609,7 @@ class _Jumps:
         if s.orelse or (isinstance(s, ast.For) and not _is_range_loop(s)):
             return [s]
         kinds = {type(j) for j in _own_jumps(s.body)}
-        if not kinds or (ast.Break in kinds and isinstance(s, ast.For)):
+        if not kinds:
             return [s]
         k = next(self.counter)
         flags = {ast.Break: f"{_PREFIX}brk_{k}", ast.Continue: f"{_PREFIX}cont_{k}"}
@@ -537,10 +627,22 @@ class _Jumps:
 
         out: list[ast.stmt] = []
         if ast.Continue in flags:
-            body = [setting(flags[ast.Continue], False), *body]
+            body = [_flag_setting(flags[ast.Continue], False, s), *body]
         new = type(s)(**{f: getattr(s, f) for f in s._fields})
         new.body = body
-        if ast.Break in flags:
+        if ast.Break in flags and isinstance(s, ast.For):
+            # the range cannot stop: each iteration after the break does nothing (its
+            # target too: bound under the guard), and control.for_range stops early where
+            # Python runs the loop (Names.flags)
+            out.append(setting(flags[ast.Break], False))
+            index = f"{_PREFIX}for_{k}"
+            new.target = at(ast.Name(index, ast.Store()), s.target)
+            bind = at(ast.Assign([s.target], at(ast.Name(index, ast.Load()), s.target)),
+                      s.target)
+            new.body = [at(ast.If(_ctl_call("unset", [at(ast.Name(flags[ast.Break],
+                                                                  ast.Load()))], s),
+                                  [bind, *body], []))]
+        elif ast.Break in flags:
             out.append(setting(flags[ast.Break], False))
             new.test = at(ast.BoolOp(ast.And(), [
                 at(ast.UnaryOp(ast.Not(), at(ast.Name(flags[ast.Break], ast.Load())))),
@@ -557,19 +659,20 @@ class _Jumps:
             out.append(new)
             if sets:
                 rest, _ = self.guarded(stmts[n + 1:], flags, loop)
-                if rest:
+                if rest:   # if __aj_ctl.unset(*flags): rest (not (f1 or f2) of bools)
                     names = [ast.copy_location(ast.Name(f, ast.Load()), rest[0])
                              for f in flags.values()]
-                    test = names[0] if len(names) == 1 else ast.copy_location(
-                        ast.BoolOp(ast.Or(), names), rest[0])
-                    out.append(ast.copy_location(ast.If(ast.copy_location(
-                        ast.UnaryOp(ast.Not(), test), rest[0]), rest, []), rest[0]))
+                    out.append(ast.copy_location(ast.If(_ctl_call("unset", names, rest[0]),
+                                                        rest, []), rest[0]))
                 return out, True
         return out, False
 
     def guarded_stmt(self, s: ast.stmt, flags: dict[type, str], loop: ast.AST
                      ) -> tuple[ast.stmt, bool]:
-        if isinstance(s, (ast.Break, ast.Continue)):
+        if isinstance(s, ast.Continue) or (isinstance(s, ast.Break)
+                                           and isinstance(loop, ast.For)):
+            return _flag_setting(flags[type(s)], True, s), True
+        if isinstance(s, ast.Break):   # a plain bool: the while condition reads it (not ...)
             return ast.copy_location(ast.Assign([ast.copy_location(
                 ast.Name(flags[type(s)], ast.Store()), s)], ast.copy_location(
                 ast.Constant(True), s)), s), True
@@ -598,6 +701,40 @@ class _Jumps:
         if handlers:
             new.handlers = handlers
         return ast.copy_location(new, s), sets
+
+
+def _exits(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A range loop with a break that stayed a Python ``for`` (the converter refused it, or
+    it is inside a ``try``) stops as Python's does: ``if flag: break`` ends its body (else
+    the iterations after the break would run on, doing nothing, to the range's end)."""
+    for node in ast.walk(ast.Module(body, [])):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
+                and node.target.id.startswith(f"{_PREFIX}for_"):
+            flag = node.body[0].test.args[0]   # if __aj_ctl.unset(flag): ... (_Jumps.loop)
+            for sub in ast.walk(node):   # its flag a Python bool (not a region's graph one)
+                if isinstance(sub, ast.Assign) and isinstance(sub.targets[0], ast.Name) \
+                        and sub.targets[0].id == flag.id:
+                    sub.value = ast.copy_location(ast.Constant(True), sub.value)
+            node.body.append(ast.copy_location(ast.If(
+                ast.copy_location(ast.Name(flag.id, ast.Load()), node),
+                [ast.copy_location(ast.Break(), node)], []), node))
+    return body
+
+
+def _ctl_call(func: str, args: list[ast.expr], where: ast.AST) -> ast.Call:
+    """``__aj_ctl.func(*args)`` at ``where``."""
+    def at(node: ast.AST) -> Any:
+        return ast.copy_location(node, where)
+    return at(ast.Call(at(ast.Attribute(at(ast.Name(_CTL, ast.Load())), func, ast.Load())),
+                       args, []))
+
+
+def _flag_setting(name: str, value: bool, where: ast.AST) -> ast.stmt:
+    """``name = __aj_ctl.flag(value)``: a graph bool in a body the region tracer traces (an
+    ``if c: continue`` is then a select of two graph values), else the Python bool."""
+    return ast.copy_location(ast.Assign([ast.copy_location(ast.Name(name, ast.Store()), where)],
+                                        _ctl_call("flag", [ast.copy_location(
+                                            ast.Constant(value), where)], where)), where)
 
 
 def _own_jumps(stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -741,8 +878,10 @@ class _Converter:
              orelse: list[ast.stmt]) -> list[ast.stmt]:
         k = next(self.counter)
         names_helper = f"{_PREFIX}names_{k}"
+        flags = tuple(n for n in plan.carried if n.startswith(f"{_PREFIX}brk_")) \
+            if isinstance(s, ast.For) else ()
         self.helpers[names_helper] = control.Names(plan.carried, plan.captured, self.file,
-                                                   s.lineno)
+                                                   s.lineno, flags)
 
         def at(node: ast.AST, where: ast.AST = s) -> Any:
             return ast.copy_location(node, where)

@@ -210,6 +210,18 @@ def host_step(op: str, *operands: Any) -> Any:
     return _record(op, *operands)
 
 
+#: the host step that gives a Python scalar of each type back as itself (a constant)
+_IDENTITY = {bool: "truth", int: "int", float: "float"}
+
+
+def python_constant(state: Any, value: bool | int | float) -> HostScalar:
+    """A Python scalar constant as a host value of trace ``state`` (a step of a constant
+    operand, giving it back): a function returning it returns a Python object of its
+    type, as Python does (never a NumPy scalar or a 0-d array)."""
+    step = HostStep(_IDENTITY[type(value)], (("const", value),), type(value).__name__)
+    return HostScalar(state.add_host_step(step), value, frozenset())
+
+
 def python_int(value: Any) -> Any:
     """``int(value)`` inside a trace: a host step for a traced Python scalar (Python's own
     conversion per call: a float's truncation, OverflowError for inf); else ``int``."""

@@ -440,9 +440,17 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
     ran = _ran((start, stop, step))
     example = start.value if type(start) is HostScalar else start if type(start) is int \
         else 0
-    first, keys = loop.trace(tuple(carried), example, None)
-    if keys == loop.keys(tuple(carried)):
-        return loop.build(first, tuple(carried), (start, stop, step))
+    try:
+        first, keys = loop.trace(tuple(carried), example, None)
+        if keys == loop.keys(tuple(carried)):
+            return loop.build(first, tuple(carried), (start, stop, step))
+    except _Decline:
+        if ran is not False:
+            raise
+        # no iteration runs for these values (its example index may be out of range: x[i]
+        # of an empty x): the loop leaves every value as it is, guarded on running none
+        _guard_nonnegative(start - stop if step > 0 else stop - start)
+        return tuple(carried)
     # the carried types change after the first iteration: peel it, guarded on it running
     if ran is None or isinstance(start, Proxy):
         raise _Decline("carried types change and the trip count is a traced value")

@@ -15,7 +15,7 @@ from autojit.ir.ops import Op
 from autojit.ir.types import TensorType, is_supported
 from autojit.tracer.convert import convert_function
 from autojit.tracer.creation import creation_patches
-from autojit.tracer.host import HostScalar, math_patches, python_scalar_dtype
+from autojit.tracer.host import HostScalar, math_patches, python_constant, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import CURRENT_TRACE, TraceState
 
@@ -82,6 +82,8 @@ def _name_declined_loop(exc: TraceError, state: TraceState) -> None:
 
 
 def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
+    if type(value) in _PYTHON_SCALARS:   # a constant (``acc = 0.0`` never updated)
+        value = python_constant(state, value)
     if isinstance(value, HostScalar):   # the call argument itself: the Python object
         type_ = TensorType(python_scalar_dtype(value.python_type), ())
         return state.add_node(Op.ARG, (), type_, (("index", value.ref),)), True

@@ -443,7 +443,7 @@ class LoopGenerator:
             self.emit(scope.depth + 1, rng.choice(("break", "continue", "break")))
         elif roll < 0.52 and scope.depth > 1:
             self.emit(scope.depth, f"if {self._cond(scope)}:")
-            self.emit(scope.depth + 1, f"return {self._ret_expr(scope)}")
+            self.emit(scope.depth + 1, f"return {self._early_return(scope)}")
         else:
             self.simple(scope)
 
@@ -583,11 +583,18 @@ class LoopGenerator:
             return f"{picked[0]} + {other}"
         return ", ".join(picked)
 
+    def _early_return(self, scope: Scope) -> str:
+        """A return inside an ``if`` (kept: its value may be what a call returns)."""
+        text = self._ret_expr(scope)
+        self.early.append(text)
+        return text
+
     def program(self, seed: str) -> LoopProgram:
         rng = self.rng
         self._signature()
         scope = Scope(self._scope(), depth=1)
         self.final: list[str] = []
+        self.early: list[str] = []
         self._prelude(scope)
         self.prelude = len(self.lines)
         templates = [self._double_buffer, self._relax, self._empty_fill]
@@ -602,7 +609,7 @@ class LoopGenerator:
             rng.choice(templates)(scope)
         if rng.random() < 0.1:
             self.emit(1, f"if {self._cond(scope)}:")
-            self.emit(2, f"return {self._ret_expr(scope)}")
+            self.emit(2, f"return {self._early_return(scope)}")
         ret = self._ret_expr(scope)
         ret_items = [ret] if "," not in ret else [t.strip() for t in ret.split(",")]
         ret_items += [f for f in self.final if rng.random() < 0.7]
@@ -611,8 +618,11 @@ class LoopGenerator:
         ret_items = list(dict.fromkeys(ret_items))
         names = [n for n, v in scope.vars.items() if not v.exact]
         taint = {n: INEXACT for n in names}
+        # an early return's value is compared against the final return's items: where one
+        # reads an inexact name, every item may be that inexact value
+        early_inexact = any(_reads(e, n) for e in self.early for n in names)
         for item in ret_items:
-            if any(_reads(item, n) for n in names):
+            if early_inexact or any(_reads(item, n) for n in names):
                 taint[item] = INEXACT
         calls = self._calls()
         return LoopProgram(self.params, self.lines, ret_items, len(ret_items) > 1, calls,

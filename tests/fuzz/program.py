@@ -105,4 +105,4 @@ class Program:
         """The inexact names and their (ulps, reduced), as plain data for a repro."""
         text = " ".join(self.body + (self.ret or []) + self.params)
         return {n: (t.ulps, t.reduced) for n, t in sorted(self.taint.items())
-                if not t.exact and re.search(rf"\b{n}\b", text)}
+                if not t.exact and re.search(rf"\b{re.escape(n)}\b", text)}

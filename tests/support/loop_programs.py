@@ -392,6 +392,17 @@ LOOP_PROGRAMS: tuple[LoopCase, ...] = (
 )
 
 
+#: programs that compile today (``routes["python"] == 0``) with ``compiles == 1`` across the
+#: sizes and trip counts of ``calls``: add a name when its loops compile, never remove one
+EXPECTED_TO_COMPILE: frozenset[str] = frozenset({
+    "heat", "lower_solve", "trace_tanh", "distances", "relax", "lu_inplace", "jacobi_1d",
+    "upper_solve", "gauss_seidel_1d", "running_total", "scaled_rows", "ping_pong",
+    "prefix_sums", "wave", "matvec_rows", "floyd_warshall", "euler_f32", "strided_sweep"})
+
+#: issue 15's Done-when sizes and trip counts: one compile for all of them
+DONE_WHEN_SIZES, DONE_WHEN_TRIPS = (10, 500), (3, 50, 1000)
+
+
 def calls(case: LoopCase) -> list[Callable[[], tuple]]:
     """Every size with every trip count, then the first again: fresh inputs per call."""
     pairs = [(s, t) for s in case.sizes for t in case.trips]

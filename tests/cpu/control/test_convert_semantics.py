@@ -63,6 +63,7 @@ CONVERTED = [
     (cases.Holder().method, [(4,)]),
     (cases.loop_with_continue, [(0,), (5,)]),
     (cases.while_with_break, [(A, 2), (A, 5)]),
+    (cases.loop_with_break, [(0,), (2,), (4,), (10,)]),   # a range loop's break: a flag
     (cases.early_return, [(A, 5), (A, 500)]),
     (cases.returns_in_nested_branches, [(A, n) for n in (-1, 0, 3, 4, 5, 11)]),
     (cases.falls_through, [(1,), (3,)]),
@@ -81,7 +82,7 @@ def test_converted_function_means_the_same(fn: Any, calls: list) -> None:
     assert_same(fn, *bound)
 
 
-LEFT = [cases.closure_in_body, cases.loop_with_break, cases.generator, cases.loop_in_try,
+LEFT = [cases.closure_in_body, cases.generator, cases.loop_in_try,
         cases.builtin_range_ok, cases.return_in_loop]
 
 

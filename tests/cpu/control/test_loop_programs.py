@@ -2,8 +2,8 @@
 agree with NumPy through the oracle: one compiled function called at two sizes and several
 trip counts, then the first call again (results, types, dtypes, shapes, the arguments after
 the call). Programs named in ``EXPECTED_TO_COMPILE`` must also never run as Python and
-compile once across all those calls; the table is empty today (loops run as Python) and is
-filled in as they start compiling.
+compile once across all those calls (the table is in ``tests/support/loop_programs.py``,
+filled in as they start compiling).
 """
 
 from __future__ import annotations
@@ -12,12 +12,8 @@ import warnings
 
 import pytest
 
-from tests.support.loop_programs import LOOP_PROGRAMS, LoopCase, calls
+from tests.support.loop_programs import EXPECTED_TO_COMPILE, LOOP_PROGRAMS, LoopCase, calls
 from tests.support.oracle import assert_calls_match_numpy
-
-#: programs that compile (``routes["python"] == 0``) with ``compiles == 1`` across sizes
-#: and trip counts: add a name here when its loops compile
-EXPECTED_TO_COMPILE: frozenset[str] = frozenset()
 
 
 def test_expected_names_exist() -> None:
