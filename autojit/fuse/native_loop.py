@@ -72,7 +72,7 @@ class _NotScalar(Exception):
 
 def native_loop(region: Region, name: str) -> NativeLoop | None:
     """Return the region as one kernel, or None when its body is not scalar work."""
-    if region.kind != "for" or region.private:
+    if region.kind != "for" or region.private or region.copied:
         return None
     try:
         return _Emitter(region, name).emit()

@@ -145,7 +145,8 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
     for k, (source, param) in enumerate(zip(sources, params)):
         value = _value(source, inputs)
         if param.kind == "array":
-            value = _full(backend, value, param.type, sizes, k in region.private)
+            value = _full(backend, value, param.type, sizes,
+                          k in region.private or k in region.copied)
         current.append(value)
     body_programs = programs[call.offset:call.offset + len(body.kernels)]
     carried_count = len(region.carried)

@@ -218,16 +218,20 @@ class _Loop:
         graph, written = body.graph(f"{self.kind}_body")
         positions = sorted(body.param_of)
         in_place = set()   # carried arguments the body updates in place (x += ...)
+        copied = set()     # carried computed values it updates in place (a copy of its own)
+        values = carried + self.captured
         for k in positions:   # a write into a carried value: its memory is the caller's
             if k < len(carried) and body.param_of[k] in written:
-                if not _updated_in_place(state, body, k, carried[k]):
+                if _updated_in_place(state, body, k, carried[k]):
+                    in_place.add(k)
+                elif _updated_local(state, body, k, values):
+                    copied.add(k)
+                else:
                     raise _Decline("the body writes into a carried value")
-                in_place.add(k)
-        values = carried + self.captured
         arguments: dict[int, int] = {}       # written outer argument -> body parameter
         locals_: list[int] = []              # written computed values (positions)
         for k in positions:
-            if body.param_of[k] not in written:
+            if body.param_of[k] not in written or k in copied:
                 continue
             param = written_param(state, values[k].node)
             if param is None or param < 0:   # a computed value (its scratch key): a local
@@ -267,13 +271,18 @@ class _Loop:
                         tuple(self._name(k) for k in carried_params), tuple(contiguous),
                         tuple(positions.index(k) for k in locals_), self._index_name(),
                         tuple(self._captured_name(k - len(carried))
-                              for k in positions if k >= len(carried)))
+                              for k in positions if k >= len(carried)),
+                        copied=tuple(positions.index(k) for k in sorted(copied)))
         node = state.add_node(Op.REGION, tuple(inputs), TensorType(np.dtype(bool), ()),
                               (("region", region),), self.loc)
         after = list(carried)
         for j, k in enumerate(carried_params):
             result = body.results[k]
             carry = state.add_node(Op.CARRY, (node,), out_types[j], (("index", j),), self.loc)
+            if k in copied:   # the same array, updated: every name of it sees the CARRY
+                carried[k].node = carry
+                after[k] = carried[k]
+                continue
             after[k] = Proxy(carry, out_types[j], result.weak, result.is_scalar)
         for j, k in enumerate(locals_):   # rebind the caller's name: the same Proxy object
             carry = state.add_node(Op.CARRY, (node,), values[k].type,
@@ -348,6 +357,27 @@ def _updated_in_place(state: TraceState, body: _Body, k: int, outer: Any) -> boo
     return (child.nodes[result.node].op is Op.WRITE
             and child.memory_of.get(result.node) == body.param_of[k]
             and result.type == child.nodes[result.node].type)
+
+
+def _updated_local(state: TraceState, body: _Body, k: int, values: tuple) -> bool:
+    """Whether carried value ``k`` is an array computed before the loop that the body
+    updates in place and rebinds to itself (``count += inside``): NumPy's loop writes into
+    that one array, which no view shares and no other operand of the loop is (the body
+    would read it as another parameter); the loop then works on a copy of its own
+    (``Region.copied``) and the name holds the copy after the loop."""
+    outer, result = values[k], body.results[k]
+    if not (isinstance(outer, Proxy) and isinstance(result, Proxy)) or outer.is_scalar \
+            or outer.weak is not None:
+        return False
+    param = written_param(state, outer.node)
+    if (param is not None and param >= 0) or _viewed(state, outer.node):
+        return False
+    if any(j != k and v is outer for j, v in enumerate(values)):
+        return False
+    child = body.child
+    return (child.nodes[result.node].op is Op.WRITE
+            and child.memory_of.get(result.node) == body.param_of[k]
+            and result.type == child.nodes[result.node].type and result.type == outer.type)
 
 
 def _viewed(state: TraceState, node_id: int) -> bool:

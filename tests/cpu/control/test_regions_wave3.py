@@ -54,3 +54,74 @@ def test_flip_in_a_loop_body_compiles() -> None:
         "repeated"])
 def test_flip_is_numpys_view(fn) -> None:
     assert_matches_numpy(fn, np.arange(6.0).reshape(2, 3), compiled=False)
+
+
+# -- a carried array computed in the function, updated in place by the loop -----------------
+def mandelbrot(cr, ci, maxiter):
+    zr = np.zeros_like(cr)       # three equal zeros: one value until written
+    zi = np.zeros_like(ci)
+    count = np.zeros_like(cr)
+    for _ in range(maxiter):
+        inside = zr * zr + zi * zi <= 4.0
+        zr, zi = (np.where(inside, zr * zr - zi * zi + cr, zr),
+                  np.where(inside, 2.0 * zr * zi + ci, zi))
+        count += inside
+    return count
+
+
+def accumulate_with_alias(x, steps):
+    total = x * 0.0
+    alias = total                # the same array: it sees the loop's updates
+    for i in range(steps):
+        total += x[i % x.shape[0]]
+        total *= 0.5
+    return total, alias
+
+
+def accumulate_out(x, steps):
+    acc = np.ones_like(x)
+    for _ in range(steps):
+        acc = np.multiply(acc, 1.5, out=acc)
+        acc -= x
+    return acc
+
+
+def accumulate_while(x):
+    acc = np.zeros_like(x)
+    while np.max(acc) < 3.0:
+        acc += np.abs(x) + 0.25
+    return acc
+
+
+def rebound_after_update(x, steps):
+    acc = x + 1.0
+    for _ in range(steps):
+        acc += 1.0
+        acc = acc * 0.5          # a new array after the in-place update
+    return acc
+
+
+def viewed_before_loop(x, steps):
+    acc = x + 1.0
+    head = acc[:2]               # a view: it must see the loop's writes
+    for _ in range(steps):
+        acc += x
+    return head
+
+
+def test_carried_scratch_array_updated_in_place_compiles() -> None:
+    cr, ci = np.meshgrid(np.linspace(-2.0, 0.6, 9), np.linspace(-1.2, 1.2, 7))
+    grid = (np.ascontiguousarray(cr), np.ascontiguousarray(ci))
+    small = tuple(np.ascontiguousarray(g[:3, :4]) for g in grid)
+    _compiled(assert_calls_match_numpy(mandelbrot, [(*grid, 12), (*small, 0), (*small, 1),
+                                                    (*grid, 3)]))
+    x = np.linspace(-1.0, 1.0, 5)
+    _compiled(assert_calls_match_numpy(accumulate_with_alias, [(x, 4), (x, 0), (x[:2], 9)]))
+    _compiled(assert_calls_match_numpy(accumulate_out, [(x, 3), (x, 0), (x[:1], 1)]))
+    _compiled(assert_calls_match_numpy(accumulate_while, [(x,), (np.full(3, 5.0),)]))
+
+
+def test_updates_a_copy_cannot_model_stay_exact() -> None:
+    x = np.linspace(-1.0, 1.0, 5)
+    assert_calls_match_numpy(rebound_after_update, [(x, 3), (x, 0), (x, 1)])
+    assert_calls_match_numpy(viewed_before_loop, [(x, 3), (x, 0)])
