@@ -42,7 +42,7 @@ from autojit.ir.types import TensorType
 from autojit.tracer.host import HostScalar, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import CURRENT_TRACE, TraceState, user_location
-from autojit.tracer.writes import written_param
+from autojit.tracer.writes import immutable, written_param
 
 _LOGGER = logging.getLogger("autojit.regions")
 
@@ -319,28 +319,48 @@ class _Loop:
 _FIELDS = ("node", "type", "weak", "is_scalar", "param")
 
 
-def _branch(branch: Callable, carried: tuple, captured: tuple) -> Any:
-    """Trace one branch of a select on the outer values as they are before the ``if``. An
-    augmented assignment of a scalar (``acc += 1``) rebinds the very Proxy object it
-    updates (``writes.augmented_into``): its new value is the branch's result, and the
-    object is put back for the other branch (else both branches saw the first's update).
-    An array updated so is an in-place write in NumPy, which a select cannot be."""
+def _branch(state: TraceState, predicate: Callable[[], Proxy], branch: Callable, carried: tuple,
+            captured: tuple) -> Any:
+    """Trace one branch of a select on the outer values as they are before the ``if``,
+    its writes predicated (``state.predicate``: each stores where(predicate, new, old),
+    ``writes.predicated``). An augmented assignment of a scalar (``acc += 1``) rebinds the
+    very Proxy object it updates (``writes.augmented_into``): its new value is the branch's
+    result, and the object is put back for the other branch (else both branches saw the
+    first's update). An array updated so is a predicated write: the other branch may see
+    it, it changed nothing where that branch runs."""
     proxies = [v for v in (*carried, *captured) if isinstance(v, Proxy)]
     before = [tuple(getattr(v, f) for f in _FIELDS) for v in proxies]
-    results = branch(carried, captured)
+    rebinds = [immutable(state, v) for v in proxies]
+    outer = state.predicate
+    state.predicate = predicate if outer is None else _lazy(
+        lambda: np.logical_and(outer(), predicate()))
+    try:
+        results = branch(carried, captured)
+    finally:
+        state.predicate = outer
     moved: dict[int, Proxy] = {}
-    for value, fields in zip(proxies, before):
+    for value, fields, rebound in zip(proxies, before, rebinds):
         now = tuple(getattr(value, f) for f in _FIELDS)
-        if now == fields:
+        if now == fields or not rebound:
             continue
-        if fields[1].ndim:
-            raise _Decline("a branch updates an array in place")
         moved[id(value)] = Proxy(*now)
         for name, old in zip(_FIELDS, fields):
             setattr(value, name, old)
     if moved and isinstance(results, tuple):
         results = tuple(moved.get(id(v), v) for v in results)
     return results
+
+
+def _lazy(make: Callable[[], Proxy]) -> Callable[[], Proxy]:
+    """A branch's predicate, made on its first use (a branch that writes nothing adds no
+    node for it) and then the same node."""
+    made: list[Proxy] = []
+
+    def predicate() -> Proxy:
+        if not made:
+            made.append(make())
+        return made[0]
+    return predicate
 
 
 def _updated_in_place(state: TraceState, body: _Body, k: int, outer: Any) -> bool:
@@ -573,11 +593,16 @@ def _guard_truth(value: Any, expected: bool) -> None:
 
 def trace_if(pred: Any, then: Any, orelse: Any, carried: tuple, captured: tuple,
              names: Any) -> Any:
-    """An ``if`` on a traced array scalar whose branches only compute (no writes, no
-    in-place updates): both branches are traced and each carried value they leave
-    different becomes a select (``np.where`` of the predicate's truth), which is exact:
-    the value of one branch or the other, bit for bit. Branches that write, or leave
-    values of different types, decline (Python runs the statement: it falls back)."""
+    """An ``if`` on a traced array scalar: both branches are traced, one after the other,
+    and each carried value they leave different becomes a select (``np.where`` of the
+    predicate's truth), which is exact: the value of one branch or the other, bit for bit.
+    A branch's writes into arrays (``x[i] = v``, ``a += b``, ``out=``, ``a[mask] = s``)
+    are predicated: each stores ``where(truth, new, old)`` into the region it writes (the
+    then branch under the truth, the else branch under its negation, nested ifs under
+    both), so the region keeps its old values wherever the branch does not run; the
+    other branch, traced after it, reads values that differ only where its own writes are
+    discarded. Branches leaving values of different types, or holding a loop, decline
+    (Python runs the statement: it falls back)."""
     if not isinstance(pred, Proxy) or pred.ndim != 0:
         return NotImplemented
     return _asked("branch", names, lambda state: _trace_if(
@@ -587,18 +612,18 @@ def trace_if(pred: Any, then: Any, orelse: Any, carried: tuple, captured: tuple,
 def _trace_if(state: TraceState, pred: Proxy, then: Callable, orelse: Callable,
               carried: tuple, captured: tuple, names: Any) -> tuple:
     loop = _Loop(state, "if", then, carried, captured, names)
-    for branch in (then, orelse):   # first in a trace of its own: does it write?
+    for branch in (then, orelse):   # first in a trace of its own: can it be predicated?
         trial = _Body(state, "if", None, carried, captured)
         trial.run(branch, None)
-        if any(n.op in (Op.WRITE, Op.REGION) for n in trial.child.nodes):
-            raise _Decline("a branch writes into an array")
-    taken = _branch(then, carried, captured)
-    other = _branch(orelse, carried, captured)
+        if any(n.op is Op.REGION for n in trial.child.nodes):
+            raise _Decline("a loop inside a branch (its writes cannot be predicated)")
+    from autojit.tracer.numpy_map import make_elementwise
+    truth = pred if pred.dtype == np.bool_ else np.not_equal(pred, 0)
+    taken = _branch(state, lambda: truth, then, carried, captured)
+    other = _branch(state, _lazy(lambda: np.logical_not(truth)), orelse, carried, captured)
     if not (isinstance(taken, tuple) and isinstance(other, tuple)
             and len(taken) == len(other) == len(carried)):
         raise _Decline("the branches return another number of values")
-    from autojit.tracer.numpy_map import make_elementwise
-    truth = pred if pred.dtype == np.bool_ else np.not_equal(pred, 0)
     results = []
     for a, b in zip(taken, other):
         if a is b:

@@ -107,6 +107,9 @@ class TraceState:
     # file:line, why), for the report (``Graph.declined``)
     declined: list[tuple[str, str, str]] = field(default_factory=list)
     operations: int = 0                                  # recorded, new or reused
+    # inside a branch of an if on a traced value (``tracer/regions.py``): makes the bool
+    # scalar Proxy under which the branch runs; every write stores where(it, new, old)
+    predicate: Any = None
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:

@@ -125,3 +125,97 @@ def test_updates_a_copy_cannot_model_stay_exact() -> None:
     x = np.linspace(-1.0, 1.0, 5)
     assert_calls_match_numpy(rebound_after_update, [(x, 3), (x, 0), (x, 1)])
     assert_calls_match_numpy(viewed_before_loop, [(x, 3), (x, 0)])
+
+
+# -- an if on array data whose branches write into arrays ------------------------------------
+def running_top(x):
+    out = np.empty_like(x)
+    top = x[0]
+    for i in range(x.shape[0]):
+        if x[i] > top:
+            top = x[i]
+        out[i] = top
+    return out
+
+
+def clip_in_place(x, limit):
+    for i in range(x.shape[0]):
+        if x[i] > limit:
+            x[i] = limit          # a write into the argument in one branch
+    return x
+
+
+def write_both_branches(x):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:
+            out[i] = x[i] * 2.0
+        else:
+            out[i] = -1.0
+            out[0] += 1.0         # a second write in the same branch
+    return out
+
+
+def nested_writes(x, y):
+    hist = np.zeros(3)
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:
+            if y[i] > 0.0:
+                hist[0] += 1.0
+            else:
+                hist[1] += x[i]
+                y[i] = 0.0
+        elif x[i] < -0.5:
+            hist[2] -= 1.0
+    return hist, y
+
+
+def branch_then_read(a):
+    s = np.sum(a)
+    if s > 1.0:
+        a[0] = 100.0
+        t = a * 2.0               # reads the branch's own write
+    else:
+        t = a - 1.0               # reads the values before the if
+    return t, a
+
+
+def masked_and_out(x, threshold):
+    w = x.copy()
+    total = np.zeros(())          # a 0-d array: updated in place, not rebound
+    if np.max(x) > threshold:
+        w[w > threshold] = threshold
+        np.multiply(w, 2.0, out=w)
+        total += 1.0
+    else:
+        w -= 1.0
+    return w, total
+
+
+def local_updated_in_branch(x):
+    y = x + 1.0                   # no view: += rebinds it to the new values
+    if x[0] > 0.0:
+        y += 5.0
+    return y
+
+
+def test_branches_on_array_data_that_write_compile() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1.0, 1.0, 9)
+    _compiled(assert_calls_match_numpy(running_top, [(x,), (x[:1],), (np.sort(x),),
+                                                     (np.sort(x)[::-1].copy(),)]))
+    _compiled(assert_calls_match_numpy(clip_in_place, [(x, 0.25), (x, 5.0), (x[:0], 0.0)]))
+    _compiled(assert_calls_match_numpy(write_both_branches, [(x,), (np.abs(x),), (-np.abs(x),),
+                                                            (x[:0],)]))
+    y = rng.uniform(-1.0, 1.0, 9)
+    _compiled(assert_calls_match_numpy(nested_writes, [(x, y), (np.abs(x), y), (-x, -y),
+                                                      (x[:0], y[:0])]))
+    _compiled(assert_calls_match_numpy(branch_then_read, [(np.ones(3),), (np.zeros(3),)]))
+    _compiled(assert_calls_match_numpy(masked_and_out, [(x, 0.5), (x, 2.0)]))
+    _compiled(assert_calls_match_numpy(local_updated_in_branch, [(x,), (-x,)]))
+
+
+def test_a_branch_write_keeps_nan_and_zero_signs_where_not_taken() -> None:
+    x = np.array([np.nan, -0.0, 1.0, -2.0, np.inf])
+    _compiled(assert_calls_match_numpy(clip_in_place, [(x, 0.5), (x, -1.0)]))
+    _compiled(assert_calls_match_numpy(write_both_branches, [(x,)]))
