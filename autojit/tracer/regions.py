@@ -641,3 +641,54 @@ def _trace_if(state: TraceState, pred: Proxy, then: Callable, orelse: Callable,
         select.weak = a.weak
         results.append(select)
     return tuple(results)
+
+
+# -- and/or/not and builtin max/min on traced scalars (``control.and_`` ...) ----------------
+def traced_scalar(value: Any) -> bool:
+    """A traced 0-d value while a trace records: its truth is a traced bool."""
+    return isinstance(value, Proxy) and value.ndim == 0 and CURRENT_TRACE.get() is not None
+
+
+def _truth_of(value: Proxy) -> Proxy:
+    """Python's truth of a traced scalar as a traced bool (NaN is true, as in Python)."""
+    return value if value.dtype == np.bool_ else np.not_equal(value, 0)
+
+
+def traced_truth(op: str, left: Proxy, right: Any) -> Any:
+    """The truth of ``left and right``/``left or right``/``not left`` (a test's: only its
+    truth is used) for a traced scalar ``left``: one traced bool of both operands. A right
+    operand that is not traced decides as Python does (its truth known now, or guarded for
+    a Python scalar of the call: ``if``); an array's truth is NumPy's to refuse or not."""
+    if op == "not":
+        return np.logical_not(_truth_of(left))
+    if isinstance(right, Proxy):
+        if right.ndim != 0:
+            raise TraceError("the truth of an array in a condition (and/or) is decided by "
+                             "its values", user_location(3))
+        combine = np.logical_and if op == "and" else np.logical_or
+        return combine(_truth_of(left), _truth_of(right))
+    if op == "and":
+        return _truth_of(left) if right else right
+    return right if right else _truth_of(left)
+
+
+def trace_minmax(is_max: bool, args: tuple) -> Any:
+    """Builtin ``max``/``min`` of traced scalars of one type: Python keeps the first
+    operand and takes each later one that compares greater (less), which is a select per
+    operand (NaN compares false: kept as Python keeps it). Operands of different types
+    (the result's type would depend on the values) are Python's: NotImplemented."""
+    state = CURRENT_TRACE.get()
+    if state is None or not all(isinstance(a, Proxy) and a.ndim == 0 for a in args):
+        return NotImplemented
+    first = args[0]
+    if len({_key(state, a) for a in args}) != 1:
+        return NotImplemented
+    from autojit.tracer.numpy_map import make_elementwise
+    best = first
+    for item in args[1:]:
+        better = np.greater(item, best) if is_max else np.less(item, best)
+        best = make_elementwise(Op.SELECT, (better, item, best),
+                                (np.dtype(bool), first.dtype, first.dtype), first.dtype,
+                                is_scalar=first.is_scalar)
+        best.weak = first.weak
+    return best

@@ -219,3 +219,82 @@ def test_a_branch_write_keeps_nan_and_zero_signs_where_not_taken() -> None:
     x = np.array([np.nan, -0.0, 1.0, -2.0, np.inf])
     _compiled(assert_calls_match_numpy(clip_in_place, [(x, 0.5), (x, -1.0)]))
     _compiled(assert_calls_match_numpy(write_both_branches, [(x,)]))
+
+
+# -- and/or/not in conditions, builtin max/min on traced scalars -----------------------------
+def band_sum(x, low, high):
+    s = x[0] * 0.0
+    for i in range(x.shape[0]):
+        if x[i] > low and not x[i] > high or x[i] < -high:
+            s = s + x[i]
+    return s + x
+
+
+def while_and(x, tol):
+    y = x * 1.0
+    err = np.max(np.abs(y))
+    while err > tol and np.min(y) > -100.0:
+        y = 0.5 * y
+        err = np.max(np.abs(y))
+    return y
+
+
+def short_circuit_on_python_value(x, n):
+    out = x * 1.0
+    for i in range(x.shape[0]):
+        if n > 0 and x[n - 1] > 0.0:     # x[n - 1] only evaluated where n > 0
+            out[i] = 1.0
+        if n < 0 or x[i] < 0.0:
+            out[i] = -out[i]
+    return out
+
+
+def running_max(x):
+    out = np.empty_like(x)
+    top = x[0]
+    for i in range(x.shape[0]):
+        top = max(top, x[i])
+        out[i] = top
+    return out
+
+
+def running_min3(x, y):
+    out = np.empty_like(x)
+    low = x[0]
+    for i in range(x.shape[0]):
+        low = min(low, x[i], y[i])
+        out[i] = low
+    return out
+
+
+def max_of_mixed_types(x):
+    top = 0.0                    # a Python float, then maybe a NumPy float: Python decides
+    for i in range(x.shape[0]):
+        top = max(top, x[i])
+    return x * top
+
+
+def max_shadowed(x):
+    max = np.maximum             # noqa: A001 (the user's own max)
+    top = x[0]
+    for i in range(x.shape[0]):
+        top = max(top, x[i])
+    return x + top
+
+
+def test_and_or_not_on_traced_values_compile() -> None:
+    x = np.linspace(-1.0, 1.0, 11)
+    _compiled(assert_calls_match_numpy(band_sum, [(x, 0.2, 0.9), (x[:3], 0.2, 0.5),
+                                                  (np.array([np.nan, 0.5]), 0.0, 1.0)]))
+    _compiled(assert_calls_match_numpy(while_and, [(x, 1e-3), (x, 10.0), (np.zeros(3), 0.0)]))
+    assert_calls_match_numpy(short_circuit_on_python_value, [(x, 3), (x, 0), (x, -2),
+                                                             (x[:2], 5)])
+
+
+def test_builtin_max_min_of_traced_scalars_compile() -> None:
+    x = np.array([0.5, np.nan, -1.0, 3.0, -0.0, 0.0, 2.0])
+    _compiled(assert_calls_match_numpy(running_max, [(x,), (x[1:],), (np.arange(4.0),)]))
+    y = np.array([1.0, -2.0, np.nan, 0.0, -0.0, 5.0, -7.0])
+    _compiled(assert_calls_match_numpy(running_min3, [(x, y), (y, x)]))
+    assert_calls_match_numpy(max_of_mixed_types, [(x,), (-np.abs(x),)])
+    assert_calls_match_numpy(max_shadowed, [(x,)])
