@@ -298,3 +298,58 @@ def test_builtin_max_min_of_traced_scalars_compile() -> None:
     _compiled(assert_calls_match_numpy(running_min3, [(x, y), (y, x)]))
     assert_calls_match_numpy(max_of_mixed_types, [(x,), (-np.abs(x),)])
     assert_calls_match_numpy(max_shadowed, [(x,)])
+
+
+# -- generated variants: branches taken or not, zero iterations, writes in one branch or both,
+# nested; conditions with and/or/not/max ----------------------------------------------------
+_CONDITIONS = ("v > c", "v > c and y[i] < 0.5", "not v > c", "v < c or y[i] > 0.5",
+               "np.sum(y) > c", "max(v, y[i]) > c", "min(v, acc) < c")
+_STATEMENTS = ("out[i] = v * 2.0", "y[i] = -v", "acc = acc + v", "acc += 1.0",
+               "out[:i] += v", "out += 0.5", "y[y > 0.75] = 0.0", "out[i] = acc",
+               "np.multiply(out, 0.5, out=out)", "top = max(top, v)")
+
+
+def _variant(rng: np.random.Generator, acc: str = "x[0] * 0.0") -> str:
+    def block(depth: int, indent: str) -> list[str]:
+        lines = [indent + str(rng.choice(_STATEMENTS)) for _ in range(rng.integers(1, 3))]
+        if depth < 2 and rng.random() < 0.3:
+            lines += branch(depth + 1, indent)
+        return lines
+
+    def branch(depth: int, indent: str) -> list[str]:
+        lines = [f"{indent}if {rng.choice(_CONDITIONS)}:", *block(depth, indent + "    ")]
+        if rng.random() < 0.4:
+            lines += [f"{indent}elif {rng.choice(_CONDITIONS)}:", *block(depth, indent + "    ")]
+        if rng.random() < 0.6:
+            lines += [f"{indent}else:", *block(depth, indent + "    ")]
+        return lines
+
+    body = branch(0, "        ")
+    return "\n".join(["def f(x, y, n, c):", "    out = np.zeros_like(x)", f"    acc = {acc}",
+                      "    top = x[0]", "    for i in range(n):", "        v = x[i]", *body,
+                      "    return out, y, acc, top", ""])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_generated_branch_variants_compile(seed: int) -> None:
+    from tests.fuzz.runner import compile_function
+    rng = np.random.default_rng(seed)
+    source = _variant(rng)
+    fn = compile_function(source, tag=f"regions-wave3-{seed}")
+    x = rng.uniform(-1.0, 1.0, 7)
+    y = rng.uniform(-1.0, 1.0, 7)
+    calls = [(x, y, 7, 0.0), (x, y, 0, 0.0), (x, y, 1, 0.0), (x, y, 7, -2.0), (x, y, 7, 2.0),
+             (x[:3], y[:3], 3, 0.25)]
+    jitted = assert_calls_match_numpy(fn, calls)
+    assert jitted.stats()["routes"]["python"] == 0, (source, jitted.stats()["fallbacks"])
+
+
+@pytest.mark.parametrize("seed", range(100, 112))
+def test_generated_variants_with_a_python_float_stay_exact(seed: int) -> None:
+    """``acc = 0.0``: a branch may leave a Python float or a NumPy one (the type depends on
+    the values): what cannot compile runs as Python, never a wrong type."""
+    from tests.fuzz.runner import compile_function
+    rng = np.random.default_rng(seed)
+    fn = compile_function(_variant(rng, "0.0"), tag=f"regions-wave3-{seed}")
+    x, y = rng.uniform(-1.0, 1.0, 7), rng.uniform(-1.0, 1.0, 7)
+    assert_calls_match_numpy(fn, [(x, y, 7, 0.0), (x, y, 0, 0.0), (x, y, 7, 2.0)])
