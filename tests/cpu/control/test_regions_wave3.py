@@ -353,3 +353,17 @@ def test_generated_variants_with_a_python_float_stay_exact(seed: int) -> None:
     fn = compile_function(_variant(rng, "0.0"), tag=f"regions-wave3-{seed}")
     x, y = rng.uniform(-1.0, 1.0, 7), rng.uniform(-1.0, 1.0, 7)
     assert_calls_match_numpy(fn, [(x, y, 7, 0.0), (x, y, 0, 0.0), (x, y, 7, 2.0)])
+
+
+def test_wave3_regions_run_on_the_emulated_cuda_target() -> None:
+    """The copied carried array, the predicated writes and the minmax selects run through
+    the GPU's host loop too (the emulated CUDA target checks them against NumPy)."""
+    from autojit.testing import assert_backends_agree
+    cr, ci = np.meshgrid(np.linspace(-2.0, 0.6, 5), np.linspace(-1.2, 1.2, 4))
+    x = np.array([0.5, np.nan, -1.0, 3.0, -0.0, 0.0, 2.0])
+    y = np.linspace(-1.0, 1.0, 7)
+    for fn, args in ((mandelbrot, (np.ascontiguousarray(cr), np.ascontiguousarray(ci), 6)),
+                     (running_max, (x,)), (nested_writes, (y, y[::-1].copy())),
+                     (band_sum, (y, 0.2, 0.9)), (durbin, (0.5 ** np.arange(1.0, 9.0),))):
+        report = assert_backends_agree(fn, *args, backends=["python", "cuda-emulated"])
+        assert report.ok, (fn.__name__, report)
