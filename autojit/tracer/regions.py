@@ -41,6 +41,7 @@ from autojit.ir.region import Region, Source
 from autojit.ir.types import TensorType
 from autojit.tracer.host import HostScalar, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
+from autojit.tracer.pyscalars import constant, is_python, python_type
 from autojit.tracer.state import CURRENT_TRACE, TraceState, user_location
 from autojit.tracer.writes import immutable, written_param
 
@@ -113,7 +114,11 @@ class _Body:
             index = self._param(f"v{position}", "array", type_)
             node = state.add_node(Op.ARG, (), type_, (("index", index),))
             self.param_of[position] = index
-            return Proxy(node, type_, value.weak, value.is_scalar, index)
+            if value.node in self.outer.python_bools:   # a Python bool stays one
+                state.python_bools.add(node)
+            # a Python number computed before the loop stays one (no argument of the call)
+            return Proxy(node, type_, value.weak, value.is_scalar,
+                         -1 if is_python(value) else index)
         if isinstance(value, HostScalar):
             index = self._param(f"v{position}", "scalar", TensorType(
                 python_scalar_dtype(value.python_type), ()))
@@ -158,6 +163,8 @@ class _Body:
         state = self.child
         outputs = []
         for k, value in enumerate(self.results):
+            if isinstance(value, Proxy) and value.node in state.python_bools:
+                raise _Decline("a comparison of Python numbers carried (a Python bool)")
             if k in self.param_of:
                 outputs.append(_output_node(state, value))
         if self.next_cond is not None:
@@ -491,6 +498,7 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
     example = start.value if type(start) is HostScalar else start if type(start) is int \
         else 0
     first, keys = loop.trace(tuple(carried), example, None)
+    carried, first, keys = _promote(loop, tuple(carried), first, keys, example, None)
     if keys == loop.keys(tuple(carried)):
         return loop.build(first, tuple(carried), (start, stop, step))
     # the carried types change after the first iteration: peel it, guarded on it running
@@ -514,6 +522,27 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
     with _after_peel(loop):
         second, _ = loop.trace(tuple(peeled), example + step, None)
         return loop.build(second, tuple(peeled), (start + step, stop, step))
+
+
+def _promote(loop: _Loop, carried: tuple, body: _Body, keys: tuple, index: Any,
+             cond: Callable | None) -> tuple[tuple, _Body, tuple]:
+    """Carried Python numbers the body changes (a counter ``k += 1``, a sum a branch adds
+    to) become Python numbers of the graph (``tracer/pyscalars.py``) and the body is traced
+    again on them; where that trace declines, the loop is traced as before (a constant
+    the first iteration sets stays one, its iteration peeled)."""
+    promoted, changed = list(carried), False
+    for k, (before, after) in enumerate(zip(carried, body.results)):
+        if type(before) in (int, float) and python_type(after) is type(before) and \
+                type(after) is not HostScalar and (
+                    is_python(after) if isinstance(after, Proxy) else after != before):
+            promoted[k], changed = constant(before), True
+    if not changed:
+        return carried, body, keys
+    try:
+        again, again_keys = loop.trace(tuple(promoted), index, cond)
+    except _Decline:
+        return carried, body, keys
+    return tuple(promoted), again, again_keys
 
 
 def trace_while(cond: Any, body: Any, carried: tuple, captured: tuple, names: Any) -> Any:
@@ -542,6 +571,7 @@ def _trace_while(state: TraceState, cond: Callable, body: Callable, carried: tup
         _guard_truth(first_cond, False)
         return carried
     body_trace, keys = loop.trace(carried, None, cond)
+    carried, body_trace, keys = _promote(loop, carried, body_trace, keys, None, cond)
     if not _cond_ok(body_trace.next_cond):
         raise _Decline("a while condition that is constant inside the loop")
     if keys == loop.keys(carried):
@@ -629,18 +659,35 @@ def _trace_if(state: TraceState, pred: Proxy, then: Callable, orelse: Callable,
         if a is b:
             results.append(a)
             continue
+        if _plain(a) and _plain(b) and loop.keys((a,)) == loop.keys((b,)):
+            results.append(a)
+            continue
+        if _python_pair(a, b):   # Python numbers of one type, one per branch
+            a, b = (constant(v) if not isinstance(v, Proxy) else v for v in (a, b))
         if not (isinstance(a, Proxy) and isinstance(b, Proxy)) or loop.keys((a,)) != \
                 loop.keys((b,)):
-            if _plain(a) and _plain(b) and loop.keys((a,)) == loop.keys((b,)):
-                results.append(a)
-                continue
             raise _Decline("the branches leave values of different types")
+        python_bool = [v.node in state.python_bools for v in (a, b)]
+        if python_bool[0] != python_bool[1]:
+            raise _Decline("the branches leave a Python bool and a NumPy bool")
         dtype = a.dtype
         select = make_elementwise(Op.SELECT, (truth, a, b), (np.dtype(bool), dtype, dtype),
                                   dtype, is_scalar=a.is_scalar)
         select.weak = a.weak
+        if python_bool[0]:
+            state.python_bools.add(select.node)
         results.append(select)
     return tuple(results)
+
+
+def _python_pair(a: Any, b: Any) -> bool:
+    """Two Python numbers of one type (``int``/``float``, not bool), at least one computed
+    from traced values or the two different: their select is such a number too."""
+    kind = python_type(a)
+    if kind is None or kind is not python_type(b) or type(a) is HostScalar \
+            or type(b) is HostScalar:
+        return False
+    return is_python(a) or is_python(b) or (not isinstance(a, Proxy) and a != b)
 
 
 # -- and/or/not and builtin max/min on traced scalars (``control.and_`` ...) ----------------
@@ -678,7 +725,14 @@ def trace_minmax(is_max: bool, args: tuple) -> Any:
     operand (NaN compares false: kept as Python keeps it). Operands of different types
     (the result's type would depend on the values) are Python's: NotImplemented."""
     state = CURRENT_TRACE.get()
-    if state is None or not all(isinstance(a, Proxy) and a.ndim == 0 for a in args):
+    if state is None:
+        return NotImplemented
+    kinds = {python_type(a) for a in args}
+    if len(kinds) == 1 and None not in kinds and any(is_python(a) for a in args) and not \
+            any(type(a) is HostScalar for a in args):   # Python numbers of one type
+        args = tuple(a if isinstance(a, Proxy) else constant(a) for a in args)
+    if not all(isinstance(a, Proxy) and a.ndim == 0 and a.node not in state.python_bools
+               for a in args):
         return NotImplemented
     first = args[0]
     if len({_key(state, a) for a in args}) != 1:

@@ -110,6 +110,9 @@ class TraceState:
     # inside a branch of an if on a traced value (``tracer/regions.py``): makes the bool
     # scalar Proxy under which the branch runs; every write stores where(it, new, old)
     predicate: Any = None
+    # comparisons of Python numbers computed from traced values (``tracer/pyscalars.py``):
+    # Python bools that only a condition may read
+    python_bools: set[int] = field(default_factory=set)
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:

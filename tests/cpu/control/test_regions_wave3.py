@@ -367,3 +367,136 @@ def test_wave3_regions_run_on_the_emulated_cuda_target() -> None:
                      (band_sum, (y, 0.2, 0.9)), (durbin, (0.5 ** np.arange(1.0, 9.0),))):
         report = assert_backends_agree(fn, *args, backends=["python", "cuda-emulated"])
         assert report.ok, (fn.__name__, report)
+
+
+# -- Python numbers computed from array data (tracer/pyscalars.py) ---------------------------
+def monte_carlo_pi(u, v):
+    hits = 0.0
+    for i in range(u.shape[0]):
+        if u[i] * u[i] + v[i] * v[i] <= 1.0:
+            hits += 1.0
+    return 4.0 * hits / u.shape[0]
+
+
+def converge(u, tol):
+    diff = tol + 1.0
+    sweeps = 0
+    while diff > tol and sweeps < 100_000:
+        new = u.copy()
+        new[1:-1] = 0.5 * (u[:-2] + u[2:])
+        diff = np.max(np.abs(new - u))
+        u = new
+        sweeps += 1
+    return u, sweeps
+
+
+def halvings(x):
+    count = 0
+    while np.max(np.abs(x)) > 1.0:
+        x = x * 0.5
+        count += 1
+    return x, count
+
+
+def python_float_branches(x, scale):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:
+            acc += 0.5
+        elif x[i] < -0.5:
+            acc -= 0.25 * 3
+        else:
+            acc = acc * 2.0 - 1.0
+    return x * acc, acc, -acc, abs(acc), acc / scale
+
+
+def weak_in_numpy(x32):
+    acc = 0.0
+    for i in range(x32.shape[0]):
+        if x32[i] > 0:
+            acc += 1.5
+    return x32 * acc, np.sqrt(acc + 1.0)
+
+
+def best_of(x):
+    best = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:   # noqa: SIM108 (an if statement: the converter's)
+            best = max(best, 2.5)
+        else:
+            best = min(best, -1.0)
+    return best
+
+
+@pytest.mark.parametrize("fn, make", [
+    ("counter_times_two", lambda: (lambda x: _counted(x, lambda k: k * 2))),
+    ("float_divided_by_data", lambda: (lambda x: _summed(x, lambda a, v: a / v))),
+    ("float_power", lambda: (lambda x: _summed(x, lambda a, v: a ** 2))),
+    ("comparison_returned", lambda: (lambda x: _summed(x, lambda a, v: a) > 1.0)),
+    ("comparison_in_arithmetic", lambda: (lambda x: x + (_summed(x, lambda a, v: a) > 1.0))),
+    ("floor_division", lambda: (lambda x: _summed(x, lambda a, v: a // 2.0))),
+])
+def test_python_arithmetic_numpy_would_answer_otherwise_stays_python(fn, make) -> None:
+    x = np.linspace(-1.0, 1.0, 5)
+    assert_calls_match_numpy(make(), [(x,), (x[:0],), (-x,)])
+
+
+def _counted(x, step):
+    k = 0
+    while np.max(x) > 0.25:
+        x = x - 0.5
+        k = step(k)
+    return x, k
+
+
+def _summed(x, step):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:
+            acc += 1.0
+        acc = step(acc, x[i])
+    return acc
+
+
+def test_python_numbers_from_array_data_compile() -> None:
+    rng = np.random.default_rng(11)
+    u, v = rng.uniform(-1.0, 1.0, 40), rng.uniform(-1.0, 1.0, 40)
+    _compiled(assert_calls_match_numpy(monte_carlo_pi, [(u, v), (u[:3], v[:3]), (u[:1], v[:1])]))
+    assert_calls_match_numpy(monte_carlo_pi, [(u[:0], v[:0])])   # ZeroDivisionError
+    _compiled(assert_calls_match_numpy(converge, [(rng.uniform(-1, 1, 9), 1e-3),
+                                                  (rng.uniform(-1, 1, 5), 10.0),
+                                                  (np.zeros(4), 0.0)]))
+    _compiled(assert_calls_match_numpy(halvings, [(rng.uniform(-9, 9, 6),), (np.zeros(3),)]))
+    x = rng.uniform(-1.0, 1.0, 9)
+    _compiled(assert_calls_match_numpy(python_float_branches, [(x, 2.0), (x[:0], 4.0),
+                                                               (-x, 0.5)]))
+    assert_calls_match_numpy(python_float_branches, [(x, 0.0)])   # ZeroDivisionError
+    x32 = x.astype(np.float32)
+    _compiled(assert_calls_match_numpy(weak_in_numpy, [(x32,), (-x32,)]))
+    _compiled(assert_calls_match_numpy(best_of, [(x,), (np.abs(x),), (x[:0],)]))
+
+
+def counted_flag(x):
+    k = 0
+    while np.max(x) > 0.25 and k < 50:
+        x = x - 0.5
+        k += 1
+    done = k < 3                 # a Python bool: returned through Python
+    return x, done
+
+
+def flag_in_branch(x):
+    k = 0
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:
+            k += 1
+    big = False
+    if x[0] > 0.5:
+        big = k > 2              # a Python bool or a constant: Python decides
+    return x, big
+
+
+def test_python_bools_from_array_data_stay_python_bools() -> None:
+    x = np.linspace(-1.0, 1.0, 5)
+    assert_calls_match_numpy(counted_flag, [(x,), (x + 5.0,), (x[:0],)])
+    assert_calls_match_numpy(flag_in_branch, [(x,), (-x,), (x[::-1].copy(),)])
