@@ -364,7 +364,8 @@ def test_wave3_regions_run_on_the_emulated_cuda_target() -> None:
     y = np.linspace(-1.0, 1.0, 7)
     for fn, args in ((mandelbrot, (np.ascontiguousarray(cr), np.ascontiguousarray(ci), 6)),
                      (running_max, (x,)), (nested_writes, (y, y[::-1].copy())),
-                     (band_sum, (y, 0.2, 0.9)), (durbin, (0.5 ** np.arange(1.0, 9.0),))):
+                     (band_sum, (y, 0.2, 0.9)), (durbin, (0.5 ** np.arange(1.0, 9.0),)),
+                     (monte_carlo_pi, (y, y[::-1].copy())), (converge, (y.copy(), 1e-2))):
         report = assert_backends_agree(fn, *args, backends=["python", "cuda-emulated"])
         assert report.ok, (fn.__name__, report)
 
