@@ -155,7 +155,8 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
         kernel = kernels[call.native_index] if kernels else call.native.kernel
         results = _run_native(backend, call.native, kernel, programs[call.native_index],
                               current, range(start, stop, step), sizes)
-        if results is not None:
+        if results is not None:   # then the scratch arrays it wrote, its own copies
+            results += [current[k] for k in region.private]
             for slot, result in zip(slots.carries, results):
                 values[slot] = result
             return

@@ -501,3 +501,29 @@ def test_python_bools_from_array_data_stay_python_bools() -> None:
     x = np.linspace(-1.0, 1.0, 5)
     assert_calls_match_numpy(counted_flag, [(x,), (x + 5.0,), (x[:0],)])
     assert_calls_match_numpy(flag_in_branch, [(x,), (-x,), (x[::-1].copy(),)])
+
+
+def prefix_into_scratch(x):
+    out = np.empty_like(x)
+    total = x[0] * 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:   # noqa: SIM108 (an if statement: the converter's)
+            total = total + x[i]
+        else:
+            total = total - 1.0
+        out[i] = total
+    return out
+
+
+def test_scalar_branches_and_scratch_writes_run_as_one_native_loop() -> None:
+    """A select of scalars is scalar work, and a scratch array the loop writes (its copy,
+    ``Region.private``) is one of the native loop's buffers: one kernel, no host loop."""
+    x = np.array([0.5, np.nan, -1.0, 3.0, -0.0, 0.0, 2.0])
+    u, v = np.linspace(-1.0, 1.0, 9), np.linspace(1.0, -0.5, 9)
+    for fn, calls in ((running_max, [(x,), (x[:1],), (x[::-1].copy(),)]),
+                      (monte_carlo_pi, [(u, v), (u[:1], v[:1])]),
+                      (prefix_into_scratch, [(x,), (x[:1],), (-x,)])):
+        jitted = assert_calls_match_numpy(fn, calls)
+        _compiled(jitted)
+        kernels = [k.name for k in jitted.inspect(*calls[0]).kernels]
+        assert any(name.endswith("_loop") for name in kernels), (fn.__name__, kernels)
