@@ -138,3 +138,13 @@ def minmax(fn: Callable, *args: Any) -> Any:
             return result
     return fn(*args)
 
+
+def select_test(cond: Any) -> bool:
+    """``A if cond else B``: whether both sides are evaluated for a select (``select``)."""
+    return regions.select_test(cond)
+
+
+def select(cond: Any, a: Any, b: Any) -> Any:
+    """``a if cond else b`` on a traced scalar ``cond``, both sides evaluated."""
+    return regions.trace_select(cond, a, b)
+

@@ -35,6 +35,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import copy
 import inspect
 import itertools
 import linecache
@@ -52,6 +53,7 @@ ENABLED = True
 _PREFIX = "__aj_"
 _CARRIED, _CAPTURED, _INDEX = "__aj_carried", "__aj_captured", "__aj_index"
 _CTL, _UNDEF = "__aj_ctl", "__aj_UNDEF"
+_TEMPS = itertools.count(1)   # the converter's temporaries in expressions (``__aj_c_7``)
 #: Names whose use makes a function's locals observable or its frame matter.
 _FRAME_NAMES = frozenset({"locals", "vars", "exec", "eval", "dir", "super", "__class__",
                           "breakpoint"})
@@ -881,7 +883,8 @@ class _MinMax(ast.NodeTransformer):
     """``max(a, b, ...)``/``min(a, b, ...)`` (two or more positional operands) become
     ``ctl.minmax(max, a, b, ...)``: the builtin compares the operands, which on traced
     scalars is a select (``control.minmax``); what the name is at the call is passed on,
-    a user's own ``max`` is only called. Nested scopes are left as they are."""
+    a user's own ``max`` is only called. Conditional expressions become selects where
+    their test is traced (``visit_IfExp``). Nested scopes are left as they are."""
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
@@ -894,6 +897,30 @@ class _MinMax(ast.NodeTransformer):
                                                                 node), "minmax", ast.Load()),
                                 node)
         return ast.copy_location(ast.Call(ctl, [func, *node.args], []), node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        """``A if C else B`` becomes ``ctl.select(t, A, B) if ctl.select_test(t := C) else
+        (A if t else B)``: Python's lazy choice where ``C`` is not traced, a select of both
+        sides where it is (``control.select``)."""
+        if any(isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await))
+               for n in ast.walk(node)):   # the user's own (before the inner ones are ours)
+            return node
+        self.generic_visit(node)
+        temp = f"{_PREFIX}c_{next(_TEMPS)}"
+
+        def at(new: ast.AST) -> Any:
+            return ast.copy_location(new, node)
+
+        def ctl(func: str, *args: ast.expr) -> ast.Call:
+            return at(ast.Call(at(ast.Attribute(at(ast.Name(_CTL, ast.Load())), func,
+                                                ast.Load())), list(args), []))
+
+        bound = at(ast.NamedExpr(at(ast.Name(temp, ast.Store())), node.test))
+        plain = at(ast.IfExp(at(ast.Name(temp, ast.Load())), node.body, node.orelse))
+        return at(ast.IfExp(ctl("select_test", bound),
+                            ctl("select", at(ast.Name(temp, ast.Load())),
+                                copy.deepcopy(node.body), copy.deepcopy(node.orelse)),
+                            plain))
 
     def _keep(self, node: ast.AST) -> ast.AST:
         return node

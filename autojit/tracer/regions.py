@@ -641,43 +641,67 @@ def trace_if(pred: Any, then: Any, orelse: Any, carried: tuple, captured: tuple,
 
 def _trace_if(state: TraceState, pred: Proxy, then: Callable, orelse: Callable,
               carried: tuple, captured: tuple, names: Any) -> tuple:
-    loop = _Loop(state, "if", then, carried, captured, names)
     for branch in (then, orelse):   # first in a trace of its own: can it be predicated?
         trial = _Body(state, "if", None, carried, captured)
         trial.run(branch, None)
         if any(n.op is Op.REGION for n in trial.child.nodes):
             raise _Decline("a loop inside a branch (its writes cannot be predicated)")
-    from autojit.tracer.numpy_map import make_elementwise
     truth = pred if pred.dtype == np.bool_ else np.not_equal(pred, 0)
     taken = _branch(state, lambda: truth, then, carried, captured)
     other = _branch(state, _lazy(lambda: np.logical_not(truth)), orelse, carried, captured)
     if not (isinstance(taken, tuple) and isinstance(other, tuple)
             and len(taken) == len(other) == len(carried)):
         raise _Decline("the branches return another number of values")
-    results = []
-    for a, b in zip(taken, other):
-        if a is b:
-            results.append(a)
-            continue
-        if _plain(a) and _plain(b) and loop.keys((a,)) == loop.keys((b,)):
-            results.append(a)
-            continue
-        if _python_pair(a, b):   # Python numbers of one type, one per branch
-            a, b = (constant(v) if not isinstance(v, Proxy) else v for v in (a, b))
-        if not (isinstance(a, Proxy) and isinstance(b, Proxy)) or loop.keys((a,)) != \
-                loop.keys((b,)):
-            raise _Decline("the branches leave values of different types")
-        python_bool = [v.node in state.python_bools for v in (a, b)]
-        if python_bool[0] != python_bool[1]:
-            raise _Decline("the branches leave a Python bool and a NumPy bool")
-        dtype = a.dtype
-        select = make_elementwise(Op.SELECT, (truth, a, b), (np.dtype(bool), dtype, dtype),
-                                  dtype, is_scalar=a.is_scalar)
-        select.weak = a.weak
-        if python_bool[0]:
-            state.python_bools.add(select.node)
-        results.append(select)
-    return tuple(results)
+    return tuple(_selected(state, truth, a, b) for a, b in zip(taken, other))
+
+
+def _selected(state: TraceState, truth: Proxy, a: Any, b: Any) -> Any:
+    """``a`` where ``truth`` else ``b``, for two values of one type (a select, exact: one
+    or the other, bit for bit); values of two types decline."""
+    from autojit.tracer.numpy_map import make_elementwise
+    if a is b:
+        return a
+    if _plain(a) and _plain(b) and _key(state, a) == _key(state, b):
+        return a
+    if _python_pair(a, b):   # Python numbers of one type, one per branch
+        a, b = (constant(v) if not isinstance(v, Proxy) else v for v in (a, b))
+    if not (isinstance(a, Proxy) and isinstance(b, Proxy)) or _key(state, a) != _key(state, b):
+        raise _Decline("the branches leave values of different types")
+    python_bool = [v.node in state.python_bools for v in (a, b)]
+    if python_bool[0] != python_bool[1]:
+        raise _Decline("the branches leave a Python bool and a NumPy bool")
+    dtype = a.dtype
+    select = make_elementwise(Op.SELECT, (truth, a, b), (np.dtype(bool), dtype, dtype),
+                              dtype, is_scalar=a.is_scalar)
+    select.weak = a.weak
+    if python_bool[0]:
+        state.python_bools.add(select.node)
+    return select
+
+
+def select_test(cond: Any) -> bool:
+    """Whether ``A if cond else B`` is a select on a traced scalar (``control.select``):
+    both sides are then evaluated, and nothing they do may write."""
+    if not traced_scalar(cond):
+        return False
+    state = CURRENT_TRACE.get()
+    state.select_marks.append(len(state.nodes))
+    return True
+
+
+def trace_select(cond: Proxy, a: Any, b: Any) -> Any:
+    """``a if cond else b`` on a traced scalar: a select of the two sides (both traced;
+    a side that writes, or sides of different types, run the function as Python)."""
+    state = CURRENT_TRACE.get()
+    start = state.select_marks.pop()
+    if any(n.op in (Op.WRITE, Op.REGION) for n in state.nodes[start:]):
+        raise TraceError("a conditional expression on array data whose side writes into "
+                         "an array", user_location(3))
+    try:
+        return _selected(state, _truth_of(cond), a, b)
+    except _Decline as exc:
+        raise TraceError(f"a conditional expression on array data: {exc}",
+                         user_location(3)) from None
 
 
 def _python_pair(a: Any, b: Any) -> bool:

@@ -113,6 +113,9 @@ class TraceState:
     # comparisons of Python numbers computed from traced values (``tracer/pyscalars.py``):
     # Python bools that only a condition may read
     python_bools: set[int] = field(default_factory=set)
+    # the node count where each conditional expression on a traced value began (its sides
+    # may not write: ``tracer/regions.trace_select``)
+    select_marks: list[int] = field(default_factory=list)
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:

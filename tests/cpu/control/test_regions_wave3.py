@@ -527,3 +527,38 @@ def test_scalar_branches_and_scratch_writes_run_as_one_native_loop() -> None:
         _compiled(jitted)
         kernels = [k.name for k in jitted.inspect(*calls[0]).kernels]
         assert any(name.endswith("_loop") for name in kernels), (fn.__name__, kernels)
+
+
+# -- conditional expressions on traced values -------------------------------------------------
+def ternary_prefix(x):
+    out = np.empty_like(x)
+    total = x[0] * 0.0
+    for i in range(x.shape[0]):
+        total = total + x[i] if x[i] > 0.0 else total - 1.0
+        out[i] = total
+    return out, (x * 2.0 if total > 0.0 else x - 1.0)
+
+
+def nested_ternary(x):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc = acc + 1.5 if x[i] > 0 else (acc - 1.0 if x[i] < -0.5 else acc)
+    return acc
+
+
+def ternary_on_python_value(x, n):
+    return x * 2.0 if n > 2 else x[: n + 1] + 1.0     # only the side Python takes
+
+
+def ternary_side_writes(x, y):
+    for i in range(x.shape[0]):
+        _ = np.add(y, 1.0, out=y) if x[i] > 0 else y   # a write in one side: Python's
+    return y
+
+
+def test_conditional_expressions_on_traced_values_compile() -> None:
+    x = np.array([0.5, np.nan, -1.0, 3.0, -0.0, 0.0, 2.0])
+    _compiled(assert_calls_match_numpy(ternary_prefix, [(x,), (x[:1],), (-x,)]))
+    _compiled(assert_calls_match_numpy(nested_ternary, [(x,), (x[:0],), (-x,)]))
+    assert_calls_match_numpy(ternary_on_python_value, [(x, 3), (x, 0), (x, 1)])
+    assert_calls_match_numpy(ternary_side_writes, [(x, np.zeros(2)), (-x, np.zeros(2))])
