@@ -200,11 +200,14 @@ class _Loop:
     def keys(self, values: tuple) -> tuple:
         return tuple(_key(self.state, v) for v in values)
 
-    def trace(self, carried: tuple, index: Any, cond: Callable | None) -> tuple[_Body, tuple]:
+    def trace(self, carried: tuple, index: Any, cond: Callable | None,
+              host_ok: bool = False) -> tuple[_Body, tuple]:
+        """Trace the body once; ``host_ok``: a carried result may be a Python scalar of
+        the body's (``_promote`` may make it a Python number of the graph)."""
         body = _Body(self.state, self.kind, index, carried, self.captured)
         results = body.run(self.body, cond)
-        if any(isinstance(v, HostScalar) for v in results):
-            raise _Decline("a Python scalar carried through the loop")
+        if not host_ok:
+            _no_host(results)
         return body, self.keys(results)
 
     # -- the outer graph's nodes -----------------------------------------------------------
@@ -497,8 +500,9 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
     ran = _ran((start, stop, step))
     example = start.value if type(start) is HostScalar else start if type(start) is int \
         else 0
-    first, keys = loop.trace(tuple(carried), example, None)
+    first, keys = loop.trace(tuple(carried), example, None, host_ok=True)
     carried, first, keys = _promote(loop, tuple(carried), first, keys, example, None)
+    _no_host(first.results)
     if keys == loop.keys(tuple(carried)):
         return loop.build(first, tuple(carried), (start, stop, step))
     # the carried types change after the first iteration: peel it, guarded on it running
@@ -524,6 +528,11 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
         return loop.build(second, tuple(peeled), (start + step, stop, step))
 
 
+def _no_host(results: tuple) -> None:
+    if any(isinstance(v, HostScalar) for v in results):
+        raise _Decline("a Python scalar carried through the loop")
+
+
 def _promote(loop: _Loop, carried: tuple, body: _Body, keys: tuple, index: Any,
              cond: Callable | None) -> tuple[tuple, _Body, tuple]:
     """Carried Python numbers the body changes (a counter ``k += 1``, a sum a branch adds
@@ -532,9 +541,10 @@ def _promote(loop: _Loop, carried: tuple, body: _Body, keys: tuple, index: Any,
     the first iteration sets stays one, its iteration peeled)."""
     promoted, changed = list(carried), False
     for k, (before, after) in enumerate(zip(carried, body.results)):
-        if type(before) in (int, float) and python_type(after) is type(before) and \
-                type(after) is not HostScalar and (
-                    is_python(after) if isinstance(after, Proxy) else after != before):
+        # (a Python scalar of the body's: ``acc += i // 2`` on the index, a float)
+        if type(before) in (int, float) and python_type(after) is type(before) and (
+                type(after) is HostScalar or (is_python(after) if isinstance(after, Proxy)
+                                              else after != before)):
             promoted[k], changed = constant(before), True
     if not changed:
         return carried, body, keys
@@ -570,8 +580,9 @@ def _trace_while(state: TraceState, cond: Callable, body: Callable, carried: tup
     if now is False:
         _guard_truth(first_cond, False)
         return carried
-    body_trace, keys = loop.trace(carried, None, cond)
+    body_trace, keys = loop.trace(carried, None, cond, host_ok=True)
     carried, body_trace, keys = _promote(loop, carried, body_trace, keys, None, cond)
+    _no_host(body_trace.results)
     if not _cond_ok(body_trace.next_cond):
         raise _Decline("a while condition that is constant inside the loop")
     if keys == loop.keys(carried):

@@ -562,3 +562,32 @@ def test_conditional_expressions_on_traced_values_compile() -> None:
     _compiled(assert_calls_match_numpy(nested_ternary, [(x,), (x[:0],), (-x,)]))
     assert_calls_match_numpy(ternary_on_python_value, [(x, 3), (x, 0), (x, 1)])
     assert_calls_match_numpy(ternary_side_writes, [(x, np.zeros(2)), (-x, np.zeros(2))])
+
+
+def sum_of_index_halves(x, n):
+    acc = 0.0
+    for i in range(n - 1, -1, -1):
+        acc += i // 2            # a Python float plus a Python int of the body (the index)
+    return x * acc, acc
+
+
+def relaxed_towards(x, c):
+    s = 0.0
+    for _ in range(x.shape[0]):
+        s = s * 0.5 + c          # a Python scalar of the call: float or int
+    return s
+
+
+def int_sum_of_index(x, n):
+    acc = 0
+    for i in range(n):
+        acc += i                 # Python int arithmetic beyond a counter: Python's
+    return x + acc, acc
+
+
+def test_python_numbers_from_the_loop_index_compile() -> None:
+    x = np.ones(3)
+    _compiled(assert_calls_match_numpy(sum_of_index_halves, [(x, 5), (x, 0), (x, 1)]))
+    _compiled(assert_calls_match_numpy(relaxed_towards, [(np.ones(4), 0.25), (np.ones(0), 1.0),
+                                                         (np.ones(2), 3)]))
+    assert_calls_match_numpy(int_sum_of_index, [(x, 5), (x, 0)])
