@@ -171,6 +171,8 @@ def _check_plan(plan: Plan, schedule: Schedule, argument_count: int) -> None:
         raise Unsupported("views or writes into arguments")
     if not schedule.outputs:
         raise Unsupported("no results")
+    if any(is_scalar == 2 for _, is_scalar in schedule.outputs):
+        raise Unsupported("a Python number as a result")
     for slot, _ in schedule.outputs:
         if not argument_count <= slot < argument_count + len(schedule.allocations):
             raise Unsupported("a result that is not a fresh allocation")

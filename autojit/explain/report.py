@@ -351,6 +351,12 @@ class _Writer:
                       + ("a native loop keeps it in a register" if native else
                          "a host loop passes each iteration's value to the next as an array")],
                      node.id)
+            if j in region.copied:
+                self.add(loc, "scratch", f"{at}: {name} is a scratch array the loop updates in "
+                         f"place: copied once before the loop, {type_}",
+                         [f"why: {name} is computed before the loop and updated in place "
+                          "(``+=``, ``out=``) by the body: the loop writes its own copy at "
+                          "every iteration, which is the array after the loop"], node.id)
         written = written_params(region.body)
         for k in range(len(region.carried), len(region.sources)):
             if lead + k not in written:

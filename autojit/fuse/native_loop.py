@@ -72,7 +72,7 @@ class _NotScalar(Exception):
 
 def native_loop(region: Region, name: str) -> NativeLoop | None:
     """Return the region as one kernel, or None when its body is not scalar work."""
-    if region.kind != "for" or region.private:
+    if region.kind != "for" or region.copied:
         return None
     try:
         return _Emitter(region, name).emit()
@@ -227,7 +227,8 @@ class _Emitter:
         if info is None or info.group not in _ELEMENTWISE or node.type.shape:
             raise _NotScalar
         operands = tuple(self.values[i] for i in node.inputs)
-        kinds = {kb.dtype_of(v) for v in operands}
+        # a select's condition is a bool (a branch on array data: ``tracer/regions.py``)
+        kinds = {kb.dtype_of(v) for v in (operands[1:] if op is Op.SELECT else operands)}
         if op is not Op.CAST and len(kinds - {node.type.dtype}) > (
                 info.group is OpGroup.COMPARE):   # mixed dtypes: the host loop's kernels
             raise _NotScalar

@@ -162,7 +162,7 @@ def _evaluate_region(region: Any, inputs: list[Any]) -> list[Any]:
 
     body, count = region.body, len(region.carried)
     current = [source(s) for s in region.sources]
-    for k in region.private:
+    for k in (*region.private, *region.copied):
         current[k] = np.array(current[k])
     carried, captured = current[:count], current[count:]
 

@@ -63,7 +63,8 @@ class Graph:
     """A traced function.
 
     ``outputs`` are node ids; ``output_tuple`` says whether the function returned a tuple;
-    ``scalar_outputs`` marks results NumPy returns as a scalar rather than a 0-d array.
+    ``scalar_outputs`` marks results NumPy returns as a scalar rather than a 0-d array
+    (2: a Python number, ``tracer/pyscalars.py``).
     ``guards`` are sizes the Python code read as concrete numbers (the trace is specialised
     on them); ``dims`` maps each size symbol to the (argument, axis) pairs it is read from
     (several when broadcasting made sizes equal: a call must agree or NumPy would raise);
@@ -85,7 +86,7 @@ class Graph:
     nodes: tuple[Node, ...]
     outputs: tuple[int, ...]
     output_tuple: bool = False
-    scalar_outputs: tuple[bool, ...] = ()
+    scalar_outputs: tuple[bool | int, ...] = ()
     guards: tuple[tuple[str, int], ...] = ()
     dims: tuple[tuple[str, tuple[tuple[int, int], ...]], ...] = ()
     int_guards: tuple[tuple[int, str], ...] = ()

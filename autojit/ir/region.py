@@ -47,6 +47,11 @@ class Region:
     #: unnamed: ``_`` or not known) and the captured parameters' names, in source order
     index_name: str = ""
     captured_names: tuple[str, ...] = ()
+    #: carried parameters (positions in ``sources``) holding a value computed before the
+    #: loop that the body updates in place and keeps (``count += inside``): the runner
+    #: gives the loop its own copy of the value (the one before the loop may share its
+    #: buffer with an equal value), the body then writes it in place at every iteration
+    copied: tuple[int, ...] = ()
 
     @property
     def sources(self) -> tuple[Source, ...]:

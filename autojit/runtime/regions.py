@@ -146,7 +146,8 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
     for k, (source, param) in enumerate(zip(sources, params)):
         value = _value(source, inputs)
         if param.kind == "array":
-            value = _full(backend, value, param.type, sizes, k in region.private)
+            value = _full(backend, value, param.type, sizes,
+                          k in region.private or k in region.copied)
         current.append(value)
     body_programs = programs[call.offset:call.offset + len(body.kernels)]
     carried_count = len(region.carried)
@@ -155,7 +156,8 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
         kernel = kernels[call.native_index] if kernels else call.native.kernel
         results = _run_native(backend, call.native, kernel, programs[call.native_index],
                               current, range(start, stop, step), sizes)
-        if results is not None:
+        if results is not None:   # then the scratch arrays it wrote, its own copies
+            results += [current[k] for k in region.private]
             for slot, result in zip(slots.carries, results):
                 values[slot] = result
             return

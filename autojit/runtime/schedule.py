@@ -424,6 +424,9 @@ def _run_steps(plan: Plan, programs: Sequence[Any], backend: Target, args: Seque
         _take_views(schedule, values, first_view, len(batches) - 1, views)
     results = [values[i][()] if is_scalar and getattr(values[i], "ndim", 1) == 0
                else values[i] for i, is_scalar in schedule.outputs]
+    for position, (_, is_scalar) in enumerate(schedule.outputs):
+        if is_scalar == 2:   # a Python number (``tracer/pyscalars.py``): float, int
+            results[position] = results[position].item()
     if schedule.owned_outputs:   # (most plans have none: no loop set up per call)
         for position, allocation in enumerate(schedule.owned_outputs):
             if allocation >= 0:   # the owning array itself (its reshape view is the same)

@@ -269,3 +269,51 @@ def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple
         if result is not NotImplemented:
             return result
     return then(carried, captured) if pred else orelse(carried, captured)
+
+
+# -- and/or/not in a test, builtin max/min (``convert._Converter.truth``, ``convert._MinMax``)
+def and_left(value: Any) -> bool:
+    """Whether ``value and B`` evaluates ``B``: Python's truth of ``value``; always for a
+    traced scalar (then both decide, ``and_``)."""
+    return True if regions.traced_scalar(value) else bool(value)
+
+
+def or_left(value: Any) -> bool:
+    """Whether ``value or B`` evaluates ``B`` (see ``and_left``)."""
+    return True if regions.traced_scalar(value) else not value
+
+
+def and_(left: Any, right: Any) -> Any:
+    """``left and right`` as a test, ``right`` evaluated (``and_left``)."""
+    return regions.traced_truth("and", left, right) if regions.traced_scalar(left) else right
+
+
+def or_(left: Any, right: Any) -> Any:
+    """``left or right`` as a test, ``right`` evaluated (``or_left``)."""
+    return regions.traced_truth("or", left, right) if regions.traced_scalar(left) else right
+
+
+def not_(value: Any) -> Any:
+    """``not value`` as a test."""
+    return regions.traced_truth("not", value, None) if regions.traced_scalar(value) \
+        else not value
+
+
+def minmax(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` where ``fn`` is what the name ``max``/``min`` was at the call."""
+    if (fn is builtins.max or fn is builtins.min) and _traced(args):
+        result = regions.trace_minmax(fn is builtins.max, args)
+        if result is not NotImplemented:
+            return result
+    return fn(*args)
+
+
+def select_test(cond: Any) -> bool:
+    """``A if cond else B``: whether both sides are evaluated for a select (``select``)."""
+    return regions.select_test(cond)
+
+
+def select(cond: Any, a: Any, b: Any) -> Any:
+    """``a if cond else b`` on a traced scalar ``cond``, both sides evaluated."""
+    return regions.trace_select(cond, a, b)
+

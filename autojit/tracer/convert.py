@@ -55,6 +55,7 @@ ENABLED = True
 _PREFIX = "__aj_"
 _CARRIED, _CAPTURED, _INDEX = "__aj_carried", "__aj_captured", "__aj_index"
 _CTL, _UNDEF = "__aj_ctl", "__aj_UNDEF"
+_TEMPS = itertools.count(1)   # the converter's temporaries in expressions (``__aj_c_7``)
 #: Names whose use makes a function's locals observable or its frame matter.
 _FRAME_NAMES = frozenset({"locals", "vars", "exec", "eval", "dir", "super", "__class__",
                           "breakpoint"})
@@ -799,7 +800,8 @@ class _Converter:
 
     def stmt(self, s: ast.stmt) -> list[ast.stmt]:
         if not isinstance(s, (ast.For, ast.While, ast.If)):
-            return [s]   # try/with bodies stay Python (an exception's locals are seen)
+            # try/with bodies stay Python (an exception's locals are seen)
+            return [s if isinstance(s, (ast.Try, ast.With)) else _MinMax().visit(s)]
         plan = self.plan(s)
         body, orelse = self.block(s.body), self.block(s.orelse)
         if plan is None:
@@ -913,7 +915,7 @@ class _Converter:
             where: ast.AST = s.iter
         elif isinstance(s, ast.While):
             out.append(self.function(f"{_PREFIX}cond_{k}", [_CARRIED, _CAPTURED], plan,
-                                     [at(ast.Return(s.test), s.test)], False, s))
+                                     [at(ast.Return(self.truth(s.test)), s.test)], False, s))
             out.append(self.function(f"{_PREFIX}body_{k}", [_CARRIED, _CAPTURED], plan,
                                      body, True, s))
             func, tail, where = "while_loop", [], s.test
@@ -924,7 +926,7 @@ class _Converter:
             out.append(self.function(f"{_PREFIX}else_{k}", [_CARRIED, _CAPTURED], plan,
                                      orelse, True, s))
             pred = f"{_PREFIX}pred_{k}"
-            out.append(at(ast.Assign([name(pred, ast.Store())], s.test), s.test))
+            out.append(at(ast.Assign([name(pred, ast.Store())], self.truth(s.test)), s.test))
             func, tail, where = "if_else", [], s.test
             call_args = [name(pred), name(f"{_PREFIX}then_{k}"), name(f"{_PREFIX}else_{k}")]
         for n in sorted(plan.maybe_unbound):   # enter as UNDEFINED
@@ -940,6 +942,41 @@ class _Converter:
             out.append(at(ast.Expr(call), where))
         out.extend(self.unbind(plan.maybe_unbound, s))
         return out
+
+    def truth(self, test: ast.expr) -> ast.expr:
+        """An ``if``/``while`` test whose ``and``/``or``/``not`` decide on traced values:
+        ``A and B`` becomes ``ctl.and_(t, B) if ctl.and_left(t := A) else t`` (``or``
+        likewise, ``not A`` ``ctl.not_(A)``): Python's meaning where ``A`` is not traced
+        (``B`` evaluated only when Python would), one traced truth of both where it is
+        (``tracer/regions.py``). Only the test's truth matters, so operands are tests too;
+        a test with an assignment or a yield in it stays as it is."""
+        if any(isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.Lambda,
+                              *_COMPREHENSION_NODES)) for n in ast.walk(test)):
+            return _MinMax().visit(test)
+        return self._truth(test)
+
+    def _truth(self, test: ast.expr) -> ast.expr:
+        def at(node: ast.AST) -> Any:
+            return ast.copy_location(node, test)
+
+        def ctl(func: str, *args: ast.expr) -> ast.Call:
+            return at(ast.Call(at(ast.Attribute(at(ast.Name(_CTL, ast.Load())), func,
+                                                ast.Load())), list(args), []))
+
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return ctl("not_", self._truth(test.operand))
+        if not isinstance(test, ast.BoolOp):
+            return _MinMax().visit(test)
+        op = "and" if isinstance(test.op, ast.And) else "or"
+        left = self._truth(test.values[0])
+        for value in test.values[1:]:   # left to right: (A and B) and C
+            temp = f"{_PREFIX}t_{next(self.counter)}"
+            bound = at(ast.NamedExpr(at(ast.Name(temp, ast.Store())), left))
+            left = at(ast.IfExp(ctl(f"{op}_left", bound),
+                                ctl(f"{op}_", at(ast.Name(temp, ast.Load())),
+                                    self._truth(value)),
+                                at(ast.Name(temp, ast.Load()))))
+        return left
 
     def unbind(self, names: Iterable[str], s: ast.AST) -> list[ast.stmt]:
         """``if n is UNDEFINED: del n``: unbound again where the original has it unbound."""
@@ -978,6 +1015,56 @@ class _Converter:
             stmts.append(at(ast.Return(tup(plan.carried, ast.Load()))))
         args = ast.arguments([], [at(ast.arg(p)) for p in params], None, [], [], None, [])
         return at(ast.FunctionDef(fname, args, stmts or [at(ast.Pass())], [], None, None))
+
+
+class _MinMax(ast.NodeTransformer):
+    """``max(a, b, ...)``/``min(a, b, ...)`` (two or more positional operands) become
+    ``ctl.minmax(max, a, b, ...)``: the builtin compares the operands, which on traced
+    scalars is a select (``control.minmax``); what the name is at the call is passed on,
+    a user's own ``max`` is only called. Conditional expressions become selects where
+    their test is traced (``visit_IfExp``). Nested scopes are left as they are."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if not (isinstance(func, ast.Name) and func.id in ("max", "min") and not node.keywords
+                and len(node.args) >= 2
+                and not any(isinstance(a, ast.Starred) for a in node.args)):
+            return node
+        ctl = ast.copy_location(ast.Attribute(ast.copy_location(ast.Name(_CTL, ast.Load()),
+                                                                node), "minmax", ast.Load()),
+                                node)
+        return ast.copy_location(ast.Call(ctl, [func, *node.args], []), node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        """``A if C else B`` becomes ``ctl.select(t, A, B) if ctl.select_test(t := C) else
+        (A if t else B)``: Python's lazy choice where ``C`` is not traced, a select of both
+        sides where it is (``control.select``)."""
+        if any(isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await))
+               for n in ast.walk(node)):   # the user's own (before the inner ones are ours)
+            return node
+        self.generic_visit(node)
+        temp = f"{_PREFIX}c_{next(_TEMPS)}"
+
+        def at(new: ast.AST) -> Any:
+            return ast.copy_location(new, node)
+
+        def ctl(func: str, *args: ast.expr) -> ast.Call:
+            return at(ast.Call(at(ast.Attribute(at(ast.Name(_CTL, ast.Load())), func,
+                                                ast.Load())), list(args), []))
+
+        bound = at(ast.NamedExpr(at(ast.Name(temp, ast.Store())), node.test))
+        plain = at(ast.IfExp(at(ast.Name(temp, ast.Load())), node.body, node.orelse))
+        return at(ast.IfExp(ctl("select_test", bound),
+                            ctl("select", at(ast.Name(temp, ast.Load())),
+                                copy.deepcopy(node.body), copy.deepcopy(node.orelse)),
+                            plain))
+
+    def _keep(self, node: ast.AST) -> ast.AST:
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _keep
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _keep
 
 
 def _is_range_loop(s: ast.For) -> bool:

@@ -21,14 +21,38 @@ from autojit.tracer.state import current_trace, user_location
 from autojit.tracer.traced import Traced
 
 
+def _python(*operands: Any) -> bool:
+    """Whether a Python operator meets a Python number computed from traced values (or a
+    comparison of them): ``tracer/pyscalars.py`` keeps Python's answer or refuses."""
+    state = current_trace()
+    return any(isinstance(v, Proxy) and ((v.weak is not None and v.is_scalar and v.param < 0)
+                                         or v.node in state.python_bools) for v in operands)
+
+
 def _binary(ufunc: np.ufunc, reflected: bool = False):
-    if reflected:
-        return lambda self, other: ufunc(other, self)
-    return lambda self, other: ufunc(self, other)
+    def method(self: Proxy, other: Any) -> Any:
+        a, b = (other, self) if reflected else (self, other)
+        if _python(a, b):
+            from autojit.tracer.pyscalars import binary
+            return binary(ufunc, a, b)
+        return ufunc(a, b)
+    return method
+
+
+def _unary(ufunc: np.ufunc):
+    def method(self: Proxy) -> Any:
+        if _python(self):
+            from autojit.tracer.pyscalars import unary
+            return unary(ufunc, self)
+        return ufunc(self)
+    return method
 
 
 def _in_place(ufunc: np.ufunc):
     def method(self: Proxy, other: Any) -> Proxy:
+        if _python(self, other):   # a Python number is immutable: ``+=`` makes a new one
+            from autojit.tracer.pyscalars import binary
+            return binary(ufunc, self, other)
         from autojit.tracer.writes import augmented
         return augmented(self, ufunc, other)
     return method
@@ -158,28 +182,17 @@ class Proxy(Traced):
     def __pow__(self, other: Any) -> Proxy:
         """``a ** 2`` of an array is ``np.square`` in NumPy (``ndarray.__pow__``'s fast path
         for an exact Python int 2), which differs from ``np.power`` only for bool: int8."""
+        if _python(self, other):
+            from autojit.tracer.pyscalars import binary
+            return binary(np.power, self, other)
         if type(other) is int and other == 2 and not self.is_scalar \
                 and self.type.dtype.kind == "b":
             return np.square(self)
         return np.power(self, other)
 
-    def __neg__(self) -> Proxy:
-        return np.negative(self)
-
-    def __pos__(self) -> Proxy:
-        return np.positive(self)
-
-    def __abs__(self) -> Proxy:
-        return np.absolute(self)
-
-    def __invert__(self) -> Proxy:
-        return np.invert(self)
-
-    def __matmul__(self, other: Any) -> Proxy:
-        return np.matmul(self, other)
-
-    def __rmatmul__(self, other: Any) -> Proxy:
-        return np.matmul(other, self)
+    __neg__, __pos__ = _unary(np.negative), _unary(np.positive)
+    __abs__, __invert__ = _unary(np.absolute), _unary(np.invert)
+    __matmul__, __rmatmul__ = _binary(np.matmul), _binary(np.matmul, True)
 
     __iadd__, __isub__ = _in_place(np.add), _in_place(np.subtract)
     __imul__, __itruediv__ = _in_place(np.multiply), _in_place(np.true_divide)

@@ -41,8 +41,9 @@ from autojit.ir.region import Region, Source
 from autojit.ir.types import TensorType
 from autojit.tracer.host import HostScalar, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
+from autojit.tracer.pyscalars import constant, is_python, python_type
 from autojit.tracer.state import CURRENT_TRACE, TraceState, user_location
-from autojit.tracer.writes import written_param
+from autojit.tracer.writes import immutable, written_param
 
 _LOGGER = logging.getLogger("autojit.regions")
 
@@ -113,7 +114,11 @@ class _Body:
             index = self._param(f"v{position}", "array", type_)
             node = state.add_node(Op.ARG, (), type_, (("index", index),))
             self.param_of[position] = index
-            return Proxy(node, type_, value.weak, value.is_scalar, index)
+            if value.node in self.outer.python_bools:   # a Python bool stays one
+                state.python_bools.add(node)
+            # a Python number computed before the loop stays one (no argument of the call)
+            return Proxy(node, type_, value.weak, value.is_scalar,
+                         -1 if is_python(value) else index)
         if isinstance(value, HostScalar):
             index = self._param(f"v{position}", "scalar", TensorType(
                 python_scalar_dtype(value.python_type), ()))
@@ -158,6 +163,8 @@ class _Body:
         state = self.child
         outputs = []
         for k, value in enumerate(self.results):
+            if isinstance(value, Proxy) and value.node in state.python_bools:
+                raise _Decline("a comparison of Python numbers carried (a Python bool)")
             if k in self.param_of:
                 outputs.append(_output_node(state, value))
         if self.next_cond is not None:
@@ -193,11 +200,14 @@ class _Loop:
     def keys(self, values: tuple) -> tuple:
         return tuple(_key(self.state, v) for v in values)
 
-    def trace(self, carried: tuple, index: Any, cond: Callable | None) -> tuple[_Body, tuple]:
+    def trace(self, carried: tuple, index: Any, cond: Callable | None,
+              host_ok: bool = False) -> tuple[_Body, tuple]:
+        """Trace the body once; ``host_ok``: a carried result may be a Python scalar of
+        the body's (``_promote`` may make it a Python number of the graph)."""
         body = _Body(self.state, self.kind, index, carried, self.captured)
         results = body.run(self.body, cond)
-        if any(isinstance(v, HostScalar) for v in results):
-            raise _Decline("a Python scalar carried through the loop")
+        if not host_ok:
+            _no_host(results)
         return body, self.keys(results)
 
     # -- the outer graph's nodes -----------------------------------------------------------
@@ -218,16 +228,20 @@ class _Loop:
         graph, written = body.graph(f"{self.kind}_body")
         positions = sorted(body.param_of)
         in_place = set()   # carried arguments the body updates in place (x += ...)
+        copied = set()     # carried computed values it updates in place (a copy of its own)
+        values = carried + self.captured
         for k in positions:   # a write into a carried value: its memory is the caller's
             if k < len(carried) and body.param_of[k] in written:
-                if not _updated_in_place(state, body, k, carried[k]):
+                if _updated_in_place(state, body, k, carried[k]):
+                    in_place.add(k)
+                elif _updated_local(state, body, k, values):
+                    copied.add(k)
+                else:
                     raise _Decline("the body writes into a carried value")
-                in_place.add(k)
-        values = carried + self.captured
         arguments: dict[int, int] = {}       # written outer argument -> body parameter
         locals_: list[int] = []              # written computed values (positions)
         for k in positions:
-            if body.param_of[k] not in written:
+            if body.param_of[k] not in written or k in copied:
                 continue
             param = written_param(state, values[k].node)
             if param is None or param < 0:   # a computed value (its scratch key): a local
@@ -267,13 +281,18 @@ class _Loop:
                         tuple(self._name(k) for k in carried_params), tuple(contiguous),
                         tuple(positions.index(k) for k in locals_), self._index_name(),
                         tuple(self._captured_name(k - len(carried))
-                              for k in positions if k >= len(carried)))
+                              for k in positions if k >= len(carried)),
+                        copied=tuple(positions.index(k) for k in sorted(copied)))
         node = state.add_node(Op.REGION, tuple(inputs), TensorType(np.dtype(bool), ()),
                               (("region", region),), self.loc)
         after = list(carried)
         for j, k in enumerate(carried_params):
             result = body.results[k]
             carry = state.add_node(Op.CARRY, (node,), out_types[j], (("index", j),), self.loc)
+            if k in copied:   # the same array, updated: every name of it sees the CARRY
+                carried[k].node = carry
+                after[k] = carried[k]
+                continue
             after[k] = Proxy(carry, out_types[j], result.weak, result.is_scalar)
         for j, k in enumerate(locals_):   # rebind the caller's name: the same Proxy object
             carry = state.add_node(Op.CARRY, (node,), values[k].type,
@@ -310,28 +329,48 @@ class _Loop:
 _FIELDS = ("node", "type", "weak", "is_scalar", "param")
 
 
-def _branch(branch: Callable, carried: tuple, captured: tuple) -> Any:
-    """Trace one branch of a select on the outer values as they are before the ``if``. An
-    augmented assignment of a scalar (``acc += 1``) rebinds the very Proxy object it
-    updates (``writes.augmented_into``): its new value is the branch's result, and the
-    object is put back for the other branch (else both branches saw the first's update).
-    An array updated so is an in-place write in NumPy, which a select cannot be."""
+def _branch(state: TraceState, predicate: Callable[[], Proxy], branch: Callable, carried: tuple,
+            captured: tuple) -> Any:
+    """Trace one branch of a select on the outer values as they are before the ``if``,
+    its writes predicated (``state.predicate``: each stores where(predicate, new, old),
+    ``writes.predicated``). An augmented assignment of a scalar (``acc += 1``) rebinds the
+    very Proxy object it updates (``writes.augmented_into``): its new value is the branch's
+    result, and the object is put back for the other branch (else both branches saw the
+    first's update). An array updated so is a predicated write: the other branch may see
+    it, it changed nothing where that branch runs."""
     proxies = [v for v in (*carried, *captured) if isinstance(v, Proxy)]
     before = [tuple(getattr(v, f) for f in _FIELDS) for v in proxies]
-    results = branch(carried, captured)
+    rebinds = [immutable(state, v) for v in proxies]
+    outer = state.predicate
+    state.predicate = predicate if outer is None else _lazy(
+        lambda: np.logical_and(outer(), predicate()))
+    try:
+        results = branch(carried, captured)
+    finally:
+        state.predicate = outer
     moved: dict[int, Proxy] = {}
-    for value, fields in zip(proxies, before):
+    for value, fields, rebound in zip(proxies, before, rebinds):
         now = tuple(getattr(value, f) for f in _FIELDS)
-        if now == fields:
+        if now == fields or not rebound:
             continue
-        if fields[1].ndim:
-            raise _Decline("a branch updates an array in place")
         moved[id(value)] = Proxy(*now)
         for name, old in zip(_FIELDS, fields):
             setattr(value, name, old)
     if moved and isinstance(results, tuple):
         results = tuple(moved.get(id(v), v) for v in results)
     return results
+
+
+def _lazy(make: Callable[[], Proxy]) -> Callable[[], Proxy]:
+    """A branch's predicate, made on its first use (a branch that writes nothing adds no
+    node for it) and then the same node."""
+    made: list[Proxy] = []
+
+    def predicate() -> Proxy:
+        if not made:
+            made.append(make())
+        return made[0]
+    return predicate
 
 
 def _updated_in_place(state: TraceState, body: _Body, k: int, outer: Any) -> bool:
@@ -348,6 +387,27 @@ def _updated_in_place(state: TraceState, body: _Body, k: int, outer: Any) -> boo
     return (child.nodes[result.node].op is Op.WRITE
             and child.memory_of.get(result.node) == body.param_of[k]
             and result.type == child.nodes[result.node].type)
+
+
+def _updated_local(state: TraceState, body: _Body, k: int, values: tuple) -> bool:
+    """Whether carried value ``k`` is an array computed before the loop that the body
+    updates in place and rebinds to itself (``count += inside``): NumPy's loop writes into
+    that one array, which no view shares and no other operand of the loop is (the body
+    would read it as another parameter); the loop then works on a copy of its own
+    (``Region.copied``) and the name holds the copy after the loop."""
+    outer, result = values[k], body.results[k]
+    if not (isinstance(outer, Proxy) and isinstance(result, Proxy)) or outer.is_scalar \
+            or outer.weak is not None:
+        return False
+    param = written_param(state, outer.node)
+    if (param is not None and param >= 0) or _viewed(state, outer.node):
+        return False
+    if any(j != k and v is outer for j, v in enumerate(values)):
+        return False
+    child = body.child
+    return (child.nodes[result.node].op is Op.WRITE
+            and child.memory_of.get(result.node) == body.param_of[k]
+            and result.type == child.nodes[result.node].type and result.type == outer.type)
 
 
 def _viewed(state: TraceState, node_id: int) -> bool:
@@ -440,8 +500,11 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
     ran = _ran((start, stop, step))
     example = start.value if type(start) is HostScalar else start if type(start) is int \
         else 0
+    given = tuple(carried)
     try:
-        first, keys = loop.trace(tuple(carried), example, None)
+        first, keys = loop.trace(given, example, None, host_ok=True)
+        carried, first, keys = _promote(loop, given, first, keys, example, None)
+        _no_host(first.results)
         if keys == loop.keys(tuple(carried)):
             return loop.build(first, tuple(carried), (start, stop, step))
     except _Decline:
@@ -450,7 +513,7 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
         # no iteration runs for these values (its example index may be out of range: x[i]
         # of an empty x): the loop leaves every value as it is, guarded on running none
         _guard_nonnegative(start - stop if step > 0 else stop - start)
-        return tuple(carried)
+        return given
     # the carried types change after the first iteration: peel it, guarded on it running
     if ran is None or isinstance(start, Proxy):
         raise _Decline("carried types change and the trip count is a traced value")
@@ -472,6 +535,33 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
     with _after_peel(loop):
         second, _ = loop.trace(tuple(peeled), example + step, None)
         return loop.build(second, tuple(peeled), (start + step, stop, step))
+
+
+def _no_host(results: tuple) -> None:
+    if any(isinstance(v, HostScalar) for v in results):
+        raise _Decline("a Python scalar carried through the loop")
+
+
+def _promote(loop: _Loop, carried: tuple, body: _Body, keys: tuple, index: Any,
+             cond: Callable | None) -> tuple[tuple, _Body, tuple]:
+    """Carried Python numbers the body changes (a counter ``k += 1``, a sum a branch adds
+    to) become Python numbers of the graph (``tracer/pyscalars.py``) and the body is traced
+    again on them; where that trace declines, the loop is traced as before (a constant
+    the first iteration sets stays one, its iteration peeled)."""
+    promoted, changed = list(carried), False
+    for k, (before, after) in enumerate(zip(carried, body.results)):
+        # (a Python scalar of the body's: ``acc += i // 2`` on the index, a float)
+        if type(before) in (int, float) and python_type(after) is type(before) and (
+                type(after) is HostScalar or (is_python(after) if isinstance(after, Proxy)
+                                              else after != before)):
+            promoted[k], changed = constant(before), True
+    if not changed:
+        return carried, body, keys
+    try:
+        again, again_keys = loop.trace(tuple(promoted), index, cond)
+    except _Decline:
+        return carried, body, keys
+    return tuple(promoted), again, again_keys
 
 
 def trace_while(cond: Any, body: Any, carried: tuple, captured: tuple, names: Any) -> Any:
@@ -499,7 +589,9 @@ def _trace_while(state: TraceState, cond: Callable, body: Callable, carried: tup
     if now is False:
         _guard_truth(first_cond, False)
         return carried
-    body_trace, keys = loop.trace(carried, None, cond)
+    body_trace, keys = loop.trace(carried, None, cond, host_ok=True)
+    carried, body_trace, keys = _promote(loop, carried, body_trace, keys, None, cond)
+    _no_host(body_trace.results)
     if not _cond_ok(body_trace.next_cond):
         raise _Decline("a while condition that is constant inside the loop")
     if keys == loop.keys(carried):
@@ -551,11 +643,16 @@ def _guard_truth(value: Any, expected: bool) -> None:
 
 def trace_if(pred: Any, then: Any, orelse: Any, carried: tuple, captured: tuple,
              names: Any) -> Any:
-    """An ``if`` on a traced array scalar whose branches only compute (no writes, no
-    in-place updates): both branches are traced and each carried value they leave
-    different becomes a select (``np.where`` of the predicate's truth), which is exact:
-    the value of one branch or the other, bit for bit. Branches that write, or leave
-    values of different types, decline (Python runs the statement: it falls back)."""
+    """An ``if`` on a traced array scalar: both branches are traced, one after the other,
+    and each carried value they leave different becomes a select (``np.where`` of the
+    predicate's truth), which is exact: the value of one branch or the other, bit for bit.
+    A branch's writes into arrays (``x[i] = v``, ``a += b``, ``out=``, ``a[mask] = s``)
+    are predicated: each stores ``where(truth, new, old)`` into the region it writes (the
+    then branch under the truth, the else branch under its negation, nested ifs under
+    both), so the region keeps its old values wherever the branch does not run; the
+    other branch, traced after it, reads values that differ only where its own writes are
+    discarded. Branches leaving values of different types, or holding a loop, decline
+    (Python runs the statement: it falls back)."""
     if not isinstance(pred, Proxy) or pred.ndim != 0:
         return NotImplemented
     return _asked("branch", names, lambda state: _trace_if(
@@ -564,33 +661,132 @@ def trace_if(pred: Any, then: Any, orelse: Any, carried: tuple, captured: tuple,
 
 def _trace_if(state: TraceState, pred: Proxy, then: Callable, orelse: Callable,
               carried: tuple, captured: tuple, names: Any) -> tuple:
-    loop = _Loop(state, "if", then, carried, captured, names)
-    for branch in (then, orelse):   # first in a trace of its own: does it write?
+    for branch in (then, orelse):   # first in a trace of its own: can it be predicated?
         trial = _Body(state, "if", None, carried, captured)
         trial.run(branch, None)
-        if any(n.op in (Op.WRITE, Op.REGION) for n in trial.child.nodes):
-            raise _Decline("a branch writes into an array")
-    taken = _branch(then, carried, captured)
-    other = _branch(orelse, carried, captured)
+        if any(n.op is Op.REGION for n in trial.child.nodes):
+            raise _Decline("a loop inside a branch (its writes cannot be predicated)")
+    truth = pred if pred.dtype == np.bool_ else np.not_equal(pred, 0)
+    taken = _branch(state, lambda: truth, then, carried, captured)
+    other = _branch(state, _lazy(lambda: np.logical_not(truth)), orelse, carried, captured)
     if not (isinstance(taken, tuple) and isinstance(other, tuple)
             and len(taken) == len(other) == len(carried)):
         raise _Decline("the branches return another number of values")
+    return tuple(_selected(state, truth, a, b) for a, b in zip(taken, other))
+
+
+def _selected(state: TraceState, truth: Proxy, a: Any, b: Any) -> Any:
+    """``a`` where ``truth`` else ``b``, for two values of one type (a select, exact: one
+    or the other, bit for bit); values of two types decline."""
     from autojit.tracer.numpy_map import make_elementwise
-    truth = pred if pred.dtype == np.bool_ else np.not_equal(pred, 0)
-    results = []
-    for a, b in zip(taken, other):
-        if a is b:
-            results.append(a)
-            continue
-        if not (isinstance(a, Proxy) and isinstance(b, Proxy)) or loop.keys((a,)) != \
-                loop.keys((b,)):
-            if _plain(a) and _plain(b) and loop.keys((a,)) == loop.keys((b,)):
-                results.append(a)
-                continue
-            raise _Decline("the branches leave values of different types")
-        dtype = a.dtype
-        select = make_elementwise(Op.SELECT, (truth, a, b), (np.dtype(bool), dtype, dtype),
-                                  dtype, is_scalar=a.is_scalar)
-        select.weak = a.weak
-        results.append(select)
-    return tuple(results)
+    if a is b:
+        return a
+    if _plain(a) and _plain(b) and _key(state, a) == _key(state, b):
+        return a
+    if _python_pair(a, b):   # Python numbers of one type, one per branch
+        a, b = (constant(v) if not isinstance(v, Proxy) else v for v in (a, b))
+    if not (isinstance(a, Proxy) and isinstance(b, Proxy)) or _key(state, a) != _key(state, b):
+        raise _Decline("the branches leave values of different types")
+    python_bool = [v.node in state.python_bools for v in (a, b)]
+    if python_bool[0] != python_bool[1]:
+        raise _Decline("the branches leave a Python bool and a NumPy bool")
+    dtype = a.dtype
+    select = make_elementwise(Op.SELECT, (truth, a, b), (np.dtype(bool), dtype, dtype),
+                              dtype, is_scalar=a.is_scalar)
+    select.weak = a.weak
+    if python_bool[0]:
+        state.python_bools.add(select.node)
+    return select
+
+
+def select_test(cond: Any) -> bool:
+    """Whether ``A if cond else B`` is a select on a traced scalar (``control.select``):
+    both sides are then evaluated, and nothing they do may write."""
+    if not traced_scalar(cond):
+        return False
+    state = CURRENT_TRACE.get()
+    state.select_marks.append(len(state.nodes))
+    return True
+
+
+def trace_select(cond: Proxy, a: Any, b: Any) -> Any:
+    """``a if cond else b`` on a traced scalar: a select of the two sides (both traced;
+    a side that writes, or sides of different types, run the function as Python)."""
+    state = CURRENT_TRACE.get()
+    start = state.select_marks.pop()
+    if any(n.op in (Op.WRITE, Op.REGION) for n in state.nodes[start:]):
+        raise TraceError("a conditional expression on array data whose side writes into "
+                         "an array", user_location(3))
+    try:
+        return _selected(state, _truth_of(cond), a, b)
+    except _Decline as exc:
+        raise TraceError(f"a conditional expression on array data: {exc}",
+                         user_location(3)) from None
+
+
+def _python_pair(a: Any, b: Any) -> bool:
+    """Two Python numbers of one type (``int``/``float``, not bool), at least one computed
+    from traced values or the two different: their select is such a number too."""
+    kind = python_type(a)
+    if kind is None or kind is not python_type(b) or type(a) is HostScalar \
+            or type(b) is HostScalar:
+        return False
+    return is_python(a) or is_python(b) or (not isinstance(a, Proxy) and a != b)
+
+
+# -- and/or/not and builtin max/min on traced scalars (``control.and_`` ...) ----------------
+def traced_scalar(value: Any) -> bool:
+    """A traced 0-d value while a trace records: its truth is a traced bool."""
+    return isinstance(value, Proxy) and value.ndim == 0 and CURRENT_TRACE.get() is not None
+
+
+def _truth_of(value: Proxy) -> Proxy:
+    """Python's truth of a traced scalar as a traced bool (NaN is true, as in Python)."""
+    return value if value.dtype == np.bool_ else np.not_equal(value, 0)
+
+
+def traced_truth(op: str, left: Proxy, right: Any) -> Any:
+    """The truth of ``left and right``/``left or right``/``not left`` (a test's: only its
+    truth is used) for a traced scalar ``left``: one traced bool of both operands. A right
+    operand that is not traced decides as Python does (its truth known now, or guarded for
+    a Python scalar of the call: ``if``); an array's truth is NumPy's to refuse or not."""
+    if op == "not":
+        return np.logical_not(_truth_of(left))
+    if isinstance(right, Proxy):
+        if right.ndim != 0:
+            raise TraceError("the truth of an array in a condition (and/or) is decided by "
+                             "its values", user_location(3))
+        combine = np.logical_and if op == "and" else np.logical_or
+        return combine(_truth_of(left), _truth_of(right))
+    if op == "and":
+        return _truth_of(left) if right else right
+    return right if right else _truth_of(left)
+
+
+def trace_minmax(is_max: bool, args: tuple) -> Any:
+    """Builtin ``max``/``min`` of traced scalars of one type: Python keeps the first
+    operand and takes each later one that compares greater (less), which is a select per
+    operand (NaN compares false: kept as Python keeps it). Operands of different types
+    (the result's type would depend on the values) are Python's: NotImplemented."""
+    state = CURRENT_TRACE.get()
+    if state is None:
+        return NotImplemented
+    kinds = {python_type(a) for a in args}
+    if len(kinds) == 1 and None not in kinds and any(is_python(a) for a in args) and not \
+            any(type(a) is HostScalar for a in args):   # Python numbers of one type
+        args = tuple(a if isinstance(a, Proxy) else constant(a) for a in args)
+    if not all(isinstance(a, Proxy) and a.ndim == 0 and a.node not in state.python_bools
+               for a in args):
+        return NotImplemented
+    first = args[0]
+    if len({_key(state, a) for a in args}) != 1:
+        return NotImplemented
+    from autojit.tracer.numpy_map import make_elementwise
+    best = first
+    for item in args[1:]:
+        better = np.greater(item, best) if is_max else np.less(item, best)
+        best = make_elementwise(Op.SELECT, (better, item, best),
+                                (np.dtype(bool), first.dtype, first.dtype), first.dtype,
+                                is_scalar=first.is_scalar)
+        best.weak = first.weak
+    return best

@@ -107,6 +107,15 @@ class TraceState:
     # file:line, why), for the report (``Graph.declined``)
     declined: list[tuple[str, str, str]] = field(default_factory=list)
     operations: int = 0                                  # recorded, new or reused
+    # inside a branch of an if on a traced value (``tracer/regions.py``): makes the bool
+    # scalar Proxy under which the branch runs; every write stores where(it, new, old)
+    predicate: Any = None
+    # comparisons of Python numbers computed from traced values (``tracer/pyscalars.py``):
+    # Python bools that only a condition may read
+    python_bools: set[int] = field(default_factory=set)
+    # the node count where each conditional expression on a traced value began (its sides
+    # may not write: ``tracer/regions.trace_select``)
+    select_marks: list[int] = field(default_factory=list)
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:

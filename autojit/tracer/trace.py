@@ -102,6 +102,9 @@ def _output_node(state: TraceState, value: Any) -> tuple[int, bool]:
         if view:   # NumPy's is a view: so is ours (no copy)
             step = ("step", ("reshape", (-1,)))
             return state.add_node(Op.VIEW, (value.node,), value.type, (step,)), False
+        from autojit.tracer.pyscalars import is_python
+        if is_python(value):   # a Python number computed from traced values: the number
+            return value.node, 2
         return value.node, value.is_scalar
     if isinstance(value, np.generic) and is_supported(value.dtype):
         if type(value) is not np.dtype(value.dtype.str).type:
@@ -143,7 +146,11 @@ def trace_function(fn: Callable, args: Sequence[Any], name: str | None = None) -
     is_tuple = isinstance(result, tuple)
     if result is None and state.stale:      # a function that only writes into its arguments
         return _freeze(state, fn, name, params, [], False)
-    outputs = [_output_node(state, r) for r in (result if is_tuple else (result,))]
+    returned = result if is_tuple else (result,)
+    if any(isinstance(r, Proxy) and r.node in state.python_bools for r in returned):
+        raise UnsupportedError("the function returns a comparison of Python numbers "
+                               "computed from array values (a Python bool)")
+    outputs = [_output_node(state, r) for r in returned]
     return _freeze(state, fn, name, params, outputs, is_tuple)
 
 

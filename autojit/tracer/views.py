@@ -312,8 +312,31 @@ def _diff(a: Proxy, n: int = 1, axis: int = -1, prepend: Any = np._NoValue,
     return np.not_equal(later, earlier) if a.dtype == np.bool_ else later - earlier
 
 
+def _flip(a: Proxy, axis: Any = None) -> Proxy:
+    """np.flip: ``a[::-1]`` along ``axis`` (every axis when None), a view with negative
+    strides as NumPy's; NumPy's own indexing, a 0-d array's ``a[()]`` (a scalar) included."""
+    if axis is None:
+        return getitem(a, (slice(None, None, -1),) * a.ndim)
+    _check_axes(np.flip, a, axis)
+    axes = {x % max(a.ndim, 1) for x in (axis if isinstance(axis, tuple | list) else (axis,))}
+    return getitem(a, tuple(slice(None, None, -1) if i in axes else slice(None)
+                            for i in range(a.ndim)))
+
+
+def _flip_axis(numpy_fn: Callable, axis: int) -> Callable[[Proxy], Proxy]:
+    """np.flipud (axis 0) and np.fliplr (axis 1): np.flip of one axis, NumPy's ValueError
+    for an array of too few dimensions."""
+    def flip(a: Proxy) -> Proxy:
+        _check_axes(numpy_fn, a)
+        return _flip(a, axis)
+    return flip
+
+
 VIEW_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     np.diff: _diff,
+    np.flip: _flip,
+    np.flipud: _flip_axis(np.flipud, 0),
+    np.fliplr: _flip_axis(np.fliplr, 1),
     np.transpose: lambda a, axes=None: transpose(a, axes),
     np.reshape: lambda a, shape=None, order="C", **kw: reshape(a, shape, order=order),
     np.ravel: lambda a, order="C": ravel(a, order),

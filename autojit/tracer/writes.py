@@ -117,6 +117,7 @@ def write(target: Proxy, key: Any, value: Any) -> None:
         raise BroadcastError(f"could not broadcast input array from shape "
                              f"{source.type.shape} into shape {region.type.shape}",
                              user_location(3))
+    source = predicated(state, source, region)
     readers = tuple(sorted(state.readers_of_param(param)))
     version = state.nodes[state.current_version(param)].type   # the whole array
     where = ("param", param) if param >= 0 else ("root", -1 - param)
@@ -185,6 +186,26 @@ def _aliases_argument(state: Any, node_id: int) -> bool:
     return True
 
 
+def predicated(state: Any, new: Proxy, old: Proxy) -> Proxy:
+    """``new`` as stored in a branch of an ``if`` on a traced value (``state.predicate()``):
+    the new values where the branch runs, the old ones (bit for bit) where it does not;
+    ``new`` itself outside such a branch."""
+    if state.predicate is None:
+        return new
+    from autojit.tracer.numpy_map import make_elementwise
+    dtype = old.dtype
+    return make_elementwise(Op.SELECT, (state.predicate(), new, old),
+                            (np.dtype(bool), dtype, dtype), dtype, is_scalar=False)
+
+
+def immutable(state: Any, target: Proxy) -> bool:
+    """Whether ``target op= v`` rebinds the name (a NumPy scalar, a Python number, a scalar
+    argument) instead of writing into an array."""
+    param = written_param(state, target.node)
+    return target.is_scalar or target.weak is not None or (
+        param is not None and param >= 0 and state.params_kind[param] != "array")
+
+
 def augmented(target: Proxy, ufunc: np.ufunc, other: Any) -> Proxy:
     """``target op= other``: NumPy's ``ufunc(target, other, out=target)`` (same_kind)."""
     return augmented_into(target, ufunc(target, other))
@@ -196,9 +217,7 @@ def augmented_into(target: Proxy, result: Proxy) -> Proxy:
     NumPy scalars (and Python numbers) are immutable: ``s += 1.5`` just rebinds ``s``."""
     state = current_trace()
     param = written_param(state, target.node)
-    immutable = target.is_scalar or target.weak is not None or (
-        param is not None and param >= 0 and state.params_kind[param] != "array")
-    if immutable:
+    if immutable(state, target):
         target.node, target.type = result.node, result.type
         target.weak, target.is_scalar = result.weak, result.is_scalar
         return target
@@ -216,6 +235,7 @@ def augmented_into(target: Proxy, result: Proxy) -> Proxy:
                                       (np.dtype(bool), dtype, dtype), dtype, is_scalar=False)
         elif stored.dtype != dtype:
             stored = stored.astype(dtype)
+        stored = predicated(state, stored, target)
         target.node = stored.node       # a local value nothing else sees: rebind it
         return target
     write(target, None, result)

@@ -134,9 +134,9 @@ def test_missing_module(capsys: pytest.CaptureFixture[str]) -> None:
 def test_untraceable(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     source = tmp_path / "branchy.py"
     source.write_text(textwrap.dedent("""
-        def branchy(x):   # an if on a traced value whose branch writes: not a select
-            if x.sum() > 0:
-                x[0] = 1.0
+        def branchy(x):   # an if on a traced value whose branches return values of
+            if x.sum() > 0:   # different types: no select (a branch that writes is one)
+                return 1.0
             return x - 1.0
     """))
     code, out, err = _run(capsys, f"{source}:branchy", "--args", "f64[8]", "-m")

@@ -51,7 +51,8 @@ def test_the_fallback_reason_says_why_the_loop_was_no_region() -> None:
     def carried_local(x, steps):
         y = x * 1.0
         for _ in range(steps):
-            y += 1.0             # a computed array, rebound (+=) and written: declined
+            y += 1.0             # a computed array written, then rebound to a new
+            y = y * 0.5          # array: declined (one updated in place compiles)
         return y
 
     f = autoroute(carried_local)

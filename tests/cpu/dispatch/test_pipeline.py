@@ -70,8 +70,8 @@ def test_reading_a_size_specialises_and_guards_the_trace():
 def test_value_dependent_if_falls_back_with_one_warning_and_right_answer():
     def clipped(x):
         y = x.copy()
-        if x.max() > 1:          # a branch on the values that writes: cannot be traced
-            y[...] = x / x.max()
+        if x.max() > 1:          # branches leaving two dtypes: cannot be traced
+            y = (x / x.max()).astype(np.float32)
         return y
 
     f = autoroute(clipped)
@@ -86,16 +86,16 @@ def test_value_dependent_if_falls_back_with_one_warning_and_right_answer():
 
 
 def test_truth_test_on_traced_array_names_the_line():
-    def branchy(x):           # branches on the values that write (pure ones are selects)
+    def branchy(x):           # branches leaving two dtypes (others are selects)
         y = -x
         if x[0] > 0:
-            y[...] = x
+            y = x.astype(np.float32)
         return y
 
     def branchy2(x):
         y = -x
         if (x > 0).all():
-            y[...] = x
+            y = x.astype(np.float32)
         return y
 
     for fn in (branchy, branchy2):

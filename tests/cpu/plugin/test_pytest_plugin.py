@@ -35,10 +35,10 @@ def double(x):
 
 
 @autoroute
-def flips(x):            # a branch on the values that writes: it runs as Python
+def flips(x):            # branches leaving two dtypes: it runs as Python
     y = -x
     if x.sum() > 0:
-        y[...] = x
+        y = x.astype(np.float32)
     return y
 """
 
@@ -173,8 +173,8 @@ def test_strict_mode_fails_a_test_whose_function_falls_back(pytester: pytest.Pyt
     result = run(pytester, FALLS_BACK, "--autojit-strict")
     result.assert_outcomes(failed=1)
     call = line_of("    assert flips(np.ones(3)).sum() == 3.0", HEADER + FALLS_BACK)
-    defined = line_of("def flips(x):            # a branch on the values that writes: it runs "
-                      "as Python") - 1
+    defined = line_of("def flips(x):            # branches leaving two dtypes: it runs as "
+                      "Python") - 1
     branch = line_of("    if x.sum() > 0:")
     result.stdout.fnmatch_lines([
         f"test_inner.py:{call}: StrictFallbackError: autojit strict mode: flips (defined at "
@@ -272,8 +272,8 @@ def test_summary_lines_name_disk_loads_and_stay_silent_when_unused() -> None:
 # -- the strict-mode hook in the dispatcher -------------------------------------------------
 def _flips(x):
     y = -x
-    if x.sum() > 0:     # a branch on the values that writes: it runs as Python
-        y[...] = x
+    if x.sum() > 0:     # branches leaving two dtypes: it runs as Python
+        y = x.astype(np.float32)
     return y
 
 

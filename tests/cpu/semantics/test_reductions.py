@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.support.corpus import DTYPES, edge_values
-from tests.support.oracle import assert_matches_numpy
+from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
 from tests.support.programs import layer_norm, softmax
 
 from autojit import FallbackWarning, autoroute
@@ -125,15 +125,16 @@ def test_reduction_feeding_a_broadcast_without_keepdims():
     assert_matches_numpy(lambda a: a - a.sum(axis=1), x, rtol=1e-12)   # materialised
 
 
-def test_value_dependent_reduction_still_falls_back():
+def test_value_dependent_branch_that_writes_compiles():
+    """Issue 15: a branch on a reduction's value whose branch writes is a predicated write
+    (it used to run as Python)."""
     def normalise(x):
         out = x.copy()
-        if x.sum() > 0:          # a branch on the values that writes: runs as Python
+        if x.sum() > 0:          # a branch on the values that writes
             out[...] = x / x.sum()
         return out
-    f = autoroute(normalise)
-    with pytest.warns(FallbackWarning):
-        np.testing.assert_allclose(f(np.ones(4)), np.full(4, 0.25))
+    f = assert_calls_match_numpy(normalise, [(np.ones(4),), (-np.ones(4),)])
+    assert f.stats()["routes"]["python"] == 0, f.stats()["fallbacks"]
 
 
 def test_inspect_reports_each_kernels_traffic():

@@ -30,9 +30,9 @@ TARGET_SOURCE = textwrap.dedent('''
         return a * x + y
 
 
-    def branchy(x):   # an if on a traced value whose branch writes: not a select
+    def branchy(x):   # an if on a traced value leaving two dtypes: not a select
         if x.sum() > 0:
-            x[0] = 1.0
+            x = x.astype(np.float32)
         return x - 1.0
 
 
