@@ -18,7 +18,8 @@ Interface (fixed for issue 15's helpers; the bodies are filled in by the convert
 - ``if_else(pred, then, orelse, carried, captured, names)``: ``carried = (then if pred
   else orelse)(carried, captured)``.
 
-And ``convert(fn, value)``: ``int(v)``, ``float(v)``, ``bool(v)``, ``len(v)`` of the source.
+And ``convert(fn, value)``: ``int(v)``, ``float(v)``, ``bool(v)``, ``len(v)`` of the source;
+``call(fn, *args, **kwargs)``: a call of a name or attribute of the source (``helper(n, a)``).
 """
 
 from __future__ import annotations
@@ -165,3 +166,13 @@ def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple
         if result is not NotImplemented:
             return result
     return then(carried, captured) if pred else orelse(carried, captured)
+
+
+def call(fn: Callable, /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` where the source calls a name or an attribute (AutoGraph's
+    ``converted_call``): a function of the user's own code (or a method of one) is called
+    converted, so the loops and branches of a helper the traced function calls become
+    regions of the same trace; NumPy's, autojit's, the standard library's and installed
+    packages' functions, builtins, classes and other callables are called as they are."""
+    from autojit.tracer.convert import converted_callee  # (convert imports control)
+    return converted_callee(fn)(*args, **kwargs)
