@@ -998,8 +998,12 @@ def _user_function(fn: Any) -> bool:
 
 
 def converted_callee(fn: Any) -> Any:
-    """What ``control.call`` calls for ``fn``: the user's own function (or a method of
-    one) with its loops and branches as control calls, anything else as it is."""
+    """What ``control.call`` calls for ``fn``: the user's own function (a method of one,
+    a ``functools.partial`` of one) with its loops and branches as control calls, anything
+    else as it is."""
+    if type(fn) is functools.partial:
+        inner = converted_callee(fn.func)
+        return fn if inner is fn.func else functools.partial(inner, *fn.args, **fn.keywords)
     target = fn.__func__ if type(fn) is types.MethodType else fn
     return convert_function(fn) if _user_function(target) else fn
 
@@ -1063,17 +1067,25 @@ class _Calls:
         code = self.fn.__code__
         _DECIDING.add(code)
         try:
-            return any(self._converts(self._resolve(f)) for f in self.callees)
+            return any(self._converts(self._known(f)) for f in self.callees)
         finally:
             _DECIDING.discard(code)
 
     def _converts(self, value: Any) -> bool:
         if value is _LOCAL_DEF:
             return True
+        if type(value) is functools.partial:
+            value = value.func
         if isinstance(value, (staticmethod, classmethod, types.MethodType)):
             value = value.__func__
         return (_user_function(value) and value.__code__ not in _DECIDING
                 and convert_function(value) is not value)
+
+    def _known(self, f: ast.expr) -> Any:
+        try:
+            return self._resolve(f)
+        except Exception:  # noqa: BLE001 (an object whose attributes cannot be looked up
+            return None    # statically: not known before the call)
 
     def _resolve(self, f: ast.expr) -> Any:
         """The value ``f`` (a name or a chain of attributes) has now, looked up without

@@ -9,9 +9,11 @@ Every compiled call is compared with plain NumPy through the oracle."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import inspect
 import random
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -22,6 +24,7 @@ import pytest
 
 from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
 
+from autojit import autoroute
 from autojit.tracer import control, convert
 
 
@@ -368,6 +371,24 @@ def test_the_helpers_loop_is_its_own_region_in_the_names() -> None:
                                                   + 1)]
     top = ast.unparse(convert.converted_tree(top_calls_helper)[0])
     assert "__aj_ctl.call(helper_loop, n, a)" in top, top
+
+
+def test_the_report_names_the_helpers_loop_where_it_is_written() -> None:
+    text = str(autoroute(top_calls_helper, force="cpu").inspect(3, np.ones(5)))
+    line = f"test_converted_calls.py:{helper_loop.__code__.co_firstlineno + 1}"
+    assert re.search(rf"loop %\w+ in \[0, n\).*# loop0 %\d+, {line}", text), text
+
+
+partial_grows = functools.partial(grows, times=3.0)
+
+
+def top_partial(n, a):
+    return partial_grows(a, n)
+
+
+def test_a_partial_of_a_helper_converts_the_helper() -> None:
+    assert convert.converted_callee(partial_grows).func is not grows
+    _compiled(assert_calls_match_numpy(top_partial, STEPS))
 
 
 def test_a_function_with_no_call_worth_converting_is_left_as_it_is() -> None:
