@@ -346,6 +346,65 @@ def test_an_exception_the_helper_raises_is_the_users() -> None:
               None)
 
 
+# -- Python's meaning, called on plain values (no trace) --------------------------------------
+LOG: list = []
+
+
+def logged(tag, fn=None, **options):
+    LOG.append((tag, fn, sorted(options)))
+    return tag
+
+
+def keyword_named_fn(n):
+    total = 0
+    for i in range(n):
+        total += logged(i, fn=len, key=1)
+    return total
+
+
+def missing_arguments(n):
+    for _ in range(n):
+        grows()   # TypeError: the helper's own message
+    return n
+
+
+def undefined_callee(n):
+    for _ in range(n):
+        not_defined_anywhere(logged("argument"))   # noqa: F821 (NameError first)
+    return n
+
+
+def callee_computed_after(n):
+    helpers = [logged]
+    for i in range(n):
+        helpers[logged(i) % 1](logged(-i))
+    return n
+
+
+def generator_helper(n):
+    out = []
+    for i in range(n):
+        out.extend(counted(i))
+    return out
+
+
+SEMANTICS = [keyword_named_fn, missing_arguments, undefined_callee, callee_computed_after,
+             generator_helper]
+
+
+@pytest.mark.parametrize("fn", SEMANTICS, ids=lambda f: f.__name__)
+def test_converted_calls_mean_what_the_calls_meant(fn: Any) -> None:
+    def outcome(f: Any) -> tuple:
+        LOG.clear()
+        try:
+            result: Any = f(3)
+        except Exception as exc:  # the exception is part of the answer
+            result = (type(exc), str(exc))
+        return repr(result), list(LOG)
+    new = convert.convert_function(fn)
+    assert new is not fn and outcome(new) == outcome(fn)
+
+
 # -- a helper's loop that still declines names the helper's line ----------------------------------
 def shrinking(n, a):
     for _ in range(n):
@@ -418,12 +477,16 @@ CALLS = [
 KINDS = ["function", "staticmethod", "method", "closure"]
 
 
-def _variant(rng: random.Random) -> str:
+def _variant(rng: random.Random) -> tuple[str, bool]:
+    """A module with a helper (``step``), the traced function ``top`` calling it (perhaps
+    through ``middle``, perhaps inside a loop of its own) and ``top_inline``, the same
+    program with the helper's loop written where the call is; and whether the call is in
+    a loop."""
     body, (call, head), kind = rng.choice(BODIES), rng.choice(CALLS), rng.choice(KINDS)
     loop = "for i in range(n):" if rng.random() < 0.7 else "i = 0\nwhile i < n:"
     inner = body.format(i="i") + ("" if loop.startswith("for") else "\ni = i + 1")
-    helper = f"{head}\n{textwrap.indent(loop, '    ')}\n{textwrap.indent(inner, ' ' * 8)}\n" \
-             f"    return a\n"
+    written = f"{textwrap.indent(loop, '    ')}\n{textwrap.indent(inner, ' ' * 8)}\n"
+    helper = f"{head}\n{written}    return a\n"
     if kind == "function":
         defs, callee = helper, call
     elif kind == "staticmethod":
@@ -440,13 +503,20 @@ def _variant(rng: random.Random) -> str:
     through = rng.random() < 0.5
     middle = f"def middle(n, a, c):\n    return {callee}\n" if through else ""
     top_call = "middle(n, a, c)" if through else callee
-    return (f"import numpy as np\n\n{defs}\n{middle}\ndef top(n, a):\n    c = 0.5\n"
-            f"    return {top_call}\n")
+    nested = rng.random() < 0.3   # the call inside a loop of the traced function
+    outer = "    for _ in range(n % 3 + 1):\n" if nested else ""
+    top = f"def top(n, a):\n    c = 0.5\n{outer}" + (
+        f"        a = {top_call}\n" if nested else f"    a = {top_call}\n") + "    return a\n"
+    inline = f"def top_inline(n, a):\n    c = 0.5\n{outer}" + (   # (a = step(...): a = a)
+        textwrap.indent(written, "    ") + "        a = a\n" if nested else written) + \
+        "    return a\n"
+    return f"import numpy as np\n\n{defs}\n{middle}\n{top}\n{inline}", nested
 
 
-@pytest.mark.parametrize("seed", range(24))
-def test_generated_helpers_compile(seed: int, tmp_path: Path) -> None:
-    source = _variant(random.Random(seed))
+@pytest.mark.parametrize("seed", range(40))
+def test_generated_helpers_compile_where_the_inline_loop_does(seed: int,
+                                                               tmp_path: Path) -> None:
+    source, nested = _variant(random.Random(seed))
     path = tmp_path / f"calls_variant_{seed}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(f"calls_variant_{seed}", path)
@@ -455,7 +525,10 @@ def test_generated_helpers_compile(seed: int, tmp_path: Path) -> None:
     sys.modules[spec.name] = module
     try:
         spec.loader.exec_module(module)
-        jitted = assert_calls_match_numpy(module.top, STEPS, rtol=1e-12)
-        assert jitted.stats()["routes"]["python"] == 0, (source, jitted.stats()["fallbacks"])
+        called = assert_calls_match_numpy(module.top, STEPS, rtol=1e-12).stats()
+        inline = assert_calls_match_numpy(module.top_inline, STEPS, rtol=1e-12).stats()
+        compiled = called["routes"]["python"] == 0   # (inside a loop: where inline does)
+        assert compiled or (nested and inline["routes"]["python"]), (
+            source, called["fallbacks"], inline["fallbacks"])
     finally:
         del sys.modules[spec.name]
