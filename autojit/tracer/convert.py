@@ -43,7 +43,7 @@ import linecache
 import os
 import site
 import symtable
-import sysconfig
+import sys
 import types
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -966,15 +966,21 @@ def _loose_jump(stmts: list[ast.stmt]) -> bool:
 #: list): autojit's own, NumPy's and the libraries a traced function may call
 _DO_NOT_CONVERT = frozenset({"autojit", "numpy", "scipy", "numba", "llvmlite", "cupy", "jax",
                              "torch", "pandas", "pytest", "_pytest", "hypothesis"})
-#: the standard library and installed packages (their functions are called as they are)
-_LIBRARY_DIRS = tuple(sorted({os.path.realpath(p) + os.sep for p in (
-    *(sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")),
-    *site.getsitepackages(), site.getusersitepackages(),
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),   # autojit
-    os.path.dirname(os.path.abspath(np.__file__))) if p}))
 #: the code objects whose conversion is being decided (a function that calls itself)
 _DECIDING: set[types.CodeType] = set()
 _LOCAL_DEF = object()   # a callee the function defines itself (known only when it runs)
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """The folders of the standard library, installed packages, autojit and NumPy (as
+    ``cache/cache_key.py`` finds them: its user helpers are the ones converted here)."""
+    folders = {os.path.dirname(os.__file__), os.path.dirname(np.__file__),
+               os.path.dirname(os.path.dirname(os.path.abspath(__file__))),   # autojit
+               site.getusersitepackages(), *site.getsitepackages()}
+    folders.update(p for p in sys.path if os.path.basename(p) in ("site-packages",
+                                                                  "dist-packages"))
+    return tuple(os.path.join(os.path.abspath(f), "") for f in folders if f)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -982,8 +988,8 @@ def _library_file(filename: str) -> bool:
     """A file of the standard library (a frozen module's too), an installed package or
     autojit; a name in angle brackets is the user's own (a notebook cell, an exec)."""
     if filename.startswith("<"):
-        return filename.startswith("<frozen ")
-    return os.path.realpath(filename).startswith(_LIBRARY_DIRS)
+        return filename.startswith("<frozen")
+    return os.path.abspath(filename).startswith(_library_dirs())
 
 
 def _user_function(fn: Any) -> bool:

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.cpu.control import _convert_cases as cases
+from tests.cpu.control._convert_cases import carried_scalar
 from tests.support.oracle import assert_calls_match_numpy, assert_matches_numpy
 
 from autojit import autoroute
@@ -443,6 +445,15 @@ partial_grows = functools.partial(grows, times=3.0)
 
 def top_partial(n, a):
     return partial_grows(a, n)
+
+
+def top_other_module(n, a):
+    return a * cases.carried_scalar(a, n) + carried_scalar(a, n)
+
+
+def test_a_helper_of_another_user_module_converts() -> None:
+    _compiled(assert_calls_match_numpy(top_other_module, [_steps(3, 5), _steps(0, 4),
+                                                          _steps(6, 8)]), None)
 
 
 def test_a_partial_of_a_helper_converts_the_helper() -> None:
