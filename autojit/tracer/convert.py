@@ -1064,10 +1064,12 @@ class _Calls:
 
     # -- is a call worth converting the function for? -----------------------------------
     def worth(self) -> bool:
-        """True where a callee known now (a global, a closure's, an attribute of one, a
-        function the function defines) converts: the function must be converted
-        for its calls alone. A function whose conversion is being decided (it calls
-        itself, directly or not) does not count."""
+        """True where a callee known now (a global, a closure's, an attribute of one,
+        ``self``'s class's, a function the function defines) converts: the function must
+        be converted for its calls alone. A function whose conversion is being decided (it
+        calls itself, directly or not) does not count; a callee known only when the call
+        runs (a local, ``a.sum``) does not either: a function whose loops all stay Python
+        is left as it is."""
         if not self.callees:
             return False
         code = self.fn.__code__
@@ -1111,8 +1113,8 @@ class _Calls:
         if code.co_argcount and f.id == code.co_varnames[0] and self._owner() is not None:
             return self._owner()   # self (or cls) of a method: its class's attributes
         if f.id in code.co_varnames or f.id in code.co_cellvars:
-            defined = any(isinstance(n, (ast.FunctionDef, ast.Lambda)) and
-                          getattr(n, "name", None) == f.id for n in _own_nodes(self.node.body))
+            defined = any(isinstance(n, ast.FunctionDef) and n.name == f.id
+                          for n in _own_nodes(self.node.body))
             return _LOCAL_DEF if defined else None
         return self.fn.__globals__.get(f.id)
 
