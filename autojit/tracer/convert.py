@@ -44,6 +44,7 @@ import os
 import site
 import symtable
 import sys
+import threading
 import types
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -966,9 +967,17 @@ def _loose_jump(stmts: list[ast.stmt]) -> bool:
 #: list): autojit's own, NumPy's and the libraries a traced function may call
 _DO_NOT_CONVERT = frozenset({"autojit", "numpy", "scipy", "numba", "llvmlite", "cupy", "jax",
                              "torch", "pandas", "pytest", "_pytest", "hypothesis"})
-#: the code objects whose conversion is being decided (a function that calls itself)
-_DECIDING: set[types.CodeType] = set()
+#: per thread, the code objects whose conversion is being decided (a function that calls
+#: itself; another thread's decision is not this one's)
+_DECIDING = threading.local()
 _LOCAL_DEF = object()   # a callee the function defines itself (known only when it runs)
+
+
+def _deciding() -> set[types.CodeType]:
+    codes = getattr(_DECIDING, "codes", None)
+    if codes is None:
+        codes = _DECIDING.codes = set()
+    return codes
 
 
 @functools.cache
@@ -1073,11 +1082,12 @@ class _Calls:
         if not self.callees:
             return False
         code = self.fn.__code__
-        _DECIDING.add(code)
+        deciding = _deciding()
+        deciding.add(code)
         try:
             return any(self._converts(self._known(f)) for f in self.callees)
         finally:
-            _DECIDING.discard(code)
+            deciding.discard(code)
 
     def _converts(self, value: Any) -> bool:
         if value is _LOCAL_DEF:
@@ -1086,7 +1096,7 @@ class _Calls:
             value = value.func
         if isinstance(value, (staticmethod, classmethod, types.MethodType)):
             value = value.__func__
-        return (_user_function(value) and value.__code__ not in _DECIDING
+        return (_user_function(value) and value.__code__ not in _deciding()
                 and convert_function(value) is not value)
 
     def _known(self, f: ast.expr) -> Any:
