@@ -196,6 +196,8 @@ def pong(a, k):
 
 
 def test_a_recursive_helper_converts_once_and_compiles() -> None:
+    new = convert.convert_function(smooth_recursively)   # its own name is still the global
+    assert new is not smooth_recursively and "smooth_recursively" not in new.__code__.co_freevars
     _compiled(assert_calls_match_numpy(top_recursion, [_steps(2, 6), _steps(4, 9),
                                                        _steps(0, 3)]))
     _compiled(assert_calls_match_numpy(top_calls_itself, [(np.arange(4.0),),
