@@ -23,6 +23,7 @@ Added by the convert branch (wave 3): ``convert(fn, *args)`` for the source's ``
 ``unset(*flags)`` for the flags ``break``/``continue`` become; ``Names.flags``, a range
 loop's carried break flags. Inside a body the region tracer traces (``_BodyCall``), an
 ``if`` on a Python scalar is offered as a select and jump flags are graph bools.
+``call(fn, *args, **kwargs)``: a call of a name or attribute of the source (``helper(n, a)``).
 """
 
 from __future__ import annotations
@@ -317,3 +318,12 @@ def select(cond: Any, a: Any, b: Any) -> Any:
     """``a if cond else b`` on a traced scalar ``cond``, both sides evaluated."""
     return regions.trace_select(cond, a, b)
 
+
+def call(fn: Callable, /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` where the source calls a name or an attribute (AutoGraph's
+    ``converted_call``): a function of the user's own code (or a method of one) is called
+    converted, so the loops and branches of a helper the traced function calls become
+    regions of the same trace; NumPy's, autojit's, the standard library's and installed
+    packages' functions, builtins, classes and other callables are called as they are."""
+    from autojit.tracer.convert import converted_callee  # (convert imports control)
+    return converted_callee(fn)(*args, **kwargs)

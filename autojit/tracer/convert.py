@@ -37,15 +37,23 @@ from __future__ import annotations
 import __future__
 
 import ast
+import builtins
 import copy
+import functools
 import inspect
 import itertools
 import linecache
+import os
+import site
 import symtable
+import sys
+import threading
 import types
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from autojit.tracer import control
 
@@ -143,8 +151,11 @@ def _compile(fn: types.FunctionType, node: ast.FunctionDef, imported: frozenset[
                                              node.returns, node.type_comment), node)
     node.lineno = code.co_firstlineno
     params = [ast.arg(name) for name in (*code.co_freevars, *helpers)]
+    # the def binds its name in the factory: a function calling itself by a global name
+    # would read the factory's cell instead (the global, as the original reads it)
+    own = [] if code.co_name in code.co_freevars else [ast.Global([code.co_name])]
     factory = ast.FunctionDef("__aj_factory", ast.arguments([], params, None, [], [], None,
-                                                            []), [node], [], None, None)
+                                                            []), [*own, node], [], None, None)
     imports = [ast.If(ast.Constant(0), [ast.Import([ast.alias(n)]) for n in sorted(imported)],
                       [])] if imported else []
     module = ast.fix_missing_locations(ast.copy_location(
@@ -193,12 +204,13 @@ def converted_tree(fn: types.FunctionType
     if not _same_code(_compile(fn, node, imported, ()), fn.__code__):
         return None
     calls = _Conversions()
-    body = _Jumps().block(_lower_returns(_choices(calls.block(node.body))))
+    callees = _Calls(fn, node)   # (after the conversions: int(v) is theirs)
+    body = _Jumps().block(_lower_returns(_choices(callees.block(calls.block(node.body)))))
     node = ast.copy_location(ast.FunctionDef(node.name, node.args, body, [], node.returns,
                                              node.type_comment), node)
     converter = _Converter(fn, node)
     body = _exits(converter.block(node.body))
-    if not converter.helpers and not calls.count:
+    if not converter.helpers and not calls.count and not callees.worth():
         return None
     # every local of the original stays one (a for target or temporary now bound only in a
     # body function, a name bound only in code after a return): a read elsewhere raises
@@ -1091,3 +1103,190 @@ def _loose_jump(stmts: list[ast.stmt]) -> bool:
             continue
         stack.extend(ast.iter_child_nodes(sub))
     return False
+
+
+# -- calls of the user's own functions (AutoGraph's converted_call) ----------------------------
+#: top-level packages whose functions are called as they are (AutoGraph's do-not-convert
+#: list): autojit's own, NumPy's and the libraries a traced function may call
+_DO_NOT_CONVERT = frozenset({"autojit", "numpy", "scipy", "numba", "llvmlite", "cupy", "jax",
+                             "torch", "pandas", "pytest", "_pytest", "hypothesis"})
+#: per thread, the code objects whose conversion is being decided (a function that calls
+#: itself; another thread's decision is not this one's)
+_DECIDING = threading.local()
+_LOCAL_DEF = object()   # a callee the function defines itself (known only when it runs)
+
+
+def _deciding() -> set[types.CodeType]:
+    codes = getattr(_DECIDING, "codes", None)
+    if codes is None:
+        codes = _DECIDING.codes = set()
+    return codes
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """The folders of the standard library, installed packages, autojit and NumPy (as
+    ``cache/cache_key.py`` finds them: its user helpers are the ones converted here)."""
+    folders = {os.path.dirname(os.__file__), os.path.dirname(np.__file__),
+               os.path.dirname(os.path.dirname(os.path.abspath(__file__))),   # autojit
+               site.getusersitepackages(), *site.getsitepackages()}
+    folders.update(p for p in sys.path if os.path.basename(p) in ("site-packages",
+                                                                  "dist-packages"))
+    return tuple(os.path.join(os.path.abspath(f), "") for f in folders if f)
+
+
+@functools.lru_cache(maxsize=1024)
+def _library_file(filename: str) -> bool:
+    """A file of the standard library (a frozen module's too), an installed package or
+    autojit; a name in angle brackets is the user's own (a notebook cell, an exec)."""
+    if filename.startswith("<"):
+        return filename.startswith("<frozen")
+    return os.path.abspath(filename).startswith(_library_dirs())
+
+
+def _user_function(fn: Any) -> bool:
+    """``fn`` is a Python function of the user's own code (not a builtin, a class, a
+    callable object, nor a function of the standard library, NumPy, autojit or another
+    installed package): calling its converted self keeps Python's meaning."""
+    if type(fn) is not types.FunctionType:
+        return False
+    module = fn.__module__ if isinstance(fn.__module__, str) else ""
+    return (module.partition(".")[0] not in _DO_NOT_CONVERT
+            and not _library_file(fn.__code__.co_filename))
+
+
+def converted_callee(fn: Any) -> Any:
+    """What ``control.call`` calls for ``fn``: the user's own function (a method of one,
+    a ``functools.partial`` of one) with its loops and branches as control calls, anything
+    else as it is."""
+    if type(fn) is functools.partial:
+        inner = converted_callee(fn.func)
+        return fn if inner is fn.func else functools.partial(inner, *fn.args, **fn.keywords)
+    target = fn.__func__ if type(fn) is types.MethodType else fn
+    return convert_function(fn) if _user_function(target) else fn
+
+
+class _Calls:
+    """Rewrites each call whose callee is a name or an attribute (``helper(n, a)``,
+    ``mod.step(a)``, ``self.step(a)``) into ``__aj_ctl.call(helper, n, a)`` (AutoGraph's
+    ``converted_call``): the callee and then the arguments are evaluated as before, in the
+    same order, starred and keyword arguments as written, and ``control.call`` converts a
+    callee of the user's own code first (``converted_callee``), so a helper's loops and
+    branches become regions of the same trace. The control calls the other rewrites made,
+    a ``for`` loop's ``range(...)`` and nested defs, lambdas and classes are left alone."""
+
+    def __init__(self, fn: types.FunctionType, node: ast.FunctionDef) -> None:
+        self.fn, self.node = fn, node
+        self.callees: list[ast.expr] = []
+        self.kept: set[int] = set()   # the range(...) calls of for loops
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        for s in stmts:
+            if not isinstance(s, _SCOPES):
+                self.walk(s)
+        return stmts
+
+    def walk(self, node: ast.AST) -> None:
+        """Rewrite ``node``'s own scope's calls in place (a stack: no recursion)."""
+        stack = [node]
+        while stack:
+            sub = stack.pop()
+            if isinstance(sub, ast.For) and _is_range_loop(sub):
+                self.kept.add(id(sub.iter))
+            for field, value in ast.iter_fields(sub):
+                items = value if isinstance(value, list) else [value]
+                new = [self.call(v) if isinstance(v, ast.Call) else v for v in items]
+                if isinstance(value, list):
+                    value[:] = new
+                elif new[0] is not value:
+                    setattr(sub, field, new[0])
+                stack.extend(v for v in new if isinstance(v, ast.AST)
+                             and not isinstance(v, _SCOPES))
+
+    def call(self, c: ast.Call) -> ast.expr:
+        f = c.func
+        if id(c) in self.kept or not isinstance(f, (ast.Name, ast.Attribute)) or (
+                isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                and f.value.id == _CTL) or self._builtin(f):
+            return c
+        self.callees.append(f)
+        func = ast.copy_location(ast.Attribute(ast.copy_location(ast.Name(_CTL, ast.Load()),
+                                                                 c), "call", ast.Load()), c)
+        return ast.copy_location(ast.Call(func, [f, *c.args], c.keywords), c)
+
+    def _builtin(self, f: ast.expr) -> bool:
+        """A name no scope of the function binds that is a builtin (``max``, ``len``): left
+        as written, for the rewrites that follow (``_MinMax``: ``max(a, b)`` of traced
+        scalars is a select), as ``control.call`` would call it unchanged anyway."""
+        if not isinstance(f, ast.Name) or not hasattr(builtins, f.id):
+            return False
+        code = self.fn.__code__
+        return f.id not in self.fn.__globals__ and f.id not in code.co_freevars and (
+            f.id not in code.co_varnames and f.id not in code.co_cellvars)
+
+    # -- is a call worth converting the function for? -----------------------------------
+    def worth(self) -> bool:
+        """True where a callee known now (a global, a closure's, an attribute of one,
+        ``self``'s class's, a function the function defines) converts: the function must
+        be converted for its calls alone. A function whose conversion is being decided (it
+        calls itself, directly or not) does not count; a callee known only when the call
+        runs (a local, ``a.sum``) does not either: a function whose loops all stay Python
+        is left as it is."""
+        if not self.callees:
+            return False
+        code = self.fn.__code__
+        deciding = _deciding()
+        deciding.add(code)
+        try:
+            return any(self._converts(self._known(f)) for f in self.callees)
+        finally:
+            deciding.discard(code)
+
+    def _converts(self, value: Any) -> bool:
+        if value is _LOCAL_DEF:
+            return True
+        if type(value) is functools.partial:
+            value = value.func
+        if isinstance(value, (staticmethod, classmethod, types.MethodType)):
+            value = value.__func__
+        return (_user_function(value) and value.__code__ not in _deciding()
+                and convert_function(value) is not value)
+
+    def _known(self, f: ast.expr) -> Any:
+        try:
+            return self._resolve(f)
+        except Exception:  # noqa: BLE001 (an object whose attributes cannot be looked up
+            return None    # statically: not known before the call)
+
+    def _resolve(self, f: ast.expr) -> Any:
+        """The value ``f`` (a name or a chain of attributes) has now, looked up without
+        running code (``getattr_static``), or None where it is not known before the call."""
+        if isinstance(f, ast.Attribute):
+            base = self._resolve(f.value)
+            return None if base is None or base is _LOCAL_DEF else inspect.getattr_static(
+                base, f.attr, None)
+        if not isinstance(f, ast.Name):
+            return None
+        code = self.fn.__code__
+        if f.id in code.co_freevars:
+            try:
+                return (self.fn.__closure__ or ())[code.co_freevars.index(f.id)].cell_contents
+            except (IndexError, ValueError):   # an empty cell
+                return None
+        if code.co_argcount and f.id == code.co_varnames[0] and self._owner() is not None:
+            return self._owner()   # self (or cls) of a method: its class's attributes
+        if f.id in code.co_varnames or f.id in code.co_cellvars:
+            defined = any(isinstance(n, ast.FunctionDef) and n.name == f.id
+                          for n in _own_nodes(self.node.body))
+            return _LOCAL_DEF if defined else None
+        return self.fn.__globals__.get(f.id)
+
+    def _owner(self) -> type | None:
+        """The class a method is defined in (found by its qualified name), or None."""
+        parts = self.fn.__qualname__.split(".")
+        if len(parts) < 2 or "<locals>" in parts:
+            return None
+        owner: Any = self.fn.__globals__.get(parts[0])
+        for part in parts[1:-1]:
+            owner = inspect.getattr_static(owner, part, None)
+        return owner if isinstance(owner, type) else None
