@@ -254,7 +254,9 @@ def convert(fn: Callable, *args: Any) -> Any:
     example's); for anything else what Python does."""
     if CURRENT_TRACE.get() is not None and any(isinstance(a, Traced) for a in args):
         if len(args) == 2 and (fn is builtins.max or fn is builtins.min):
-            return _pick(fn is builtins.max, *args)
+            # Python numbers of the graph (a carried float sum) first, as ``minmax`` does
+            found = regions.trace_minmax(fn is builtins.max, args)
+            return _pick(fn is builtins.max, *args) if found is NotImplemented else found
         for builtin, traced in _CONVERSIONS:
             if fn is builtin and len(args) == 1:
                 return traced(args[0])
