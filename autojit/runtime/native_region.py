@@ -718,7 +718,8 @@ class _Body:
             program.code[head + _WORDS_AT] = len(program.code) - begin
         if total > whole:
             self._emit_kernel(first, Aff(whole), total - whole)
-        self._emit_kernel(second, Aff(whole - lag), total - whole + lag)
+        if total - whole + lag:
+            self._emit_kernel(second, Aff(whole - lag), total - whole + lag)
         program.strips += 1
         return True
 

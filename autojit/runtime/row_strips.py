@@ -35,9 +35,11 @@ import numpy as np
 #: the strip schedule's switches (the A/B benchmark turns it off; ``rows`` > 0 fixes the
 #: strip height instead of choosing it), part of a kept program's key
 SETTINGS: dict[str, Any] = {"enabled": True, "rows": 0}
-#: the L1 data cache bytes a strip's working set is sized for (half of a 48 KiB L1: the
-#: rest holds the lines the hardware prefetches ahead and the driver's own words)
-BUDGET = 24 * 1024
+#: the bytes of a strip's rows (``_height``), a third of a 48 KiB L1 (the rest holds the
+#: lines prefetched ahead). Measured on heat 150x150 f64 (one process, interleaved runs,
+#: medians): 4-6 rows (12-16 KB) best, 8-16 rows 2-5% slower, 24 rows (57 KB, past L1)
+#: no faster than one launch after the other, 3 rows slower (twice the launches)
+BUDGET = 16 * 1024
 MIN_ROWS, MAX_ROWS = 4, 64
 #: how far (rows) a read may be shifted from the written view for the pair to take strips
 MAX_LAG = 8
