@@ -17,6 +17,12 @@ arithmetic only, no kernel; an innermost loop at its two ends) proves them all b
 anything runs; where one fails the host loop runs instead and does what NumPy does
 (``RegionMiss`` included).
 
+Two consecutive kernels of a stencil's evaluate-then-write (the right-hand side into a
+temporary from row-shifted views of an array, then the temporary into it) run as row
+strips where ``row_strips`` proves that computes the same: the first kernel on a few rows,
+the second on the rows it may then write, a nested loop of the same kernels with their
+row pointers moved and their first loop size set (the temporary's strip still in L1).
+
 The body's temporaries are allocated once (their shapes must not change per iteration).
 At the top of the nest, carried values live in buffers of their own (each iteration's
 next version copied back) and a ``while`` runs its body while the condition byte its
