@@ -221,3 +221,20 @@ def test_overlapping_layouts_are_not_unravelled():
     assert row_strips._unravel(8, (4, 4), (32, -8)) == (1, 3)
     assert row_strips._unravel(4, (4, 4), (32, -8)) is None   # between two elements
     assert row_strips._unravel(32 * 4, (4, 4), (32, -8)) is None   # past the end
+
+
+def heat_nested(u, outer, inner, alpha):
+    for _ in range(outer):
+        for _ in range(inner):   # the strips' loop nested one deeper
+            u[1:-1, 1:-1] += alpha * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:]
+                                      + u[1:-1, :-2] - 4 * u[1:-1, 1:-1])
+        u[0] = u[1]
+    return u
+
+
+def test_strips_in_an_inner_loop(strips):
+    strips.rows(5)
+    assert_calls_match_numpy(heat_nested, [(_plate((41, 23)), 3, 4, 0.1),
+                                           (_plate((12, 30), seed=8), 2, 0, 0.1)])
+    assert strips.runs() == 2
+    assert strips.striped() == 2
