@@ -17,6 +17,12 @@ arithmetic only, no kernel; an innermost loop at its two ends) proves them all b
 anything runs; where one fails the host loop runs instead and does what NumPy does
 (``RegionMiss`` included).
 
+Two consecutive kernels of a stencil's evaluate-then-write (the right-hand side into a
+temporary from row-shifted views of an array, then the temporary into it) run as row
+strips where ``row_strips`` proves that computes the same: the first kernel on a few rows,
+the second on the rows it may then write, a nested loop of the same kernels with their
+row pointers moved and their first loop size set (the temporary's strip still in L1).
+
 The body's temporaries are allocated once (their shapes must not change per iteration).
 At the top of the nest, carried values live in buffers of their own (each iteration's
 next version copied back) and a ``while`` runs its body while the condition byte its
@@ -42,6 +48,7 @@ from autojit.fuse.plan import Plan, RegionCall
 from autojit.ir.ops import Op
 from autojit.ir.views import ScalarRef
 from autojit.lower_cpu.program import CpuProgram
+from autojit.runtime import row_strips
 from autojit.runtime.binding import argument_overlaps
 
 try:
@@ -58,6 +65,10 @@ _LIMIT = 1 << 62   # Python ints past this are not affine int64 values here
 #: why the last loop it did not run kept the host loop
 RUNS = [0]
 DECLINED = [""]
+#: loops run with a row-strip schedule of a kernel pair (``row_strips``), and why the last
+#: pair of consecutive kernels the driver built kept one launch after the other
+STRIP_RUNS = [0]
+STRIPS_DECLINED = [""]
 
 
 class Declined(Exception):
@@ -195,6 +206,7 @@ class Program:
         self.depth = 0
         self.checks = 0
         self.dots = False
+        self.strips = 0   # kernel pairs run as row strips
         self.backend: Any = None   # the CPU target (its thread split)
 
     def words(self, count: int) -> int:
@@ -418,6 +430,32 @@ def _find_blas() -> tuple[int, int] | None:
     return None
 
 
+@dataclass
+class _Launch:
+    """One kernel call's operands, as the records launching it are built from them."""
+
+    kernel: Any
+    compiled: CpuProgram
+    arrays: list[Arr]
+    scalars: list[Num]
+    meta: list[Aff]   # loop sizes, then runtime element strides (``KernelCall.strides``)
+
+    def loop_steps(self) -> list[tuple[int, ...]]:
+        """Each operand's byte stride along each loop dimension (the kernel's addressing:
+        compiled-in element strides, or the runtime ones in ``meta``)."""
+        kernel, rank = self.kernel, self.kernel.rank
+        runtime = {bd: rank + i for i, bd in enumerate(kernel.runtime_strides())}
+        found = []
+        for b, (buffer, array) in enumerate(zip(kernel.buffers, self.arrays)):
+            found.append(tuple(
+                (s if s is not None else self.meta[runtime[(b, d)]].const)
+                * array.dtype.itemsize for d, s in enumerate(buffer.strides)))
+        return found
+
+    def row_steps(self) -> list[int]:
+        return [steps[0] for steps in self.loop_steps()]
+
+
 class _Body:
     """One body's records, built into ``program`` at loop depth ``depth``."""
 
@@ -553,9 +591,17 @@ class _Body:
 
     def emit(self) -> None:
         schedule, body = self.schedule, self.body
-        for kind, index in schedule.order:
+        order, at = schedule.order, 0
+        while at < len(order):
+            kind, index = order[at]
+            at += 1
             if kind == "kernel":
-                self._kernel(index)
+                first = self._launch(index)
+                if at < len(order) and order[at][0] == "kernel" and self._strips(
+                        first, self._launch(order[at][1])):
+                    at += 1   # the pair ran as row strips
+                    continue
+                self._emit_kernel(first)
             elif kind == "library":
                 self._library(*schedule.libraries[index])
             else:
@@ -591,24 +637,46 @@ class _Body:
             total = total * size
         return total
 
-    def _kernel(self, index: int) -> None:
+    def _launch(self, index: int) -> _Launch:
+        """Kernel ``index``'s operands (a whole launch must not be split over threads)."""
         program, call = self.program, self.schedule.calls[index]
         kernel, compiled = self.body.kernels[index], self.programs[index]
         if not isinstance(compiled, CpuProgram):
             raise Declined("a kernel not compiled for this CPU")
         arrays = [self._array(s) for s in call.buffers]
-        data = program.words(len(arrays) + len(kernel.scalars))
-        patches: list[tuple[list[int], Any]] = []
-        for k, array in enumerate(arrays):
-            program.set_word(data + k, array.address, patches)
-        for k, (param, source) in enumerate(zip(kernel.scalars, call.scalars)):
+        scalars = []
+        for param, source in zip(kernel.scalars, call.scalars):
             value = (self.values[source] if source.__class__ is int
                      else Num(self._size(source)))
             if value.__class__ is not Num:
                 raise Declined("a scalar operand that is an array")
+            if value.aff is not None and not value.aff.fixed \
+                    and np.dtype(param.dtype) != np.int64:
+                raise Declined("an index read as a scalar of another dtype")
+            scalars.append(value)
+        meta_values = [self._size(product) for product in call.loop]
+        for buffer, axis in call.strides:
+            array = arrays[buffer]
+            meta_values.append(Aff(array.strides[axis] // array.dtype.itemsize
+                                   if axis is not None else 0))
+        if all(v.fixed for v in meta_values) and _splits(program.backend, kernel, compiled,
+                                                          [v.const for v in meta_values]):
+            raise Declined("a kernel the CPU target splits over threads")
+        return _Launch(kernel, compiled, arrays, scalars, meta_values)
+
+    def _emit_kernel(self, launch: _Launch, first: Aff | None = None,
+                     rows: int | None = None) -> None:
+        """One KERNEL record of ``launch``: its whole loop nest, or (``first``, ``rows``)
+        that many rows of its first loop dimension from row ``first`` on (a row strip)."""
+        program, kernel, arrays = self.program, launch.kernel, launch.arrays
+        data = program.words(len(arrays) + len(kernel.scalars))
+        patches: list[tuple[list[int], Any]] = []
+        steps = launch.row_steps() if first is not None else None
+        for k, array in enumerate(arrays):
+            address = array.address if steps is None else array.address + first * steps[k]
+            program.set_word(data + k, address, patches)
+        for k, (param, value) in enumerate(zip(kernel.scalars, launch.scalars)):
             if value.aff is not None and not value.aff.fixed:
-                if np.dtype(param.dtype) != np.int64:
-                    raise Declined("an index read as a scalar of another dtype")
                 holder = program.words(1)
                 program.set_word(holder, value.aff, patches)
                 program.relocations.append((data + len(arrays) + k, holder))
@@ -619,19 +687,79 @@ class _Body:
             if value.source is not None:
                 program.rewrites.append((memory, value.source))
             program.work[data + len(arrays) + k] = memory.__array_interface__["data"][0]
-        meta_values = [self._size(product) for product in call.loop]
-        for buffer, axis in call.strides:
-            array = arrays[buffer]
-            meta_values.append(Aff(array.strides[axis] // array.dtype.itemsize
-                                   if axis is not None else 0))
-        if all(v.fixed for v in meta_values) and _splits(program.backend, kernel, compiled,
-                                                          [v.const for v in meta_values]):
-            raise Declined("a kernel the CPU target splits over threads")
+        meta_values = list(launch.meta)
+        if rows is not None:
+            meta_values[0] = Aff(rows)
         meta = program.words(max(len(meta_values), 1))
         for k, value in enumerate(meta_values):
             program.set_word(meta + k, value, patches)
-        program.code += [OP_KERNEL, compiled.address, data, meta, len(patches)]
+        program.code += [OP_KERNEL, launch.compiled.address, data, meta, len(patches)]
         program.emit_patches(patches)
+
+    def _strips(self, first: _Launch, second: _Launch) -> bool:
+        """Emit the pair as row strips (``row_strips``) where that is proven to compute
+        what one launch after the other does; False (nothing emitted) where it is not."""
+        plan = row_strips.plan_strips(*(self._side(launch, first, second)
+                                        for launch in (first, second)))
+        if plan.__class__ is str:
+            STRIPS_DECLINED[0] = plan
+            return False
+        depth = self.depth + 1
+        if depth >= MAX_DEPTH:
+            STRIPS_DECLINED[0] = "loops nested too deep"
+            return False
+        program, rows, lag, total = self.program, plan.rows, plan.lag, plan.total
+        program.depth = max(program.depth, depth + 1)
+        self._emit_kernel(first, Aff(0), rows)
+        self._emit_kernel(second, Aff(0), rows - lag)
+        whole = total // rows * rows
+        if whole > rows:   # strips [i, i + rows) of k0, [i - lag, i + rows - lag) of k1
+            index = Aff(0, {depth: 1})
+            head = len(program.code)
+            program.code += [OP_LOOP, depth, *Aff(rows).words(MAX_DEPTH),
+                             *Aff(whole).words(MAX_DEPTH), rows, 0, 1]
+            begin = len(program.code)
+            self._emit_kernel(first, index, rows)
+            self._emit_kernel(second, index - lag, rows)
+            program.code[head + _WORDS_AT] = len(program.code) - begin
+        if total > whole:
+            self._emit_kernel(first, Aff(whole), total - whole)
+        if total - whole + lag:
+            self._emit_kernel(second, Aff(whole - lag), total - whole + lag)
+        program.strips += 1
+        return True
+
+    def _side(self, launch: _Launch, first: _Launch, second: _Launch
+              ) -> row_strips.Side:
+        """``launch`` as ``row_strips`` sees it: fixed loop sizes, each operand's root and
+        place in it (a kernel whose sizes or addresses move per iteration: not plain)."""
+        if not all(v.fixed for v in launch.meta) or not row_strips.plain_kernel(
+                launch.kernel):
+            return row_strips.Side((), (), False)
+        rank = launch.kernel.rank
+        sizes = tuple(v.const for v in launch.meta[:rank])
+        written = second.arrays[[b.is_output for b in second.kernel.buffers].index(True)] \
+            if any(b.is_output for b in second.kernel.buffers) else None
+        operands = []
+        for array, steps, buffer in zip(launch.arrays, launch.loop_steps(),
+                                        launch.kernel.buffers):
+            if array.address.coefs or any(not d.fixed for d in array.shape):
+                return row_strips.Side((), (), False)
+            root = array.root
+            if array.address.root is not None:
+                key, offset = ("argument", array.address.root), array.address.const
+            else:
+                offset = array.address.const - _address(root)
+                kind = "constant" if array.frozen else "temporary" if any(
+                    root is b for b in self.program.held) else "other"
+                key = (kind, id(root))
+                if kind != "temporary" and written is not None and np.may_share_memory(
+                        root, written.root):
+                    return row_strips.Side((), (), False)
+            operands.append(row_strips.Operand(
+                key, tuple(root.shape), tuple(root.strides), offset, steps,
+                array.dtype.itemsize, buffer.is_output))
+        return row_strips.Side(sizes, tuple(operands), True)
 
     def _library(self, name: str, inputs: Sequence[int], output: int) -> None:
         program = self.program
@@ -981,7 +1109,8 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     kept = body.schedule_cache.get("native_programs")
     if kept is None:
         kept = body.schedule_cache["native_programs"] = {}
-    key = (getattr(backend, "threads", None), *_layout(current, trip, sizes))
+    key = (getattr(backend, "threads", None), row_strips.settings_key(),
+           *_layout(current, trip, sizes))
     entry = kept.pop(key, None)
     if entry.__class__ is str:   # this layout keeps the host loop
         kept[key] = DECLINED[0] = entry
@@ -1028,6 +1157,7 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     finally:
         _keep(kept, key, entry)
     RUNS[0] += 1
+    STRIP_RUNS[0] += bool(entry.program.strips)
     return results
 
 
