@@ -25,6 +25,9 @@
  *          byte at address ``cond`` is nonzero (the body's last records copy its next
  *          condition there), counting iterations in work[count_word]; a dry run runs the
  *          body once (no index of a while loop moves: its checks are the enclosing ones')
+ *   EXIT   flag: the byte at address ``flag`` nonzero (a ``for`` body's break flag, its
+ *          next value just copied there) ends the enclosing LOOP after this iteration;
+ *          a dry run skips it (it proves every iteration of the range, a superset)
  *   CHECK  affine: the value must be >= 0 (a view bound inside its array, a size that
  *          NumPy would not clamp); only a dry run (``dry`` true) evaluates checks, and
  *          only a dry run skips kernels and dots: it walks the nest to prove every
@@ -45,7 +48,9 @@
 #define CHUNK ((int64_t)(INT_MAX / 2 + 1))   /* NumPy's NPY_CBLAS_CHUNK */
 
 enum { OP_LOOP = 1, OP_KERNEL = 2, OP_DOT = 3, OP_CHECK = 4, OP_COPY = 5, OP_WHILE = 6,
-       OP_PCOPY = 7 };
+       OP_PCOPY = 7, OP_EXIT = 8 };
+
+#define EXITED 4   /* run_block's answer where an EXIT record's flag is set */
 
 typedef void (*kernel_fn)(void **data, const int64_t *meta);
 typedef double (*ddot_fn)(int64_t n, const double *x, int64_t incx, const double *y,
@@ -126,12 +131,16 @@ static int run_block(Machine *m, const int64_t *p, const int64_t *end) {
             } else if (step > 0) {
                 for (int64_t i = start; i < stop; i += step) {
                     m->index[d] = i;
-                    if (run_block(m, body, body + words)) return 1;
+                    int r = run_block(m, body, body + words);
+                    if (r == EXITED) break;
+                    if (r) return r;
                 }
             } else {
                 for (int64_t i = start; i > stop; i += step) {
                     m->index[d] = i;
-                    if (run_block(m, body, body + words)) return 1;
+                    int r = run_block(m, body, body + words);
+                    if (r == EXITED) break;
+                    if (r) return r;
                 }
             }
             m->index[d] = 0;
@@ -204,6 +213,10 @@ static int run_block(Machine *m, const int64_t *p, const int64_t *end) {
             p = body + words;
             break;
         }
+        case OP_EXIT:
+            if (!m->dry && *(const unsigned char *)(intptr_t)p[1]) return EXITED;
+            p += 2;
+            break;
         case OP_CHECK:
             if (m->dry && affine(m, p + 1) < 0) return 1;
             p += 1 + width;

@@ -71,8 +71,10 @@ class _NotScalar(Exception):
 
 
 def native_loop(region: Region, name: str) -> NativeLoop | None:
-    """Return the region as one kernel, or None when its body is not scalar work."""
-    if region.kind != "for" or region.copied:
+    """Return the region as one kernel, or None when its body is not scalar work; a loop
+    with a ``break`` (``Region.exit``) is not taken (one kernel runs the whole range:
+    it cannot stop at the break; the native driver's records can)."""
+    if region.kind != "for" or region.copied or region.exit >= 0:
         return None
     try:
         return _Emitter(region, name).emit()

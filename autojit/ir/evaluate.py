@@ -172,7 +172,10 @@ def _evaluate_region(region: Any, inputs: list[Any]) -> list[Any]:
 
     if region.kind == "for":
         start, stop, by = (int(source(b)) for b in region.bounds)
+        exit_ = region.exit   # a break: stop after the iteration that sets its flag
         for i in range(start, stop, by):
+            if exit_ >= 0 and bool(carried[exit_]):
+                break
             carried = step([i, *carried, *captured])
     else:
         condition = source(region.first)

@@ -8,8 +8,9 @@ before the loop, the REGION) are the next versions of the arguments the body wri
 
 Body parameters, in order: for a ``for`` loop the index (a Python int, a host scalar of
 the body), then the carried values, then the captured values; the body returns the
-carried values (a ``while`` body also returns the next condition, last). The runner
-(``runtime.regions``) runs the body's plan once per iteration on the current values.
+carried values (a ``while`` body also returns the next condition, last; a ``for`` body
+with a ``break`` returns its break flag among the carried values, ``Region.exit``). The
+runner (``runtime.regions``) runs the body's plan once per iteration on the current values.
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ class Region:
     #: gives the loop its own copy of the value (the one before the loop may share its
     #: buffer with an equal value), the body then writes it in place at every iteration
     copied: tuple[int, ...] = ()
+    #: a ``for`` loop's break flag (``break`` in the body, ``control.Names.flags``): the
+    #: carried parameter (position in ``sources``, a 0-d bool) the body sets at the
+    #: iteration that breaks; the runners stop after that iteration (and run none where it
+    #: is set before the loop). -1: the loop runs its whole range. The iterations a runner
+    #: would run after it do nothing (the body is guarded on the flag): stopping is exact
+    exit: int = -1
 
     @property
     def sources(self) -> tuple[Source, ...]:

@@ -26,12 +26,15 @@ row pointers moved and their first loop size set (the temporary's strip still in
 The body's temporaries are allocated once (their shapes must not change per iteration).
 At the top of the nest, carried values live in buffers of their own (each iteration's
 next version copied back) and a ``while`` runs its body while the condition byte its
-last result is copied into is set. Bodies the driver does not take keep the host loop:
-carried values or ``while`` in an inner loop, host decisions, sizes from Python ints,
-host prologue steps other than int ``+ - *`` (``x[i - 1]`` is affine), views whose bounds
-are not affine in the indices (``u[t % 2]``), non-getitem views of moving arrays, library
-calls other than 1-d float dot products on BLAS strides, kernels not compiled for the
-CPU, scalars other than int64 read per iteration, carried results that are views.
+last result is copied into is set; a ``for`` with a ``break`` (``Region.exit``) ends its
+body with an EXIT record on its break flag's buffer: the loop stops after the iteration
+that sets it (an inner loop with a break keeps the host loop). Bodies the driver does
+not take keep the host loop: carried values or ``while`` in an inner loop, host
+decisions, sizes from Python ints, host prologue steps other than int ``+ - *``
+(``x[i - 1]`` is affine), views whose bounds are not affine in the indices
+(``u[t % 2]``), non-getitem views of moving arrays, library calls other than 1-d float
+dot products on BLAS strides, kernels not compiled for the CPU, scalars other than int64
+read per iteration, carried results that are views.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ try:
 except ImportError:   # not built: every loop keeps the host loop
     _native_run = None
 
-OP_LOOP, OP_KERNEL, OP_DOT, OP_CHECK, OP_COPY, OP_WHILE, OP_PCOPY = 1, 2, 3, 4, 5, 6, 7
+OP_LOOP, OP_KERNEL, OP_DOT, OP_CHECK, OP_COPY, OP_WHILE, OP_PCOPY, OP_EXIT = range(1, 9)
 MAX_DEPTH = 4   # loops nested in one driver call (words per affine form after its base)
 _WORDS_AT = 3 + 2 * (1 + MAX_DEPTH)   # a LOOP record's body length, after its bounds
 _LIMIT = 1 << 62   # Python ints past this are not affine int64 values here
@@ -390,8 +393,9 @@ def _static_refusal(body: Plan) -> str:
               "")
     if not reason:
         for call in body.regions:
-            if call.region.kind != "for" or call.region.private:
-                reason = "an inner while loop, or one writing a computed value"
+            if call.region.kind != "for" or call.region.private or call.region.exit >= 0:
+                reason = "an inner while loop, one with a break, or one writing a computed " \
+                    "value"
                 break
             reason = _static_refusal(call.body)
             if reason:
@@ -791,8 +795,9 @@ class _Body:
 
     def _region(self, call: RegionCall, slots: Any) -> None:
         region, program = call.region, self.program
-        if region.kind != "for" or region.private:
-            raise Declined("an inner while loop, or one writing a computed value")
+        if region.kind != "for" or region.private or region.exit >= 0:
+            raise Declined("an inner while loop, one with a break, or one writing a "
+                           "computed value")
         inputs = [self.values[s] for s in slots.inputs]
         start, stop, step = (_bound(b, inputs) for b in region.bounds)
         if not step.fixed or step.const == 0:
@@ -1085,6 +1090,11 @@ def _compile(backend: Any, call: RegionCall, programs: Sequence[Any],
         if value.dtype != np.bool_ or value.shape or not value.address.fixed:
             raise Declined("a while condition that is not a bool")
         program.code += [OP_COPY, _address(condition), value.address.const, 1]
+    elif region.exit >= 0:   # a break: the loop stops once the flag's buffer is set
+        flag = buffers[region.exit]
+        if flag is None or flag.dtype != np.bool_ or flag.shape:
+            raise Declined("a break flag that is not a bool buffer of its own")
+        program.code += [OP_EXIT, _address(flag)]
     program.code[at] = len(program.code) - begin
     compiled = Compiled(program, programs)
     compiled.carried = (buffers, scalars, condition, count_word)

@@ -4,7 +4,9 @@ Each iteration runs the body's plan (its kernels, compiled with the outer plan's
 same target: CPU, GPU or emulated CUDA) on the current carried values; the body's
 schedule and sizes are derived once per call, nothing is traced or planned per
 iteration. A ``while`` body returns its next condition last: one scalar read back per
-iteration. Writes into captured arguments happen in place, in the caller's arrays; a
+iteration; a ``for`` body with a ``break`` (``Region.exit``) its break flag, read back
+per iteration likewise, the loop stopping after the iteration that sets it. Writes into
+captured arguments happen in place, in the caller's arrays; a
 captured computed value the body writes into gets a copy of its own first (the body's
 parameter), which its CARRY then holds.
 """
@@ -151,7 +153,7 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
         current.append(value)
     body_programs = programs[call.offset:call.offset + len(body.kernels)]
     carried_count = len(region.carried)
-    if call.native is not None and backend.name in _NATIVE_TARGETS:
+    if call.native is not None and backend.name in _NATIVE_TARGETS and region.exit < 0:
         start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
         kernel = kernels[call.native_index] if kernels else call.native.kernel
         results = _run_native(backend, call.native, kernel, programs[call.native_index],
@@ -184,9 +186,17 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
     if region.kind == "for":
         start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
         trip = range(start, stop, step)
+        stop_at = region.exit
+        if stop_at >= 0 and bool(_scalar(carried[stop_at])):
+            trip = range(start, start, step)   # broken before the loop (a peeled iteration)
         native = run_native_region(backend, call, body_programs, current, trip, sizes)
         if native is not None:
             carried = native
+        elif stop_at >= 0:   # a break: stop after the iteration that sets the flag
+            for i in trip:
+                carried = list(iterate([i, *carried, *captured]))
+                if bool(_scalar(carried[stop_at])):
+                    break
         else:
             for i in trip:
                 carried = list(iterate([i, *carried, *captured]))

@@ -21,7 +21,8 @@ Interface (fixed for issue 15's helpers; the bodies are filled in by the convert
 Added by the convert branch (wave 3): ``convert(fn, *args)`` for the source's ``int(v)``,
 ``float(v)``, ``bool(v)``, ``len(v)``, ``max(a, b)``, ``min(a, b)``; ``flag(value)`` and
 ``unset(*flags)`` for the flags ``break``/``continue`` become; ``Names.flags``, a range
-loop's carried break flags. Inside a body the region tracer traces (``_BodyCall``), an
+loop's own carried break flag (the region it becomes stops after the iteration that sets
+it: ``Region.exit``). Inside a body the region tracer traces (``_BodyCall``), an
 ``if`` on a Python scalar is offered as a select and jump flags are graph bools.
 ``call(fn, *args, **kwargs)``: a call of a name or attribute of the source (``helper(n, a)``).
 """
@@ -65,8 +66,9 @@ class Names:
     captured: tuple[str, ...]
     file: str = ""
     line: int = 0
-    #: the carried break flags of a range loop (``convert._Jumps``): graph bools for the
-    #: region tracer; where Python runs the loop it stops once one is set
+    #: a range loop's own carried break flag (``convert._Jumps``; an inner loop's is not
+    #: one): a graph bool for the region tracer, whose region stops after the iteration
+    #: that sets it (``Region.exit``); where Python runs the loop it stops once it is set
     flags: tuple[str, ...] = ()
 
 
@@ -143,8 +145,7 @@ def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
     loop is only Python's)."""
     flags = [k for k, n in enumerate(getattr(names, "carried", ()))
              if n in getattr(names, "flags", ())]
-    if range_fn is builtins.range and _traced(bounds, carried, captured) and (
-            not flags or _bounded_by_sizes(bounds, names)):
+    if range_fn is builtins.range and _traced(bounds, carried, captured):
         graph = tuple(_graph_flag(v) if k in flags else v for k, v in enumerate(carried))
         result = regions.trace_for(bounds, _BodyCall(body), graph, captured, names)
         if result is not NotImplemented:
@@ -158,29 +159,6 @@ def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
     finally:
         _IN_BODY.reset(token)
     return carried
-
-
-#: the most iterations a constant-bound range loop with a break may run as a region
-_MAX_CONSTANT_TRIPS = 1 << 16
-
-
-def _bounded_by_sizes(bounds: tuple, names: Names) -> bool:
-    """Whether a range loop with a ``break`` may be a region: a region cannot stop early (the
-    iterations after the break run, doing nothing), so only a loop whose trip count is
-    bounded by the arrays' sizes (``range(len(x))``) or a small constant, not by a Python
-    int argument (``range(max_iter)``: Python stops at the break, the region would not).
-    A loop refused so is recorded as declined (the fallback's reason names it)."""
-    for b in bounds:
-        if type(b) is host.HostScalar:   # (its __class__ answers as its value's)
-            ok = b.sizes is not None
-        else:
-            ok = type(b) is int and abs(b) <= _MAX_CONSTANT_TRIPS
-        if not ok:
-            CURRENT_TRACE.get().declined.append((
-                "loop", f"{names.file}:{names.line}", "a break in a loop whose trip count is "
-                "not bounded by the arrays' sizes (a region cannot stop early)"))
-            return False
-    return True
 
 
 def _graph_flag(value: Any) -> Any:

@@ -597,9 +597,9 @@ class _NotLowered(Exception):
 class _Jumps:
     """Rewrites ``continue`` and ``break`` in a range or while loop into flags: ``continue``
     sets ``__aj_cont_N`` (cleared as each iteration starts), ``break`` sets ``__aj_brk_N``
-    (a while condition becomes ``not __aj_brk_N and (test)``; a range loop's whole body,
-    its target bound first, runs under ``if not __aj_brk_N``: the iterations after the
-    break do nothing), and the statements after one that may set a flag run under ``if
+    (a while condition becomes ``not __aj_brk_N and (test)``; a range loop stops after
+    the iteration that sets it: its target ``__aj_for_N``, see ``_own_break_flag``), and
+    the statements after one that may set a flag run under ``if
     not flag`` (``control.unset``). Python's meaning is kept; the loop then has no jump of
     its own and converts."""
 
@@ -644,17 +644,17 @@ class _Jumps:
         new = type(s)(**{f: getattr(s, f) for f in s._fields})
         new.body = body
         if ast.Break in flags and isinstance(s, ast.For):
-            # the range cannot stop: each iteration after the break does nothing (its
-            # target too: bound under the guard), and control.for_range stops early where
-            # Python runs the loop (Names.flags)
+            # the loop stops after the iteration that sets the flag: the region's runners
+            # (Region.exit), control.for_range where Python runs it (Names.flags), the
+            # ``if flag: break`` of _exits where the loop stays Python's. Its target is
+            # ``__aj_for_N`` (N: the flag's), bound to the user's name first
             out.append(setting(flags[ast.Break], False))
             index = f"{_PREFIX}for_{k}"
             new.target = at(ast.Name(index, ast.Store()), s.target)
             bind = at(ast.Assign([s.target], at(ast.Name(index, ast.Load()), s.target)),
                       s.target)
-            new.body = [at(ast.If(_ctl_call("unset", [at(ast.Name(flags[ast.Break],
-                                                                  ast.Load()))], s),
-                                  [bind, *body], []))]
+            # (its flag read last: live through the body, carried, what the loop stops on)
+            new.body = [bind, *body, at(ast.Expr(at(ast.Name(flags[ast.Break], ast.Load()))))]
         elif ast.Break in flags:
             out.append(setting(flags[ast.Break], False))
             new.test = at(ast.BoolOp(ast.And(), [
@@ -718,12 +718,11 @@ class _Jumps:
 
 def _exits(body: list[ast.stmt]) -> list[ast.stmt]:
     """A range loop with a break that stayed a Python ``for`` (the converter refused it, or
-    it is inside a ``try``) stops as Python's does: ``if flag: break`` ends its body (else
-    the iterations after the break would run on, doing nothing, to the range's end)."""
+    it is inside a ``try``) stops as Python's does: ``if flag: break`` ends its body."""
     for node in ast.walk(ast.Module(body, [])):
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
                 and node.target.id.startswith(f"{_PREFIX}for_"):
-            flag = node.body[0].test.args[0]   # if __aj_ctl.unset(flag): ... (_Jumps.loop)
+            flag = ast.Name(_break_flag(node.target.id), ast.Load())   # (_Jumps.loop)
             for sub in ast.walk(node):   # its flag a Python bool (not a region's graph one)
                 if isinstance(sub, ast.Assign) and isinstance(sub.targets[0], ast.Name) \
                         and sub.targets[0].id == flag.id:
@@ -732,6 +731,23 @@ def _exits(body: list[ast.stmt]) -> list[ast.stmt]:
                 ast.copy_location(ast.Name(flag.id, ast.Load()), node),
                 [ast.copy_location(ast.Break(), node)], []), node))
     return body
+
+
+def _break_flag(target: str) -> str:
+    """The break flag of the range loop whose target is ``__aj_for_N`` (``_Jumps.loop``)."""
+    return f"{_PREFIX}brk_{target[len(_PREFIX) + 4:]}"
+
+
+def _own_break_flag(s: ast.stmt, plan: _Plan) -> tuple[str, ...]:
+    """A range loop's own break flag (its target ``__aj_for_N``, ``_Jumps.loop``), as
+    ``Names.flags``: the region stops after the iteration that sets it, Python's loop
+    there breaks. An inner loop's flag the body also rebinds is not it (an inner break
+    leaves only the inner loop)."""
+    if not (isinstance(s, ast.For) and isinstance(s.target, ast.Name)
+            and s.target.id.startswith(f"{_PREFIX}for_")):
+        return ()
+    flag = _break_flag(s.target.id)
+    return (flag,) if flag in plan.carried else ()
 
 
 def _ctl_call(func: str, args: list[ast.expr], where: ast.AST) -> ast.Call:
@@ -851,6 +867,8 @@ class _Converter:
             carried.discard(target)
             target_carried = target in live
             assigned.add(target)
+            if target.startswith(f"{_PREFIX}for_") and _break_flag(target) in assigned:
+                carried.add(_break_flag(target))   # the loop stops on it (Names.flags)
         reads = _reads(*inner) | (_reads(s.test) if isinstance(s, ast.While) else set())
         captured = (reads & self.locals) - assigned
         if target_carried:
@@ -892,8 +910,7 @@ class _Converter:
              orelse: list[ast.stmt]) -> list[ast.stmt]:
         k = next(self.counter)
         names_helper = f"{_PREFIX}names_{k}"
-        flags = tuple(n for n in plan.carried if n.startswith(f"{_PREFIX}brk_")) \
-            if isinstance(s, ast.For) else ()
+        flags = _own_break_flag(s, plan)
         self.helpers[names_helper] = control.Names(plan.carried, plan.captured, self.file,
                                                    s.lineno, flags)
 

@@ -275,6 +275,7 @@ class _Loop:
         lead = 1 if self.kind == "for" else 0   # the index; then the prologue's values
         contiguous = [True] * lead + contiguous
         contiguous += [True] * (len(graph.params) - len(contiguous))
+        exit_ = self._exit(carried_params, out_types)
         region = Region(self.kind, graph, bound_sources, first_source,
                         tuple(sources[:len(carried_params)]),
                         tuple(sources[len(carried_params):]),
@@ -282,7 +283,8 @@ class _Loop:
                         tuple(positions.index(k) for k in locals_), self._index_name(),
                         tuple(self._captured_name(k - len(carried))
                               for k in positions if k >= len(carried)),
-                        copied=tuple(positions.index(k) for k in sorted(copied)))
+                        copied=tuple(positions.index(k) for k in sorted(copied)),
+                        exit=exit_)
         node = state.add_node(Op.REGION, tuple(inputs), TensorType(np.dtype(bool), ()),
                               (("region", region),), self.loc)
         after = list(carried)
@@ -310,6 +312,21 @@ class _Loop:
         for k in in_place:   # the caller's array itself, written by the loop (its WRITE)
             after[k] = carried[k]
         return tuple(after)
+
+    def _exit(self, carried_params: list[int], out_types: list[TensorType]) -> int:
+        """The carried position of a ``for`` loop's break flag (``Region.exit``), -1 without
+        one; a flag the body does not carry as a graph bool declines (the region could not
+        stop: a range of a Python int argument would run to its end)."""
+        flags = getattr(self.names, "flags", ()) if self.kind == "for" else ()
+        if not flags:
+            return -1
+        k = list(getattr(self.names, "carried", ())).index(flags[0])
+        if k not in carried_params:
+            raise _Decline("a break flag the loop does not carry")
+        j = carried_params.index(k)
+        if out_types[j].dtype != np.bool_ or out_types[j].shape:
+            raise _Decline("a break flag that is not a bool")
+        return j
 
     def _index_name(self) -> str:
         """The user's loop variable (the body function's first parameter), for printing."""
