@@ -63,10 +63,19 @@ typedef struct {
 } Machine;
 
 static inline int64_t affine(const Machine *m, const int64_t *a) {
-    int64_t value = a[0];
-    for (int k = 0; k < m->depth; k++)
-        value += a[1 + k] * m->index[k];
-    return value;
+    const int64_t *x = m->index;
+    switch (m->depth) {   /* the nest's own depth (a run program's width): unrolled */
+    case 0: return a[0];
+    case 1: return a[0] + a[1] * x[0];
+    case 2: return a[0] + a[1] * x[0] + a[2] * x[1];
+    case 3: return a[0] + a[1] * x[0] + a[2] * x[1] + a[3] * x[2];
+    default: {
+        int64_t value = a[0];
+        for (int k = 0; k < m->depth; k++)
+            value += a[1 + k] * x[k];
+        return value;
+    }
+    }
 }
 
 static const int64_t *patch(Machine *m, const int64_t *p, int64_t count) {
