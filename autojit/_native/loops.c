@@ -30,6 +30,11 @@
  *          only a dry run skips kernels and dots: it walks the nest to prove every
  *          iteration's views are what the affine forms say before anything runs.
  *
+ * A dry run gets the program as built (affine forms MAX_DEPTH words wide after their base);
+ * a run gets its run form (``native_region._run_form``: no CHECK records, affine forms as
+ * wide as the nest, summed unrolled) and walks the nest with a stack of open loops
+ * (``run_fast``: no C call per iteration).
+ *
  * ``run`` returns 0, or 1 where a dry run found a failing check (the caller then runs the
  * Python host loop, which does what NumPy does). Single-threaded; the GIL is released while
  * it runs (as fastcall.call releases it around one kernel), taken back only to look for a
@@ -54,7 +59,7 @@ typedef float (*sdot_fn)(int64_t n, const float *x, int64_t incx, const float *y
                          int64_t incy);
 
 typedef struct {
-    const int64_t *code;
+    const int64_t *code, *code_end;
     int64_t *work;
     int64_t index[MAX_DEPTH];
     int depth;        /* D: words per affine after its base */
@@ -78,7 +83,8 @@ static inline int64_t affine(const Machine *m, const int64_t *a) {
     }
 }
 
-static const int64_t *patch(Machine *m, const int64_t *p, int64_t count) {
+static inline __attribute__((always_inline)) const int64_t *patch(Machine *m, const int64_t *p,
+                                                                   int64_t count) {
     for (int64_t i = 0; i < count; i++) {
         m->work[p[0]] = affine(m, p + 1);
         p += 2 + m->depth;
@@ -86,7 +92,8 @@ static const int64_t *patch(Machine *m, const int64_t *p, int64_t count) {
     return p;
 }
 
-static void dot(Machine *m, int64_t kind, int64_t fn, const int64_t *f) {
+static inline __attribute__((always_inline)) void dot(Machine *m, int64_t kind, int64_t fn,
+                                                       const int64_t *f) {
     int64_t n = m->work[f[0]], incx = f[2], incy = f[4];
     char *x = (char *)(intptr_t)m->work[f[1]], *y = (char *)(intptr_t)m->work[f[3]];
     double sum = 0.;   /* double for stability, as NumPy sums its chunks */
@@ -224,6 +231,98 @@ static int run_block(Machine *m, const int64_t *p, const int64_t *end) {
     return 0;
 }
 
+/* A run (not a dry one) of the records in [p, end): the loop nest walked with a stack of
+ * its open loops, not a call per iteration (a while loop, only ever the outermost record,
+ * is run_block's). Returns as run_block does. */
+typedef struct {
+    const int64_t *body, *end;   /* the loop's body, and the record after the loop */
+    int64_t i, stop, step;
+    int d;
+} Frame;
+
+static int run_fast(Machine *m, const int64_t *p, const int64_t *end) {
+    Frame stack[MAX_DEPTH + 1];
+    int top = 0;
+    const int width = 1 + m->depth;
+    for (;;) {
+        if (p >= end) {
+            if (top == 0) return 0;
+            Frame *f = &stack[top - 1];
+            f->i += f->step;
+            if (f->step > 0 ? f->i < f->stop : f->i > f->stop) {
+                m->index[f->d] = f->i;
+                p = f->body;
+                continue;
+            }
+            m->index[f->d] = 0;
+            p = f->end;
+            end = --top ? stack[top - 1].end : m->code_end;
+            continue;
+        }
+        switch (p[0]) {
+        case OP_LOOP: {
+            int d = (int)p[1];
+            int64_t start = affine(m, p + 2), stop = affine(m, p + 2 + width);
+            int64_t step = p[2 + 2 * width], words = p[3 + 2 * width];
+            const int64_t *body = p + 5 + 2 * width;
+            if (top > MAX_DEPTH) return 2;
+            if (step > 0 ? start < stop : start > stop) {
+                Frame *f = &stack[top++];
+                f->body = body;
+                f->end = body + words;
+                f->i = start;
+                f->stop = stop;
+                f->step = step;
+                f->d = d;
+                m->index[d] = start;
+                p = body;
+                end = body + words;
+            } else {
+                p = body + words;
+            }
+            break;
+        }
+        case OP_KERNEL: {
+            int64_t fn = p[1], data = p[2], meta = p[3], count = p[4];
+            p = patch(m, p + 5, count);
+            ((kernel_fn)(intptr_t)fn)((void **)&m->work[data], &m->work[meta]);
+            break;
+        }
+        case OP_DOT: {
+            int64_t kind = p[1], fn = p[2], count = p[3];
+            p = patch(m, p + 4, count);
+            dot(m, kind, fn, p);
+            p += 6;
+            break;
+        }
+        case OP_COPY:
+            memcpy((void *)(intptr_t)p[1], (const void *)(intptr_t)p[2], (size_t)p[3]);
+            p += 4;
+            break;
+        case OP_PCOPY: {
+            int64_t count = p[1];
+            p = patch(m, p + 2, count);
+            memcpy((void *)(intptr_t)m->work[p[0]], (const void *)(intptr_t)m->work[p[1]],
+                   (size_t)p[2]);
+            p += 3;
+            break;
+        }
+        case OP_WHILE: {
+            const int64_t *next = p + 4 + p[3];
+            int r = run_block(m, p, next);
+            if (r) return r;
+            p = next;
+            break;
+        }
+        case OP_CHECK:
+            p += 1 + width;
+            break;
+        default:
+            return 2;
+        }
+    }
+}
+
 static PyObject *py_run(PyObject *mod, PyObject *args) {
     PyObject *code_obj, *work_obj;
     int depth, dry;
@@ -247,7 +346,8 @@ static PyObject *py_run(PyObject *mod, PyObject *args) {
     for (int k = 0; k < MAX_DEPTH; k++) m.index[k] = 0;
     const int64_t *p = m.code;
     m.saved = dry ? NULL : PyEval_SaveThread();
-    int result = run_block(&m, p, p + code.len / (Py_ssize_t)sizeof(int64_t));
+    m.code_end = p + code.len / (Py_ssize_t)sizeof(int64_t);
+    int result = dry ? run_block(&m, p, m.code_end) : run_fast(&m, p, m.code_end);
     if (m.saved) PyEval_RestoreThread(m.saved);
     PyBuffer_Release(&code);
     PyBuffer_Release(&work);
