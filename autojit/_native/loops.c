@@ -32,8 +32,11 @@
  *
  * A dry run gets the program as built (affine forms MAX_DEPTH words wide after their base);
  * a run gets its run form (``native_region._run_form``: no CHECK records, affine forms as
- * wide as the nest, summed unrolled) and walks the nest with a stack of open loops
- * (``run_fast``: no C call per iteration).
+ * wide as the nest, summed unrolled, each patch ``word, step, affine``) and walks the nest
+ * with a stack of open loops (``run_fast``: no C call per iteration); in an innermost
+ * loop's iterations after its first, each patched word moves by its step (the affine
+ * form's coefficient of that loop's index times the loop's step) instead of being
+ * evaluated again.
  *
  * ``run`` returns 0, or 1 where a dry run found a failing check (the caller then runs the
  * Python host loop, which does what NumPy does). Single-threaded; the GIL is released while
@@ -85,9 +88,10 @@ static inline int64_t affine(const Machine *m, const int64_t *a) {
 
 static inline __attribute__((always_inline)) const int64_t *patch(Machine *m, const int64_t *p,
                                                                    int64_t count) {
+    const int stepped = !m->dry;   /* a run's program: each patch carries its step */
     for (int64_t i = 0; i < count; i++) {
-        m->work[p[0]] = affine(m, p + 1);
-        p += 2 + m->depth;
+        m->work[p[0]] = affine(m, p + 1 + stepped);
+        p += 2 + stepped + m->depth;
     }
     return p;
 }
@@ -237,24 +241,54 @@ static int run_block(Machine *m, const int64_t *p, const int64_t *end) {
 typedef struct {
     const int64_t *body, *end;   /* the loop's body, and the record after the loop */
     int64_t i, stop, step;
-    int d;
+    int d, innermost;
 } Frame;
 
-static int run_fast(Machine *m, const int64_t *p, const int64_t *end) {
+/* The affine forms of a run: D index terms (a constant: each depth's copy of run_fast has
+ * its sums unrolled), the indices in the run's own array (no store into the work area
+ * can change them). */
+static inline __attribute__((always_inline)) int64_t affine_d(const int64_t *a,
+                                                             const int64_t *x, int D) {
+    int64_t value = a[0];
+    for (int k = 0; k < D; k++)
+        value += a[1 + k] * x[k];
+    return value;
+}
+
+/* A run's patches: ``word, step, affine`` each; ``moved``: an innermost loop's iteration
+ * after its first, where each word moves by its step (the affine form's value). */
+static inline __attribute__((always_inline)) const int64_t *patch_d(
+        int64_t *work, const int64_t *p, int64_t count, const int64_t *x, int D, int moved) {
+    if (moved) {
+        for (int64_t i = 0; i < count; i++, p += 3 + D)
+            work[p[0]] += p[1];
+    } else {
+        for (int64_t i = 0; i < count; i++, p += 3 + D)
+            work[p[0]] = affine_d(p + 2, x, D);
+    }
+    return p;
+}
+
+static inline __attribute__((always_inline)) int run_fast_d(Machine *m, const int64_t *p,
+                                                           const int64_t *end, const int D) {
     Frame stack[MAX_DEPTH + 1];
-    int top = 0;
-    const int width = 1 + m->depth;
+    int64_t x[MAX_DEPTH] = {0};
+    int64_t *work = m->work;
+    int top = 0, moved = 0;   /* moved: in an innermost loop, past its first iteration */
+    const int width = 1 + D;
     for (;;) {
         if (p >= end) {
             if (top == 0) return 0;
             Frame *f = &stack[top - 1];
             f->i += f->step;
             if (f->step > 0 ? f->i < f->stop : f->i > f->stop) {
-                m->index[f->d] = f->i;
+                x[f->d] = f->i;
                 p = f->body;
+                moved = f->innermost;
                 continue;
             }
-            m->index[f->d] = 0;
+            x[f->d] = 0;
+            moved = 0;
             p = f->end;
             end = --top ? stack[top - 1].end : m->code_end;
             continue;
@@ -262,7 +296,7 @@ static int run_fast(Machine *m, const int64_t *p, const int64_t *end) {
         switch (p[0]) {
         case OP_LOOP: {
             int d = (int)p[1];
-            int64_t start = affine(m, p + 2), stop = affine(m, p + 2 + width);
+            int64_t start = affine_d(p + 2, x, D), stop = affine_d(p + 2 + width, x, D);
             int64_t step = p[2 + 2 * width], words = p[3 + 2 * width];
             const int64_t *body = p + 5 + 2 * width;
             if (top > MAX_DEPTH) return 2;
@@ -274,7 +308,9 @@ static int run_fast(Machine *m, const int64_t *p, const int64_t *end) {
                 f->stop = stop;
                 f->step = step;
                 f->d = d;
-                m->index[d] = start;
+                f->innermost = p[4 + 2 * width] != 0;
+                moved = 0;
+                x[d] = start;
                 p = body;
                 end = body + words;
             } else {
@@ -284,13 +320,13 @@ static int run_fast(Machine *m, const int64_t *p, const int64_t *end) {
         }
         case OP_KERNEL: {
             int64_t fn = p[1], data = p[2], meta = p[3], count = p[4];
-            p = patch(m, p + 5, count);
+            p = patch_d(work, p + 5, count, x, D, moved);
             ((kernel_fn)(intptr_t)fn)((void **)&m->work[data], &m->work[meta]);
             break;
         }
         case OP_DOT: {
             int64_t kind = p[1], fn = p[2], count = p[3];
-            p = patch(m, p + 4, count);
+            p = patch_d(work, p + 4, count, x, D, moved);
             dot(m, kind, fn, p);
             p += 6;
             break;
@@ -301,13 +337,13 @@ static int run_fast(Machine *m, const int64_t *p, const int64_t *end) {
             break;
         case OP_PCOPY: {
             int64_t count = p[1];
-            p = patch(m, p + 2, count);
+            p = patch_d(work, p + 2, count, x, D, moved);
             memcpy((void *)(intptr_t)m->work[p[0]], (const void *)(intptr_t)m->work[p[1]],
                    (size_t)p[2]);
             p += 3;
             break;
         }
-        case OP_WHILE: {
+        case OP_WHILE: {   /* only ever the outermost record: no index is set */
             const int64_t *next = p + 4 + p[3];
             int r = run_block(m, p, next);
             if (r) return r;
@@ -320,6 +356,16 @@ static int run_fast(Machine *m, const int64_t *p, const int64_t *end) {
         default:
             return 2;
         }
+    }
+}
+
+static int run_fast(Machine *m, const int64_t *p, const int64_t *end) {
+    switch (m->depth) {
+    case 1: return run_fast_d(m, p, end, 1);
+    case 2: return run_fast_d(m, p, end, 2);
+    case 3: return run_fast_d(m, p, end, 3);
+    case 4: return run_fast_d(m, p, end, 4);
+    default: return 2;
     }
 }
 

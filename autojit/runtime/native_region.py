@@ -939,9 +939,12 @@ class Compiled:
 
 def _run_form(code: Sequence[int], depth: int) -> tuple[list[int], list[int]]:
     """The program a run (not a dry run) executes: no CHECK records (only a dry run reads
-    them) and each affine form ``1 + depth`` words wide (the nest's own depth, not
-    ``MAX_DEPTH``: the C driver's affine sums unroll for it); and where each word of
-    ``code`` went (-1: dropped), for the words patched per call."""
+    them), each affine form ``1 + depth`` words wide (the nest's own depth, not
+    ``MAX_DEPTH``: the C driver's affine sums unroll for it) and each patch
+    ``word, step, affine``: in an innermost loop's body ``step`` is what its value moves by
+    per iteration (the C driver evaluates the form at the loop's first iteration, then
+    adds the step); and where each word of ``code`` went (-1: dropped), for the words
+    patched per call."""
     out: list[int] = []
     where = [-1] * len(code)
     wide = 1 + MAX_DEPTH
@@ -956,14 +959,18 @@ def _run_form(code: Sequence[int], depth: int) -> tuple[list[int], list[int]]:
             raise AssertionError("an affine form deeper than its nest")
         keep(at, 1 + depth)
 
-    def patches(at: int, count: int) -> int:
-        for _ in range(count):
+    def patches(at: int, count: int, inner: tuple[int, int] | None) -> int:
+        for _ in range(count):   # word, its step per innermost iteration, affine form
             keep(at, 1)
+            step = 0 if inner is None else int(code[at + 2 + inner[0]]) * inner[1]
+            if abs(step) > _LIMIT:
+                raise Declined("an int too large for the native driver")
+            out.append(step)
             affine(at + 1)
             at += 1 + wide
         return at
 
-    def block(at: int, end: int) -> None:
+    def block(at: int, end: int, inner: tuple[int, int] | None) -> None:
         while at < end:
             op = code[at]
             if op == OP_LOOP:
@@ -975,15 +982,16 @@ def _run_form(code: Sequence[int], depth: int) -> tuple[list[int], list[int]]:
                 body = at + 5 + 2 * wide
                 end_of = body + code[at + _WORDS_AT]
                 begin = len(out)
-                block(body, end_of)
+                block(body, end_of, (int(code[at + 1]), int(code[at + 2 + 2 * wide]))
+                      if code[at + 4 + 2 * wide] else None)
                 out[head + 1] = len(out) - begin
                 at = end_of
             elif op == OP_KERNEL:
                 keep(at, 5)
-                at = patches(at + 5, code[at + 4])
+                at = patches(at + 5, code[at + 4], inner)
             elif op == OP_DOT:
                 keep(at, 4)
-                at = patches(at + 4, code[at + 3])
+                at = patches(at + 4, code[at + 3], inner)
                 keep(at, 6)
                 at += 6
             elif op == OP_CHECK:
@@ -993,7 +1001,7 @@ def _run_form(code: Sequence[int], depth: int) -> tuple[list[int], list[int]]:
                 at += 4
             elif op == OP_PCOPY:
                 keep(at, 2)
-                at = patches(at + 2, code[at + 1])
+                at = patches(at + 2, code[at + 1], inner)
                 keep(at, 3)
                 at += 3
             elif op == OP_WHILE:
@@ -1001,13 +1009,13 @@ def _run_form(code: Sequence[int], depth: int) -> tuple[list[int], list[int]]:
                 keep(at, 4)
                 end_of = at + 4 + code[at + 3]
                 begin = len(out)
-                block(at + 4, end_of)
+                block(at + 4, end_of, None)
                 out[head + 3] = len(out) - begin
                 at = end_of
             else:
                 raise AssertionError(f"a record of kind {op}")
 
-    block(0, len(code))
+    block(0, len(code), None)
     return out, where
 
 

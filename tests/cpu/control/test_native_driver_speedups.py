@@ -77,15 +77,31 @@ def test_back_substitution_is_numpys_bit_for_bit(dtype, driver_runs):
 
 
 def test_run_program_drops_checks_and_narrows_affine_forms():
-    """A run executes no CHECK record (only the dry run proves the bounds) and reads each
-    affine form with as many index terms as the nest has."""
+    """A run executes no CHECK record (only the dry run proves the bounds), reads each
+    affine form with as many index terms as the nest has, and carries each innermost
+    patch's step (coefficient of the loop's index times its step)."""
     w = native_region.MAX_DEPTH
     check = [native_region.OP_CHECK, 5, 1, *([0] * (w - 1))]
-    pcopy = [native_region.OP_PCOPY, 1, 7, 100, 0, 8, *([0] * (w - 2)), 0, 1, 16]
+    pcopy = [native_region.OP_PCOPY, 1, 7, 100, 3, 8, *([0] * (w - 2)), 0, 1, 16]
     body = [*check, *pcopy]
-    code = [native_region.OP_LOOP, 0, 0, *([0] * w), 9, *([0] * w), 1, len(body), 1, *body]
+    code = [native_region.OP_LOOP, 0, 0, *([0] * w), 9, *([0] * w), 2, len(body), 1, *body]
     run, where = native_region._run_form(code, 2)
-    assert run == [native_region.OP_LOOP, 0, 0, 0, 0, 9, 0, 0, 1, 9, 1,
-                   native_region.OP_PCOPY, 1, 7, 100, 0, 8, 0, 1, 16]
+    assert run == [native_region.OP_LOOP, 0, 0, 0, 0, 9, 0, 0, 2, 10, 1,
+                   native_region.OP_PCOPY, 1, 7, 6, 100, 3, 8, 0, 1, 16]
     assert where[2] == 2 and where[3 + w] == 5
     assert run[where[len(code) - len(pcopy) + 3]] == 100   # a patch base (a per-call root)
+
+
+def strided_rows(x, out):
+    for i in range(x.shape[0] // 3):
+        out[i] = x[3 * i + 1] - x[3 * i]
+    return out
+
+
+def test_innermost_patches_move_by_their_steps(driver_runs):
+    """Addresses that move by a multiple of the index per iteration (and loops of step 2,
+    counting down) match NumPy through every iteration, not only the first."""
+    x = np.random.default_rng(5).random((31, 4))
+    assert_calls_match_numpy(strided_rows, [(x, np.zeros((10, 4))), (x[:7], np.zeros((2, 4)))])
+    assert_calls_match_numpy(backward, [_matrix(9, np.float64, 1, np.triu)])
+    assert driver_runs() >= 2
