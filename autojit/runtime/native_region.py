@@ -15,7 +15,10 @@ forms before each call. Python's slices clamp and wrap: every bound the affine f
 assume inside its array is a check (``affine >= 0``), and a dry run of the nest (integer
 arithmetic only, no kernel; an innermost loop at its two ends) proves them all before
 anything runs; where one fails the host loop runs instead and does what NumPy does
-(``RegionMiss`` included).
+(``RegionMiss`` included). A run then executes the program's run form (``_run_form``: no
+checks, affine forms as wide as the nest, each innermost patch moved by its step after
+the loop's first iteration): LU's 160,000 inner iterations cost little besides their BLAS
+calls.
 
 Two consecutive kernels of a stencil's evaluate-then-write (the right-hand side into a
 temporary from row-shifted views of an array, then the temporary into it) run as row

@@ -105,3 +105,19 @@ def test_innermost_patches_move_by_their_steps(driver_runs):
     assert_calls_match_numpy(strided_rows, [(x, np.zeros((10, 4))), (x[:7], np.zeros((2, 4)))])
     assert_calls_match_numpy(backward, [_matrix(9, np.float64, 1, np.triu)])
     assert driver_runs() >= 2
+
+
+def while_inner(u, out):
+    while u[0] < 5.0:
+        for i in range(out.shape[0]):
+            out[i] = out[i] * 0.5 + u[0] * out[out.shape[0] - 1 - i]
+        u = u + 1.0
+    return u
+
+
+def test_inner_loop_of_a_while_matches(driver_runs):
+    """A while loop's body (run by the record walker that evaluates every patch) with an
+    inner for loop whose views move with its index, and one moving down the array."""
+    assert_calls_match_numpy(while_inner, [(np.zeros(2), np.arange(6.0)),
+                                           (np.array([3.5, 0.0]), np.arange(9.0))])
+    assert driver_runs() >= 2
