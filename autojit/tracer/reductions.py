@@ -116,6 +116,15 @@ def _given(value: Any) -> bool:
     return value is not _NO_VALUE and value is not None
 
 
+def _seeding(name: str, initial: Any, where: Any) -> bool:
+    """Whether a reduction takes the seeded path; ``initial=None`` (NumPy: no identity, so
+    an empty sum raises) falls back."""
+    if initial is None:
+        raise UnsupportedError(f"np.{name}(..., initial=None) is not supported",
+                               user_location(4))
+    return _given(initial) or (_given(where) and where is not True)
+
+
 def _initial_value(numpy_fn: Callable, a: Proxy, initial: Any,
                    kwargs: dict[str, Any]) -> np.generic:
     """Return ``initial`` as NumPy's reduction holds it: cast to the result dtype, the way
@@ -144,6 +153,9 @@ def _masked(a: Proxy, where: Any, fill: Any, name: str) -> Proxy:
     if not isinstance(where, (Proxy, bool, np.bool_)):
         raise UnsupportedError(f"np.{name}(..., where=<constant array>) is not supported "
                                "(a mask from the arguments is)", user_location(4))
+    if isinstance(where, Proxy) and where.dtype.kind != "b":   # NumPy's TypeError (safe cast)
+        raise TraceError(f"Cannot cast array data from dtype('{where.dtype}') to "
+                         "dtype('bool') according to the rule 'safe'", user_location(4))
     masked = np.where(where, a, a.dtype.type(fill))
     if not isinstance(masked, Proxy) or masked.type.shape != a.type.shape:
         raise UnsupportedError(f"np.{name}(..., where=...) of a mask that broadcasts the "
@@ -223,7 +235,7 @@ def _simple(kind: str, numpy_fn: Callable) -> Callable[..., Proxy]:
         axes = _ufunc_axes(a, axis)
         kwargs = {"dtype": dtype} if dtype is not None else {}
         acc = _probe_dtype(numpy_fn, a, **kwargs)
-        if _given(initial) or (_given(where) and where is not True):
+        if _seeding(numpy_fn.__name__, initial, where):
             return _seeded(kind, numpy_fn, a, axes, keepdims, acc, initial, where, kwargs)
         return reduce_proxy(a, kind, axes, keepdims, acc)
     return handler
@@ -234,7 +246,7 @@ def _extremum(kind: str, numpy_fn: Callable) -> Callable[..., Proxy]:
                 initial: Any = _NO_VALUE, where: Any = _NO_VALUE) -> Proxy:
         if kind in ("max", "min"):
             _check_keywords(numpy_fn.__name__, out=out)
-            if _given(initial) or (_given(where) and where is not True):
+            if _seeding(numpy_fn.__name__, initial, where):
                 return _seeded(kind, numpy_fn, a, _ufunc_axes(a, axis), keepdims, a.dtype,
                                initial, where, {})
         _check_keywords(numpy_fn.__name__, out=out, initial=initial, where=where)

@@ -125,6 +125,12 @@ def test_where_mask(reduce, initial) -> None:
     _quiet(lambda a: reduce(a, axis=1, where=False, initial=initial), x)
 
 
+def test_where_mask_must_be_boolean() -> None:
+    x = np.arange(6.0).reshape(2, 3)
+    assert_matches_numpy(lambda a, m: np.max(a, where=m, initial=0), x, np.array([1, 0, 1]),
+                         compiled=False)
+
+
 def test_where_without_initial() -> None:
     """sum of integers takes a mask alone; max without an initial is NumPy's ValueError."""
     x = np.arange(6, dtype=np.int64).reshape(2, 3)
@@ -140,6 +146,15 @@ def test_initial_casts_like_numpy() -> None:
     assert_matches_numpy(lambda a: np.max(a, initial=300), x, compiled=False)
     _quiet(lambda a: np.max(a, initial=1e30), np.ones(3, np.float32) / 3,
            allowed_fallbacks=("warns",))
+
+
+def test_initial_none_is_no_identity() -> None:
+    """``initial=None`` means no initial value: an empty sum raises then, as an empty max."""
+    for reduce in (np.sum, np.max):
+        assert_matches_numpy(lambda a, reduce=reduce: reduce(a, initial=None), np.zeros(0),
+                             compiled=False)
+        assert_matches_numpy(lambda a, reduce=reduce: reduce(a, initial=None), np.ones(3),
+                             compiled=False)
 
 
 def test_float_sum_with_initial_falls_back() -> None:
