@@ -8,28 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.support.loop_programs import lu_inplace
 from tests.support.oracle import assert_calls_match_numpy
 
 import autojit.runtime.native_region as native_region
-
-
-@pytest.fixture
-def driver_runs():
-    """The number of loops the native driver ran since the test began (a callable)."""
-    if native_region._native_run is None:
-        pytest.skip("autojit._native.loops is not built (python setup.py build_ext --inplace)")
-    start = native_region.RUNS[0]
-    return lambda: native_region.RUNS[0] - start
-
-
-def lu(a):
-    n = a.shape[0]
-    for i in range(n):
-        for j in range(i):
-            a[i, j] = (a[i, j] - a[i, :j] @ a[:j, j]) / a[j, j]
-        for j in range(i, n):
-            a[i, j] -= a[i, :i] @ a[:i, j]
-    return a
 
 
 def forward(low, b):
@@ -60,7 +42,7 @@ DTYPES = (np.float64, np.float32)
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_lu_in_place_is_numpys_bit_for_bit(dtype, driver_runs):
-    assert_calls_match_numpy(lu, [(_matrix(n, dtype, n)[0],) for n in SIZES])
+    assert_calls_match_numpy(lu_inplace, [(_matrix(n, dtype, n)[0],) for n in SIZES])
     assert driver_runs() >= len(SIZES) - 1
 
 
