@@ -33,6 +33,14 @@
  *          only a dry run skips kernels and dots: it walks the nest to prove every
  *          iteration's views are what the affine forms say before anything runs.
  *
+ * A dry run gets the program as built (affine forms MAX_DEPTH words wide after their base);
+ * a run gets its run form (``native_region._run_form``: no CHECK records, affine forms as
+ * wide as the nest, summed unrolled, each patch ``word, step, affine``) and walks the nest
+ * with a stack of open loops (``run_fast``: no C call per iteration); in an innermost
+ * loop's iterations after its first, each patched word moves by its step (the affine
+ * form's coefficient of that loop's index times the loop's step) instead of being
+ * evaluated again.
+ *
  * ``run`` returns 0, or 1 where a dry run found a failing check (the caller then runs the
  * Python host loop, which does what NumPy does). Single-threaded; the GIL is released while
  * it runs (as fastcall.call releases it around one kernel), taken back only to look for a
@@ -59,7 +67,7 @@ typedef float (*sdot_fn)(int64_t n, const float *x, int64_t incx, const float *y
                          int64_t incy);
 
 typedef struct {
-    const int64_t *code;
+    const int64_t *code, *code_end;
     int64_t *work;
     int64_t index[MAX_DEPTH];
     int depth;        /* D: words per affine after its base */
@@ -68,21 +76,33 @@ typedef struct {
 } Machine;
 
 static inline int64_t affine(const Machine *m, const int64_t *a) {
-    int64_t value = a[0];
-    for (int k = 0; k < m->depth; k++)
-        value += a[1 + k] * m->index[k];
-    return value;
+    const int64_t *x = m->index;
+    switch (m->depth) {   /* the nest's own depth (a run program's width): unrolled */
+    case 0: return a[0];
+    case 1: return a[0] + a[1] * x[0];
+    case 2: return a[0] + a[1] * x[0] + a[2] * x[1];
+    case 3: return a[0] + a[1] * x[0] + a[2] * x[1] + a[3] * x[2];
+    default: {
+        int64_t value = a[0];
+        for (int k = 0; k < m->depth; k++)
+            value += a[1 + k] * x[k];
+        return value;
+    }
+    }
 }
 
-static const int64_t *patch(Machine *m, const int64_t *p, int64_t count) {
+static inline __attribute__((always_inline)) const int64_t *patch(Machine *m, const int64_t *p,
+                                                                   int64_t count) {
+    const int stepped = !m->dry;   /* a run's program: each patch carries its step */
     for (int64_t i = 0; i < count; i++) {
-        m->work[p[0]] = affine(m, p + 1);
-        p += 2 + m->depth;
+        m->work[p[0]] = affine(m, p + 1 + stepped);
+        p += 2 + stepped + m->depth;
     }
     return p;
 }
 
-static void dot(Machine *m, int64_t kind, int64_t fn, const int64_t *f) {
+static inline __attribute__((always_inline)) void dot(Machine *m, int64_t kind, int64_t fn,
+                                                       const int64_t *f) {
     int64_t n = m->work[f[0]], incx = f[2], incy = f[4];
     char *x = (char *)(intptr_t)m->work[f[1]], *y = (char *)(intptr_t)m->work[f[3]];
     double sum = 0.;   /* double for stability, as NumPy sums its chunks */
@@ -228,6 +248,140 @@ static int run_block(Machine *m, const int64_t *p, const int64_t *end) {
     return 0;
 }
 
+/* A run (not a dry one) of the records in [p, end): the loop nest walked with a stack of
+ * its open loops, not a call per iteration (a while loop, only ever the outermost record,
+ * is run_block's). Returns as run_block does. */
+typedef struct {
+    const int64_t *body, *end;   /* the loop's body, and the record after the loop */
+    int64_t i, stop, step;
+    int d, innermost;
+} Frame;
+
+/* The affine forms of a run: D index terms (a constant: each depth's copy of run_fast has
+ * its sums unrolled), the indices in the run's own array (no store into the work area
+ * can change them). */
+static inline __attribute__((always_inline)) int64_t affine_d(const int64_t *a,
+                                                             const int64_t *x, int D) {
+    int64_t value = a[0];
+    for (int k = 0; k < D; k++)
+        value += a[1 + k] * x[k];
+    return value;
+}
+
+/* A run's patches: ``word, step, affine`` each; ``moved``: an innermost loop's iteration
+ * after its first, where each word moves by its step (the affine form's value). */
+static inline __attribute__((always_inline)) const int64_t *patch_d(
+        int64_t *work, const int64_t *p, int64_t count, const int64_t *x, int D, int moved) {
+    if (moved) {
+        for (int64_t i = 0; i < count; i++, p += 3 + D)
+            work[p[0]] += p[1];
+    } else {
+        for (int64_t i = 0; i < count; i++, p += 3 + D)
+            work[p[0]] = affine_d(p + 2, x, D);
+    }
+    return p;
+}
+
+static inline __attribute__((always_inline)) int run_fast_d(Machine *m, const int64_t *p,
+                                                           const int64_t *end, const int D) {
+    Frame stack[MAX_DEPTH + 1];
+    int64_t x[MAX_DEPTH] = {0};
+    int64_t *work = m->work;
+    int top = 0, moved = 0;   /* moved: in an innermost loop, past its first iteration */
+    const int width = 1 + D;
+    for (;;) {
+        if (p >= end) {
+            if (top == 0) return 0;
+            Frame *f = &stack[top - 1];
+            f->i += f->step;
+            if (f->step > 0 ? f->i < f->stop : f->i > f->stop) {
+                x[f->d] = f->i;
+                p = f->body;
+                moved = f->innermost;
+                continue;
+            }
+            x[f->d] = 0;
+            moved = 0;
+            p = f->end;
+            end = --top ? stack[top - 1].end : m->code_end;
+            continue;
+        }
+        switch (p[0]) {
+        case OP_LOOP: {
+            int d = (int)p[1];
+            int64_t start = affine_d(p + 2, x, D), stop = affine_d(p + 2 + width, x, D);
+            int64_t step = p[2 + 2 * width], words = p[3 + 2 * width];
+            const int64_t *body = p + 5 + 2 * width;
+            if (top > MAX_DEPTH) return 2;
+            if (step > 0 ? start < stop : start > stop) {
+                Frame *f = &stack[top++];
+                f->body = body;
+                f->end = body + words;
+                f->i = start;
+                f->stop = stop;
+                f->step = step;
+                f->d = d;
+                f->innermost = p[4 + 2 * width] != 0;
+                moved = 0;
+                x[d] = start;
+                p = body;
+                end = body + words;
+            } else {
+                p = body + words;
+            }
+            break;
+        }
+        case OP_KERNEL: {
+            int64_t fn = p[1], data = p[2], meta = p[3], count = p[4];
+            p = patch_d(work, p + 5, count, x, D, moved);
+            ((kernel_fn)(intptr_t)fn)((void **)&m->work[data], &m->work[meta]);
+            break;
+        }
+        case OP_DOT: {
+            int64_t kind = p[1], fn = p[2], count = p[3];
+            p = patch_d(work, p + 4, count, x, D, moved);
+            dot(m, kind, fn, p);
+            p += 6;
+            break;
+        }
+        case OP_COPY:
+            memcpy((void *)(intptr_t)p[1], (const void *)(intptr_t)p[2], (size_t)p[3]);
+            p += 4;
+            break;
+        case OP_PCOPY: {
+            int64_t count = p[1];
+            p = patch_d(work, p + 2, count, x, D, moved);
+            memcpy((void *)(intptr_t)m->work[p[0]], (const void *)(intptr_t)m->work[p[1]],
+                   (size_t)p[2]);
+            p += 3;
+            break;
+        }
+        case OP_WHILE: {   /* only ever the outermost record: no index is set */
+            const int64_t *next = p + 4 + p[3];
+            int r = run_block(m, p, next);
+            if (r) return r;
+            p = next;
+            break;
+        }
+        case OP_CHECK:
+            p += 1 + width;
+            break;
+        default:
+            return 2;
+        }
+    }
+}
+
+static int run_fast(Machine *m, const int64_t *p, const int64_t *end) {
+    switch (m->depth) {
+    case 1: return run_fast_d(m, p, end, 1);
+    case 2: return run_fast_d(m, p, end, 2);
+    case 3: return run_fast_d(m, p, end, 3);
+    case 4: return run_fast_d(m, p, end, 4);
+    default: return 2;
+    }
+}
+
 static PyObject *py_run(PyObject *mod, PyObject *args) {
     PyObject *code_obj, *work_obj;
     int depth, dry;
@@ -251,7 +405,8 @@ static PyObject *py_run(PyObject *mod, PyObject *args) {
     for (int k = 0; k < MAX_DEPTH; k++) m.index[k] = 0;
     const int64_t *p = m.code;
     m.saved = dry ? NULL : PyEval_SaveThread();
-    int result = run_block(&m, p, p + code.len / (Py_ssize_t)sizeof(int64_t));
+    m.code_end = p + code.len / (Py_ssize_t)sizeof(int64_t);
+    int result = dry ? run_block(&m, p, m.code_end) : run_fast(&m, p, m.code_end);
     if (m.saved) PyEval_RestoreThread(m.saved);
     PyBuffer_Release(&code);
     PyBuffer_Release(&work);

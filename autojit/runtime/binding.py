@@ -154,6 +154,10 @@ def has_dynamic_sizes(body: Plan) -> bool:
     return found
 
 
+#: shapes a loop body's bound sizes are kept for (``_bind_regions``)
+_BOUND_SHAPES = 64
+
+
 def _bind_regions(plan: Plan, sizes: dict[str, int]) -> Mapping[str, int] | None | bool:
     """Bind each loop body's sizes (the sizes of its views) from the shapes its parameters
     have at this call, into ``sizes`` (the body shares the trace's size symbols); True when
@@ -163,17 +167,29 @@ def _bind_regions(plan: Plan, sizes: dict[str, int]) -> Mapping[str, int] | None
         if has_dynamic_sizes(call.body):   # bound at every iteration, from its own values
             continue
         region, body, graph = call.region, call.body, plan.graph
-        args: list[Any] = [0] if region.kind == "for" else []
-        for source, param in zip(region.sources, body.graph.params[len(args):]):
-            node = graph.node(call.inputs[source[1]]) if source[0] == "input" else None
-            if param.kind != "array" or node is None:
-                args.append(source[1] if node is None else 0)
-                continue
-            shape = tuple(sizes[d] if d.__class__ is str else d for d in node.type.shape)
-            # a stand-in of the parameter's shape (no memory: every stride 0), writeable
-            args.append(np.lib.stride_tricks.as_strided(
-                np.zeros(1, param.type.dtype), shape, (0,) * len(shape), writeable=True))
-        found = bind_sizes(body, args)
+        first = 1 if region.kind == "for" else 0
+        params = body.graph.params[first:]
+        shapes = tuple(None if param.kind != "array" or source[0] != "input" else tuple(
+            sizes[d] if d.__class__ is str else d
+            for d in graph.node(call.inputs[source[1]]).type.shape)
+            for source, param in zip(region.sources, params))
+        # the body's sizes follow from these shapes alone: bound once per shape (a warm
+        # call of a small loop spent ~40% of its time making the stand-ins and binding)
+        memo = body.schedule_cache.setdefault("bound_by_shapes", {})
+        found = memo.get(shapes)
+        if found is None:
+            args: list[Any] = [0] * first
+            for source, param, shape in zip(region.sources, params, shapes):
+                if shape is None:
+                    args.append(source[1] if source[0] != "input" else 0)
+                    continue
+                # a stand-in of the parameter's shape (no memory: every stride 0), writeable
+                args.append(np.lib.stride_tricks.as_strided(
+                    np.zeros(1, param.type.dtype), shape, (0,) * len(shape), writeable=True))
+            found = bind_sizes(body, args)
+            if len(memo) >= _BOUND_SHAPES:
+                memo.clear()
+            memo[shapes] = found
         if found is None or found is SIZES_MISS:
             return found
         sizes.update(found)

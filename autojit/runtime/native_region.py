@@ -15,7 +15,10 @@ forms before each call. Python's slices clamp and wrap: every bound the affine f
 assume inside its array is a check (``affine >= 0``), and a dry run of the nest (integer
 arithmetic only, no kernel; an innermost loop at its two ends) proves them all before
 anything runs; where one fails the host loop runs instead and does what NumPy does
-(``RegionMiss`` included).
+(``RegionMiss`` included). A run then executes the program's run form (``_run_form``: no
+checks, affine forms as wide as the nest, each innermost patch moved by its step after
+the loop's first iteration): LU's 160,000 inner iterations cost little besides their BLAS
+calls.
 
 Two consecutive kernels of a stencil's evaluate-then-write (the right-hand side into a
 temporary from row-shifted views of an array, then the temporary into it) run as row
@@ -881,8 +884,17 @@ class Compiled:
         address = _address(self.work)
         for word, target in program.relocations:
             self.work[word] = address + 8 * target
+        self.depth = program.depth
+        run, where = _run_form(program.code, program.depth)
+        self.run_code = np.array(run, dtype=np.int64)
+        self.run_base = self.run_code.copy()
         self.code_base, self.work_base = self.code.copy(), self.work.copy()
         self.code_at, self.code_from = _columns(program.code_roots)
+        moved = np.array(where, dtype=np.intp)
+        self.run_at = moved[self.code_at] if len(self.code_at) else self.code_at
+        #: the trip range's bounds in the outer LOOP record of each program
+        self.bounds_at = ((2, 3 + MAX_DEPTH), (where[2], where[3 + MAX_DEPTH])) \
+            if program.code[:1] == [OP_LOOP] else ((0, 0), (0, 0))
         self.work_at, self.work_from = _columns(program.work_roots)
         # the dry run's answer per trip range (no checks: every range passes)
         self.passed: dict[tuple[int, int], bool] | None = {} if program.checks else None
@@ -911,6 +923,8 @@ class Compiled:
             if len(self.code_at):
                 self.code[self.code_at] = self.code_base[self.code_at] + addresses[
                     self.code_from]
+                self.run_code[self.run_at] = self.run_base[self.run_at] + addresses[
+                    self.code_from]
             if len(self.work_at):
                 self.work[self.work_at] = self.work_base[self.work_at] + addresses[
                     self.work_from]
@@ -929,6 +943,88 @@ class Compiled:
         return [(value[()] if scalar and value.ndim == 0 else value) if b is None
                 else b[()] if scalar and b.ndim == 0 else b.copy()
                 for b, scalar, value in zip(buffers, scalars, current)]
+
+
+def _run_form(code: Sequence[int], depth: int) -> tuple[list[int], list[int]]:
+    """The program a run (not a dry run) executes: no CHECK records (only a dry run reads
+    them), each affine form ``1 + depth`` words wide (the nest's own depth, not
+    ``MAX_DEPTH``: the C driver's affine sums unroll for it) and each patch
+    ``word, step, affine``: in an innermost loop's body ``step`` is what its value moves by
+    per iteration (the C driver evaluates the form at the loop's first iteration, then
+    adds the step); and where each word of ``code`` went (-1: dropped), for the words
+    patched per call."""
+    out: list[int] = []
+    where = [-1] * len(code)
+    wide = 1 + MAX_DEPTH
+
+    def keep(at: int, count: int) -> None:
+        for k in range(at, at + count):
+            where[k] = len(out)
+            out.append(int(code[k]))
+
+    def affine(at: int) -> None:
+        if any(code[at + 1 + depth:at + wide]):
+            raise AssertionError("an affine form deeper than its nest")
+        keep(at, 1 + depth)
+
+    def patches(at: int, count: int, inner: tuple[int, int] | None) -> int:
+        for _ in range(count):   # word, its step per innermost iteration, affine form
+            keep(at, 1)
+            step = 0 if inner is None else int(code[at + 2 + inner[0]]) * inner[1]
+            if abs(step) > _LIMIT:
+                raise Declined("an int too large for the native driver")
+            out.append(step)
+            affine(at + 1)
+            at += 1 + wide
+        return at
+
+    def block(at: int, end: int, inner: tuple[int, int] | None) -> None:
+        while at < end:
+            op = code[at]
+            if op == OP_LOOP:
+                keep(at, 2)
+                affine(at + 2)
+                affine(at + 2 + wide)
+                head = len(out)
+                keep(at + 2 + 2 * wide, 3)
+                body = at + 5 + 2 * wide
+                end_of = body + code[at + _WORDS_AT]
+                begin = len(out)
+                block(body, end_of, (int(code[at + 1]), int(code[at + 2 + 2 * wide]))
+                      if code[at + 4 + 2 * wide] else None)
+                out[head + 1] = len(out) - begin
+                at = end_of
+            elif op == OP_KERNEL:
+                keep(at, 5)
+                at = patches(at + 5, code[at + 4], inner)
+            elif op == OP_DOT:
+                keep(at, 4)
+                at = patches(at + 4, code[at + 3], inner)
+                keep(at, 6)
+                at += 6
+            elif op == OP_CHECK:
+                at += 1 + wide
+            elif op == OP_COPY:
+                keep(at, 4)
+                at += 4
+            elif op == OP_PCOPY:
+                keep(at, 2)
+                at = patches(at + 2, code[at + 1], inner)
+                keep(at, 3)
+                at += 3
+            elif op == OP_WHILE:
+                head = len(out)
+                keep(at, 4)
+                end_of = at + 4 + code[at + 3]
+                begin = len(out)
+                block(at + 4, end_of, None)
+                out[head + 3] = len(out) - begin
+                at = end_of
+            else:
+                raise AssertionError(f"a record of kind {op}")
+
+    block(0, len(code), None)
+    return out, where
 
 
 def _columns(pairs: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -1146,7 +1242,9 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
         if max(abs(trip.start), abs(trip.stop)) > _LIMIT:
             _keep(kept, key, entry)
             return None
-        entry.code[2], entry.code[3 + MAX_DEPTH] = trip.start, trip.stop
+        (a, b), (c, d) = entry.bounds_at
+        entry.code[a], entry.code[b] = entry.run_code[c], entry.run_code[d] = (
+            trip.start, trip.stop)
     if entry.passed is not None:   # every iteration's views proven, once per trip range
         bounds = (trip.start, trip.stop) if trip is not None else (0, 0)
         passed = entry.passed.get(bounds)
@@ -1162,7 +1260,7 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     if entry.program.dots:
         getattr(backend, "before_library", _nothing)()
     try:
-        _native_run(entry.code, entry.work, MAX_DEPTH, 0)
+        _native_run(entry.run_code, entry.work, entry.depth, 0)
         results = entry.results(current, trip)
     finally:
         _keep(kept, key, entry)

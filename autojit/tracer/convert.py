@@ -505,6 +505,27 @@ def _lowered(block: list[ast.stmt]) -> list[ast.stmt]:
 
 
 # -- int(), float(), bool(), len() of traced values -------------------------------------------
+def _rewrite_calls(node: ast.AST, rewrite: Callable[[ast.Call], ast.expr],
+                   stop: tuple[type, ...], visit: Callable[[ast.AST], None] | None = None
+                   ) -> None:
+    """Replace each call under ``node`` by ``rewrite(call)``, in place, children first
+    visited after their parent is rewritten (a stack: no recursion over the tree); nodes of
+    a ``stop`` type (nested scopes) are left as they are. ``visit`` sees each node first."""
+    stack = [node]
+    while stack:
+        sub = stack.pop()
+        if visit is not None:
+            visit(sub)
+        for field, value in ast.iter_fields(sub):
+            items = value if isinstance(value, list) else [value]
+            new = [rewrite(v) if isinstance(v, ast.Call) else v for v in items]
+            if isinstance(value, list):
+                value[:] = new
+            elif new[0] is not value:
+                setattr(sub, field, new[0])
+            stack.extend(v for v in new if isinstance(v, ast.AST) and not isinstance(v, stop))
+
+
 class _Conversions:
     """Rewrites ``int(v)``, ``float(v)``, ``bool(v)``, ``len(v)`` (one positional
     argument), ``max(a, b)`` and ``min(a, b)`` into ``__aj_ctl.convert(int, v)``: the name
@@ -525,18 +546,7 @@ class _Conversions:
     def node(self, node: Any) -> Any:
         """``node`` with its own scope's conversion calls rewritten (in place, walked with
         a stack: no recursion over the tree)."""
-        stack = [node]
-        while stack:
-            sub = stack.pop()
-            for field, value in ast.iter_fields(sub):
-                items = value if isinstance(value, list) else [value]
-                new = [self.call(v) if isinstance(v, ast.Call) else v for v in items]
-                if isinstance(value, list):
-                    value[:] = new
-                elif new[0] is not value:
-                    setattr(sub, field, new[0])
-                stack.extend(v for v in new if isinstance(v, ast.AST)
-                             and not isinstance(v, (*_SCOPES, *_COMPREHENSION_NODES)))
+        _rewrite_calls(node, self.call, (*_SCOPES, *_COMPREHENSION_NODES))
         return node
 
     def call(self, c: ast.Call) -> ast.expr:
@@ -1205,20 +1215,10 @@ class _Calls:
 
     def walk(self, node: ast.AST) -> None:
         """Rewrite ``node``'s own scope's calls in place (a stack: no recursion)."""
-        stack = [node]
-        while stack:
-            sub = stack.pop()
+        def visit(sub: ast.AST) -> None:
             if isinstance(sub, ast.For) and _is_range_loop(sub):
                 self.kept.add(id(sub.iter))
-            for field, value in ast.iter_fields(sub):
-                items = value if isinstance(value, list) else [value]
-                new = [self.call(v) if isinstance(v, ast.Call) else v for v in items]
-                if isinstance(value, list):
-                    value[:] = new
-                elif new[0] is not value:
-                    setattr(sub, field, new[0])
-                stack.extend(v for v in new if isinstance(v, ast.AST)
-                             and not isinstance(v, _SCOPES))
+        _rewrite_calls(node, self.call, _SCOPES, visit)
 
     def call(self, c: ast.Call) -> ast.expr:
         f = c.func

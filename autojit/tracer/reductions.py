@@ -7,13 +7,21 @@ Result dtypes come from NumPy (a reduction of a tiny array of the same dtype and
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from autojit.errors import TraceError, UnsupportedError
-from autojit.ir.ops import ARG_KINDS, WITHOUT_IDENTITY, Op, reduce_result_dtype
+from autojit.ir.ops import (
+    ARG_KINDS,
+    REDUCE_KINDS,
+    WITHOUT_IDENTITY,
+    Op,
+    Reduction,
+    reduce_result_dtype,
+)
 from autojit.ir.types import TensorType
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.state import current_trace, user_location
@@ -61,10 +69,12 @@ _BOOL_REDUCE_KINDS = {"add": "or", "mul": "and", "max": "or", "min": "and"}
 
 
 def reduce_proxy(x: Any, kind: str, axes: tuple[int, ...], keepdims: bool,
-                 dtype: np.dtype) -> Proxy:
-    """Record a primitive reduction of ``x`` (cast to ``dtype``) over ``axes``."""
+                 dtype: np.dtype, seeded: bool = False) -> Proxy:
+    """Record a primitive reduction of ``x`` (cast to ``dtype``) over ``axes``; ``seeded``:
+    the caller combines an ``initial`` value in, so an empty row is no error (its value is
+    the caller's to replace)."""
     state = current_trace()
-    need_elements = kind in WITHOUT_IDENTITY
+    need_elements = kind in WITHOUT_IDENTITY and not seeded
     if np.dtype(dtype).kind == "b":
         kind = _BOOL_REDUCE_KINDS.get(kind, kind)
     if not isinstance(x, Proxy):
@@ -102,20 +112,143 @@ def element_count(x: Proxy, axes: tuple[int, ...]) -> Any:
     return Proxy(state.consts[key], TensorType(np.dtype(np.int64), ()), weak=int)
 
 
+def _given(value: Any) -> bool:
+    return value is not _NO_VALUE and value is not None
+
+
+def _seeding(name: str, initial: Any, where: Any) -> bool:
+    """Whether a reduction takes the seeded path; ``initial=None`` (NumPy: no identity, so
+    an empty sum raises) falls back."""
+    if initial is None:
+        raise UnsupportedError(f"np.{name}(..., initial=None) is not supported",
+                               user_location(4))
+    return _given(initial) or (_given(where) and where is not True)
+
+
+def _initial_value(numpy_fn: Callable, a: Proxy, initial: Any,
+                   kwargs: dict[str, Any]) -> np.generic:
+    """Return ``initial`` as NumPy's reduction holds it: cast to the result dtype, the way
+    NumPy casts it (``1.5`` is ``int8(1)`` for an int8 max; an out-of-range Python int
+    raises). Asked of NumPy itself: the reduction of an empty row is its initial value."""
+    if isinstance(initial, Proxy):
+        raise UnsupportedError(f"np.{numpy_fn.__name__}(..., initial=<traced value>) is not "
+                               "supported yet", user_location(4))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = numpy_fn(np.array([1], dtype=a.dtype)[:0], initial=initial, **kwargs)
+        except Exception as exc:  # NumPy's OverflowError / TypeError: the fallback raises it
+            raise TraceError(str(exc), user_location(4)) from None
+    if caught or not isinstance(value, np.generic):
+        raise UnsupportedError(f"np.{numpy_fn.__name__}(..., initial={initial!r}): NumPy "
+                               "warns casting it", user_location(4))
+    return value
+
+
+def _masked(a: Proxy, where: Any, fill: Any, name: str) -> Proxy:
+    """``a`` with the elements ``where`` leaves out replaced by ``fill``, a value the
+    reduction's combine leaves the accumulator unchanged by (bit for bit)."""
+    if where is True:
+        return a
+    if not isinstance(where, (Proxy, bool, np.bool_)):
+        raise UnsupportedError(f"np.{name}(..., where=<constant array>) is not supported "
+                               "(a mask from the arguments is)", user_location(4))
+    if isinstance(where, Proxy) and where.dtype.kind != "b":   # NumPy's TypeError (safe cast)
+        raise TraceError(f"Cannot cast array data from dtype('{where.dtype}') to "
+                         "dtype('bool') according to the rule 'safe'", user_location(4))
+    masked = np.where(where, a, a.dtype.type(fill))
+    if not isinstance(masked, Proxy) or masked.type.shape != a.type.shape:
+        raise UnsupportedError(f"np.{name}(..., where=...) of a mask that broadcasts the "
+                               "array to another shape is not supported", user_location(4))
+    return masked
+
+
+#: how the initial value ``v`` (a NumPy scalar, the row's first element in NumPy's loop)
+#: combines with the row's reduction ``r``: np.maximum's rule ``(v > r || isnan(v)) ? v : r``
+#: (a NaN initial wins, ties go to the row: its last zero keeps its sign), and the sums and
+#: products of integers and booleans, which any order gives exactly
+_SEED_COMBINE: dict[str, Callable[[Any, Proxy], Proxy]] = {
+    "add": lambda v, r: r + v,
+    "mul": lambda v, r: r * v,
+    "max": lambda v, r: np.where(np.logical_or(r < v, np.isnan(v)), v, r),
+    "min": lambda v, r: np.where(np.logical_or(r > v, np.isnan(v)), v, r),
+}
+
+#: the element a masked-out position stands for: the combine's identity for the dtype
+_MASK_FILL: dict[str, Callable[[np.dtype], Any]] = {
+    "add": lambda d: False if d.kind == "b" else 0,
+    "mul": lambda d: True if d.kind == "b" else 1,
+    "max": lambda d: REDUCE_KINDS[Reduction.MAX].start(d),
+    "min": lambda d: REDUCE_KINDS[Reduction.MIN].start(d),
+}
+
+
+def _seeded(kind: str, numpy_fn: Callable, a: Any, axes: tuple[int, ...], keepdims: bool,
+            dtype: np.dtype, initial: Any, where: Any, kwargs: dict[str, Any]) -> Proxy:
+    """``numpy_fn(a, initial=..., where=...)``: NumPy starts each row's accumulator at the
+    initial value and folds the (unmasked) elements in, so the result is the initial value
+    combined with the row's reduction, or the initial value alone for an empty row.
+    Float sums and products fall back: NumPy's order of additions with an initial depends
+    on the layout (along a non-contiguous axis it is ``((v + x0) + x1) ...``)."""
+    name = numpy_fn.__name__
+    if not isinstance(a, Proxy):
+        raise UnsupportedError("reductions of constants are not supported", user_location(3))
+    if kind in ("add", "mul") and (dtype.kind not in "biu" or a.dtype.kind not in "biu"):
+        raise UnsupportedError(f"np.{name}(..., initial=/where=) of {a.dtype} in {dtype}: "
+                               "NumPy's order of operations depends on the layout",
+                               user_location(3))
+    if not _given(initial):
+        if kind in ("max", "min"):   # NumPy's own error: where= needs an initial here
+            raise TraceError(f"reduction operation '{numpy_fn.__name__}' does not have an "
+                             "identity, so to use a where mask one has to specify 'initial'",
+                             user_location(3))
+        initial = _MASK_FILL[kind](np.dtype(dtype))
+    value = _initial_value(numpy_fn, a, initial, kwargs)
+    if _given(where):
+        a = _masked(a, where, _MASK_FILL[kind](a.dtype), name)
+    # a whole-array reduction combines as a 1-element array, not as NumPy scalars (whose
+    # integer arithmetic warns on overflow, where the reduction wraps silently)
+    whole = a.ndim == 0 or (len(axes) == a.ndim and not keepdims)
+    row = reduce_proxy(a, kind, axes, keepdims or whole, dtype, seeded=True)
+    result = _SEED_COMBINE[kind](value, row)
+    state = current_trace()
+    static_empty = any(state.find(a.type.shape[i]) == 0 for i in axes)
+    count = 0 if static_empty else element_count(a, axes)
+    if isinstance(count, Proxy):
+        result = np.where(count.strong() == np.int64(0), value, result)
+    elif count == 0:
+        result = np.where(np.isnan(row) | True, value, row)
+    if result.dtype != row.dtype:
+        raise UnsupportedError(f"np.{name}(..., initial={initial!r}) combines to "
+                               f"{result.dtype}", user_location(3))
+    if not whole:
+        return result
+    flat = result.reshape(())
+    return Proxy(flat.node, flat.type, is_scalar=True)
+
+
 def _simple(kind: str, numpy_fn: Callable) -> Callable[..., Proxy]:
     def handler(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                 keepdims: bool = False, initial: Any = _NO_VALUE, where: Any = _NO_VALUE
                 ) -> Proxy:
-        _check_keywords(numpy_fn.__name__, out=out, initial=initial, where=where)
+        _check_keywords(numpy_fn.__name__, out=out)
         axes = _ufunc_axes(a, axis)
         kwargs = {"dtype": dtype} if dtype is not None else {}
-        return reduce_proxy(a, kind, axes, keepdims, _probe_dtype(numpy_fn, a, **kwargs))
+        acc = _probe_dtype(numpy_fn, a, **kwargs)
+        if _seeding(numpy_fn.__name__, initial, where):
+            return _seeded(kind, numpy_fn, a, axes, keepdims, acc, initial, where, kwargs)
+        return reduce_proxy(a, kind, axes, keepdims, acc)
     return handler
 
 
 def _extremum(kind: str, numpy_fn: Callable) -> Callable[..., Proxy]:
     def handler(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
                 initial: Any = _NO_VALUE, where: Any = _NO_VALUE) -> Proxy:
+        if kind in ("max", "min"):
+            _check_keywords(numpy_fn.__name__, out=out)
+            if _seeding(numpy_fn.__name__, initial, where):
+                return _seeded(kind, numpy_fn, a, _ufunc_axes(a, axis), keepdims, a.dtype,
+                               initial, where, {})
         _check_keywords(numpy_fn.__name__, out=out, initial=initial, where=where)
         if kind in ("fmax", "fmin") and a.dtype.kind != "f":
             return reduce_proxy(a, kind[1:], _ufunc_axes(a, axis), keepdims, a.dtype)

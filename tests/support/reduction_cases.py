@@ -196,6 +196,28 @@ def _shape_cases() -> list[Case]:
     ]
 
 
+def _initial_cases() -> list[Case]:
+    """Reductions with ``initial=`` / ``where=`` (the seeded reduction, empty rows allowed, and
+    the combine with the initial value): exact, NaN and zero signs included."""
+    zeros = np.zeros((6, 40))
+    zeros[:, 1::3] = -0.0
+    return [
+        Case("max_initial_nan_rows", lambda x: np.max(x, axis=1, initial=0.0), (_nans(F64, 37),)),
+        Case("min_initial_nan_f32", lambda x: x.min(axis=0, initial=np.nan), (F32,)),
+        Case("max_initial_zero_signs", lambda x: (np.max(x, axis=1, initial=-0.0),
+                                                  np.min(x, axis=1, initial=0.0)), (zeros,)),
+        Case("max_initial_empty_rows", lambda x: np.max(x, axis=1, initial=-1.5),
+             (np.zeros((5, 0)),)),
+        Case("min_initial_empty_outer", lambda x: np.min(x, axis=0, initial=3),
+             (np.zeros((0, 5), np.int16),)),
+        Case("max_initial_where", lambda x: np.max(x, axis=1, where=x > 0, initial=0.5),
+             (F64,)),
+        Case("max_initial_all_split", lambda x: np.max(x, initial=2.0), (BIG,)),
+        Case("sum_i8_initial_where", lambda x: np.sum(x, axis=0, where=x > 2, initial=100),
+             (_ints((40, 6), "int8"),)),
+    ]
+
+
 def _forced(case: Case, suffix: str, **launch: int) -> Case:
     return dataclasses.replace(case, id=f"{case.id}_{suffix}", launch=launch)
 
@@ -216,9 +238,10 @@ def _launch_cases(base: dict[str, Case]) -> list[Case]:
         _forced(base["argmax_and_sum"], "splits3", team=64, splits=3),
         _forced(base["sum_empty_rows"], "team32", team=32),
         _forced(base["nanmax_f64"], "block128", block=128, team=128, grid=3),
+        _forced(base["max_initial_all_split"], "splits4", team=64, splits=4),
     ]
 
 
 def all_cases() -> list[Case]:
-    cases = _sum_prod_cases() + _extremum_cases() + _shape_cases()
+    cases = _sum_prod_cases() + _extremum_cases() + _shape_cases() + _initial_cases()
     return cases + _launch_cases({c.id: c for c in cases})

@@ -80,8 +80,8 @@ def test_shared_code_shares_its_thread_partials(monkeypatch):
 def test_long_kernels_are_optimised_lean_and_still_match():
     """Above LEAN_BODY instructions a kernel skips loop interleaving and unrolling."""
     def fn(x):
-        for i in range(30):
-            x = x * 0.5
+        for i in [*range(30)]:   # a list, not range: unrolled into one long kernel (a range
+            x = x * 0.5          # loop would be a region, its body a short kernel)
             x = x - x.max(axis=-1, keepdims=True) if i % 3 == 0 else x + 1.0
         return x
 

@@ -30,7 +30,7 @@ def _chain(n: int):
 def _passes(n: int):
     """A reduction every few ops: kernels of many phases, whose spills are chosen."""
     def fn(x):
-        for i in range(n // 4):
+        for i in [*range(n // 4)]:   # a list: unrolled (a range loop would be a region)
             x = np.exp(x) * 0.5
             x = x - x.max(axis=-1, keepdims=True) if i % 3 == 0 else x + 1.0
         return x
@@ -40,7 +40,7 @@ def _passes(n: int):
 def _distinct(n: int):
     """``_passes`` with a constant of its own in every pass: no two kernels alike."""
     def fn(x):
-        for i in range(n // 4):
+        for i in [*range(n // 4)]:   # a list: unrolled (a range loop would be a region)
             x = np.exp(x) * (0.5 + 1e-3 * i)
             x = x - x.max(axis=-1, keepdims=True) if i % 3 == 0 else x + 1.0
         return x

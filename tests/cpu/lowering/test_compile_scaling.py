@@ -46,7 +46,7 @@ def _shared_input(n: int):
 
 def _with_reductions(n: int):
     def fn(x):
-        for i in range(n):
+        for i in [*range(n)]:   # a list: unrolled (a range loop would be a region)
             x = np.sin(x) * 0.5
             x = x - x.max(axis=-1, keepdims=True) if i % 3 == 0 else x + 1.0
         return x
