@@ -25,9 +25,11 @@
  *          byte at address ``cond`` is nonzero (the body's last records copy its next
  *          condition there), counting iterations in work[count_word]; a dry run runs the
  *          body once (no index of a while loop moves: its checks are the enclosing ones')
- *   EXIT   flag: the byte at address ``flag`` nonzero (a ``for`` body's break flag, its
- *          next value just copied there) ends the enclosing LOOP after this iteration;
- *          a dry run skips it (it proves every iteration of the range, a superset)
+ *   EXIT   flag: the first record of a ``for`` body with a break: the byte at address
+ *          ``flag`` nonzero (its break flag's buffer: its first value copied in as the
+ *          loop starts, each iteration's next value at its end) ends the enclosing LOOP
+ *          before this iteration, i.e. after the one that set it (at any depth of the
+ *          nest); a dry run skips it (it proves every iteration of the range, a superset)
  *   CHECK  affine: the value must be >= 0 (a view bound inside its array, a size that
  *          NumPy would not clamp); only a dry run (``dry`` true) evaluates checks, and
  *          only a dry run skips kernels and dots: it walks the nest to prove every
@@ -363,6 +365,18 @@ static inline __attribute__((always_inline)) int run_fast_d(Machine *m, const in
             p = next;
             break;
         }
+        case OP_EXIT:   /* the flag set: the innermost open loop ends here */
+            if (*(const unsigned char *)(intptr_t)p[1]) {
+                if (top == 0) return 2;
+                Frame *f = &stack[top - 1];
+                x[f->d] = 0;
+                moved = 0;
+                p = f->end;
+                end = --top ? stack[top - 1].end : m->code_end;
+                break;
+            }
+            p += 2;
+            break;
         case OP_CHECK:
             p += 1 + width;
             break;

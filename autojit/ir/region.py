@@ -56,8 +56,9 @@ class Region:
     #: a ``for`` loop's break flag (``break`` in the body, ``control.Names.flags``): the
     #: carried parameter (position in ``sources``, a 0-d bool) the body sets at the
     #: iteration that breaks; the runners stop after that iteration (and run none where it
-    #: is set before the loop). -1: the loop runs its whole range. The iterations a runner
-    #: would run after it do nothing (the body is guarded on the flag): stopping is exact
+    #: is set before the loop). -1: the loop runs its whole range. The body is not guarded
+    #: on the flag: every runner must stop there (the host loop, the native driver's EXIT
+    #: records, the reference evaluator; ``fuse.native_loop`` does not take such a loop)
     exit: int = -1
 
     @property

@@ -29,9 +29,12 @@ row pointers moved and their first loop size set (the temporary's strip still in
 The body's temporaries are allocated once (their shapes must not change per iteration).
 At the top of the nest, carried values live in buffers of their own (each iteration's
 next version copied back) and a ``while`` runs its body while the condition byte its
-last result is copied into is set; a ``for`` with a ``break`` (``Region.exit``) ends its
-body with an EXIT record on its break flag's buffer: the loop stops after the iteration
-that sets it (an inner loop with a break keeps the host loop). Bodies the driver does
+last result is copied into is set; a ``for`` with a ``break`` (``Region.exit``), at any
+depth of the nest, begins its body with an EXIT record on its break flag's buffer: the
+loop stops after the iteration that sets it. The dry run of a top loop holding loops
+visits each of its iterations: with a break it proves and runs the range in doubling
+pieces (``_pieces``: ``range(10**9)`` broken at 100 proves ~200 iterations), the host
+loop running the rest where a later piece is not proven (``Resumed``). Bodies the driver does
 not take keep the host loop: carried values or ``while`` in an inner loop, host
 decisions, sizes from Python ints, host prologue steps other than int ``+ - *``
 (``x[i - 1]`` is affine), views whose bounds are not affine in the indices
@@ -396,9 +399,8 @@ def _static_refusal(body: Plan) -> str:
               "")
     if not reason:
         for call in body.regions:
-            if call.region.kind != "for" or call.region.private or call.region.exit >= 0:
-                reason = "an inner while loop, one with a break, or one writing a computed " \
-                    "value"
+            if call.region.kind != "for" or call.region.private:
+                reason = "an inner while loop, or one writing a computed value"
                 break
             reason = _static_refusal(call.body)
             if reason:
@@ -798,9 +800,8 @@ class _Body:
 
     def _region(self, call: RegionCall, slots: Any) -> None:
         region, program = call.region, self.program
-        if region.kind != "for" or region.private or region.exit >= 0:
-            raise Declined("an inner while loop, one with a break, or one writing a "
-                           "computed value")
+        if region.kind != "for" or region.private:
+            raise Declined("an inner while loop, or one writing a computed value")
         inputs = [self.values[s] for s in slots.inputs]
         start, stop, step = (_bound(b, inputs) for b in region.bounds)
         if not step.fixed or step.const == 0:
@@ -826,6 +827,8 @@ class _Body:
         program.code += [OP_LOOP, depth, *start.words(MAX_DEPTH), *stop.words(MAX_DEPTH),
                          step.const, 0, not call.body.regions]
         begin = len(program.code)   # (the body's checks come first, inside the loop)
+        if region.exit >= 0:   # a break: the inner loop stops once its flag is set
+            _exit(program, buffers[region.exit])
         inner = _Body(program, call.body,
                       self.programs[call.offset:call.offset + len(call.body.kernels)],
                       params, self.sizes, depth, results=bool(carried))
@@ -1007,6 +1010,9 @@ def _run_form(code: Sequence[int], depth: int) -> tuple[list[int], list[int]]:
             elif op == OP_COPY:
                 keep(at, 4)
                 at += 4
+            elif op == OP_EXIT:
+                keep(at, 2)
+                at += 2
             elif op == OP_PCOPY:
                 keep(at, 2)
                 at = patches(at + 2, code[at + 1], inner)
@@ -1126,6 +1132,16 @@ def _apart(program: Program, a: Arr, b: Arr) -> None:
         raise Declined("a carried value in memory the loop writes")
 
 
+def _exit(program: Program, flag: np.ndarray | None) -> None:
+    """The EXIT record that begins a ``for`` body with a break (``Region.exit``): the
+    loop ends before an iteration where its flag's buffer (a carried bool of its own,
+    the first value copied in as the loop starts, each next one as an iteration ends) is
+    set, that is after the iteration that set it."""
+    if flag is None or flag.dtype != np.bool_ or flag.shape:
+        raise Declined("a break flag that is not a bool buffer of its own")
+    program.code += [OP_EXIT, _address(flag)]
+
+
 def _compile(backend: Any, call: RegionCall, programs: Sequence[Any],
              current: Sequence[Any], trip: range | None, sizes: dict[str, int]) -> Compiled:
     region, body = call.region, call.body
@@ -1175,6 +1191,8 @@ def _compile(backend: Any, call: RegionCall, programs: Sequence[Any],
         at = _WORDS_AT
     known = {s: Aff(v) for s, v in sizes.items() if v.__class__ is int}
     begin = len(program.code)
+    if trip is not None and region.exit >= 0:   # a break: stop once its flag is set
+        _exit(program, buffers[region.exit])
     top = _Body(program, body, programs, params, known, 0, results=True)
     top.emit()
     results = top.results()
@@ -1186,11 +1204,6 @@ def _compile(backend: Any, call: RegionCall, programs: Sequence[Any],
         if value.dtype != np.bool_ or value.shape or not value.address.fixed:
             raise Declined("a while condition that is not a bool")
         program.code += [OP_COPY, _address(condition), value.address.const, 1]
-    elif region.exit >= 0:   # a break: the loop stops once the flag's buffer is set
-        flag = buffers[region.exit]
-        if flag is None or flag.dtype != np.bool_ or flag.shape:
-            raise Declined("a break flag that is not a bool buffer of its own")
-        program.code += [OP_EXIT, _address(flag)]
     program.code[at] = len(program.code) - begin
     compiled = Compiled(program, programs)
     compiled.carried = (buffers, scalars, condition, count_word)
@@ -1204,7 +1217,8 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     None) a ``while`` whose first condition is ``condition``; return the carried values
     after it, as the host loop leaves them, or None (nothing ran) where this call keeps
     the host loop. ``current``: the body's carried then captured values, ``programs``: the
-    body's compiled kernels, ``sizes``: the outer call's."""
+    body's compiled kernels, ``sizes``: the outer call's. A ``Resumed`` answer: the driver
+    ran a first part of a loop with a break, the host loop runs its ``rest``."""
     if _native_run is None or getattr(backend, "name", None) != "cpu":
         return None
     body = call.body
@@ -1238,35 +1252,83 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
         DECLINED[0] = "a written argument that may overlap another"
         _keep(kept, key, entry)
         return None
-    if trip is not None:   # the trip range's bounds, into the outer loop's record
-        if max(abs(trip.start), abs(trip.stop)) > _LIMIT:
-            _keep(kept, key, entry)
-            return None
-        (a, b), (c, d) = entry.bounds_at
-        entry.code[a], entry.code[b] = entry.run_code[c], entry.run_code[d] = (
-            trip.start, trip.stop)
-    if entry.passed is not None:   # every iteration's views proven, once per trip range
-        bounds = (trip.start, trip.stop) if trip is not None else (0, 0)
-        passed = entry.passed.get(bounds)
-        if passed is None:
-            passed = not _native_run(entry.code, entry.work, MAX_DEPTH, 1)
-            if len(entry.passed) >= 16:
-                entry.passed.clear()
-            entry.passed[bounds] = passed
-        if not passed:
-            DECLINED[0] = "an iteration whose views the affine forms do not describe"
-            _keep(kept, key, entry)
-            return None
-    if entry.program.dots:
-        getattr(backend, "before_library", _nothing)()
+    if trip is not None and max(abs(trip.start), abs(trip.stop)) > _LIMIT:
+        _keep(kept, key, entry)
+        return None
+    flag = entry.carried[0][call.region.exit] if trip is not None and \
+        call.region.exit >= 0 else None
+    done, broke = 0, False   # the iterations of ``trip`` its pieces covered; the break
     try:
-        _native_run(entry.run_code, entry.work, entry.depth, 0)
-        results = entry.results(current, trip)
+        for piece in _pieces(entry, call, trip):
+            if trip is not None:   # the piece's bounds, into the outer loop's record
+                (a, b), (c, d) = entry.bounds_at
+                entry.code[a], entry.code[b] = entry.run_code[c], entry.run_code[d] = (
+                    piece.start, piece.stop)
+            if not _proven(entry, piece):
+                if done:   # the rest of the range is the host loop's
+                    break
+                DECLINED[0] = "an iteration whose views the affine forms do not describe"
+                return None
+            if entry.program.dots and not done:
+                getattr(backend, "before_library", _nothing)()
+            _native_run(entry.run_code, entry.work, entry.depth, 0)
+            done += 1 if trip is None else len(piece)
+            if flag is not None and flag[()]:
+                broke = True   # (no piece after it)
+                break
+        results = entry.results(current, None if trip is None else trip[:done])
     finally:
         _keep(kept, key, entry)
     RUNS[0] += 1
     STRIP_RUNS[0] += bool(entry.program.strips)
+    if trip is not None and done < len(trip) and not broke:
+        return Resumed(results, trip[done:])
     return results
+
+
+class Resumed(list):
+    """The carried values after the first pieces of a loop with a break (``_pieces``),
+    where a later piece's dry run failed: the host loop runs the iterations ``rest`` from
+    them (and does what NumPy does there)."""
+
+    def __init__(self, values: list[Any], rest: range) -> None:
+        super().__init__(values)
+        self.rest = rest
+
+
+#: the first piece of a loop with a break whose dry run walks every iteration
+_FIRST_PIECE = 64
+
+
+def _pieces(entry: Compiled, call: RegionCall, trip: range | None) -> Any:
+    """The parts of ``trip`` the driver runs one after the other: the whole range, or for
+    a loop with a break whose top loop holds loops (its dry run visits each of its
+    iterations, where a range of an innermost loop is proven at its two ends) pieces
+    doubling in length: each proven before it runs, the proofs never walk much more
+    than the iterations before the break (``range(max_iter)`` of 10**9, a break at 100)."""
+    if trip is None or call.region.exit < 0 or entry.passed is None \
+            or not call.body.regions:
+        yield trip
+        return
+    done, size = 0, _FIRST_PIECE
+    while done < len(trip):
+        yield trip[done:done + size]
+        done, size = done + size, size * 2
+
+
+def _proven(entry: Compiled, piece: range | None) -> bool:
+    """Whether a dry run proves every iteration's views in ``piece`` (its bounds put in),
+    its answer kept per range."""
+    if entry.passed is None:   # no checks
+        return True
+    bounds = (piece.start, piece.stop) if piece is not None else (0, 0)
+    passed = entry.passed.get(bounds)
+    if passed is None:
+        passed = not _native_run(entry.code, entry.work, MAX_DEPTH, 1)
+        if len(entry.passed) >= 16:
+            entry.passed.clear()
+        entry.passed[bounds] = passed
+    return passed
 
 
 def _keep(kept: dict, key: tuple, entry: Compiled | str) -> None:

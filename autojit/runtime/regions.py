@@ -190,9 +190,9 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
         if stop_at >= 0 and bool(_scalar(carried[stop_at])):
             trip = range(start, start, step)   # broken before the loop (a peeled iteration)
         native = run_native_region(backend, call, body_programs, current, trip, sizes)
-        if native is not None:
-            carried = native
-        elif stop_at >= 0:   # a break: stop after the iteration that sets the flag
+        if native is not None:   # (all of it, or a first part: ``Resumed``)
+            carried, trip = list(native), getattr(native, "rest", range(0))
+        if stop_at >= 0:   # a break: stop after the iteration that sets the flag
             for i in trip:
                 carried = list(iterate([i, *carried, *captured]))
                 if bool(_scalar(carried[stop_at])):

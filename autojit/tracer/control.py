@@ -20,9 +20,9 @@ Interface (fixed for issue 15's helpers; the bodies are filled in by the convert
 
 Added by the convert branch (wave 3): ``convert(fn, *args)`` for the source's ``int(v)``,
 ``float(v)``, ``bool(v)``, ``len(v)``, ``max(a, b)``, ``min(a, b)``; ``flag(value)`` and
-``unset(*flags)`` for the flags ``break``/``continue`` become; ``Names.flags``, a range
-loop's own carried break flag (the region it becomes stops after the iteration that sets
-it: ``Region.exit``). Inside a body the region tracer traces (``_BodyCall``), an
+``unset(*flags)`` for the flags ``break``/``continue`` become; ``Names.flags``, a loop's
+own carried break flag (the region a range loop becomes stops after the iteration that
+sets it: ``Region.exit``). Inside a body the region tracer traces (``_BodyCall``), an
 ``if`` on a Python scalar is offered as a select and jump flags are graph bools.
 ``call(fn, *args, **kwargs)``: a call of a name or attribute of the source (``helper(n, a)``).
 """
@@ -66,9 +66,10 @@ class Names:
     captured: tuple[str, ...]
     file: str = ""
     line: int = 0
-    #: a range loop's own carried break flag (``convert._Jumps``; an inner loop's is not
-    #: one): a graph bool for the region tracer, whose region stops after the iteration
-    #: that sets it (``Region.exit``); where Python runs the loop it stops once it is set
+    #: a loop's own carried break flag (``convert._Jumps``; an inner loop's is not one):
+    #: a graph bool for the region tracer; a range loop's region stops after the
+    #: iteration that sets it (``Region.exit``), a while loop's condition reads it; where
+    #: Python runs a range loop it stops once it is set
     flags: tuple[str, ...] = ()
 
 
@@ -175,7 +176,10 @@ def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
                captured: tuple, names: Names) -> tuple:
     """``while cond(carried, captured): carried = body(carried, captured)``."""
     if _traced(carried, captured):
-        result = regions.trace_while(_BodyCall(cond), _BodyCall(body), carried, captured,
+        flags = [k for k, n in enumerate(getattr(names, "carried", ()))
+                 if n in getattr(names, "flags", ())]   # (a graph bool, as a range loop's)
+        graph = tuple(_graph_flag(v) if k in flags else v for k, v in enumerate(carried))
+        result = regions.trace_while(_BodyCall(cond), _BodyCall(body), graph, captured,
                                      names)
         if result is not NotImplemented:
             return result

@@ -692,13 +692,8 @@ class _Jumps:
 
     def guarded_stmt(self, s: ast.stmt, flags: dict[type, str], loop: ast.AST
                      ) -> tuple[ast.stmt, bool]:
-        if isinstance(s, ast.Continue) or (isinstance(s, ast.Break)
-                                           and isinstance(loop, ast.For)):
+        if isinstance(s, (ast.Continue, ast.Break)):
             return _flag_setting(flags[type(s)], True, s), True
-        if isinstance(s, ast.Break):   # a plain bool: the while condition reads it (not ...)
-            return ast.copy_location(ast.Assign([ast.copy_location(
-                ast.Name(flags[type(s)], ast.Store()), s)], ast.copy_location(
-                ast.Constant(True), s)), s), True
         if isinstance(s, (ast.For, ast.While, ast.AsyncFor)):
             if _own_jumps(s.orelse):
                 raise _NotLowered
@@ -749,14 +744,22 @@ def _break_flag(target: str) -> str:
 
 
 def _own_break_flag(s: ast.stmt, plan: _Plan) -> tuple[str, ...]:
-    """A range loop's own break flag (its target ``__aj_for_N``, ``_Jumps.loop``), as
-    ``Names.flags``: the region stops after the iteration that sets it, Python's loop
-    there breaks. An inner loop's flag the body also rebinds is not it (an inner break
-    leaves only the inner loop)."""
-    if not (isinstance(s, ast.For) and isinstance(s.target, ast.Name)
-            and s.target.id.startswith(f"{_PREFIX}for_")):
+    """A loop's own break flag, as ``Names.flags``: a range loop's (its target
+    ``__aj_for_N``, ``_Jumps.loop``: the region stops after the iteration that sets it,
+    Python's loop there breaks), a while loop's (its test ``not __aj_brk_N and ...``: a
+    graph bool like the for loop's, the condition reads it). An inner loop's flag the
+    body also rebinds is not it (an inner break leaves only the inner loop)."""
+    if isinstance(s, ast.For) and isinstance(s.target, ast.Name) \
+            and s.target.id.startswith(f"{_PREFIX}for_"):
+        flag = _break_flag(s.target.id)
+    elif isinstance(s, ast.While) and isinstance(s.test, ast.BoolOp) \
+            and isinstance(s.test.op, ast.And) and isinstance(s.test.values[0], ast.UnaryOp) \
+            and isinstance(s.test.values[0].op, ast.Not) \
+            and isinstance(s.test.values[0].operand, ast.Name) \
+            and s.test.values[0].operand.id.startswith(f"{_PREFIX}brk_"):
+        flag = s.test.values[0].operand.id
+    else:
         return ()
-    flag = _break_flag(s.target.id)
     return (flag,) if flag in plan.carried else ()
 
 
