@@ -31,10 +31,10 @@ At the top of the nest, carried values live in buffers of their own (each iterat
 next version copied back) and a ``while`` runs its body while the condition byte its
 last result is copied into is set; a ``for`` with a ``break`` (``Region.exit``), at any
 depth of the nest, begins its body with an EXIT record on its break flag's buffer: the
-loop stops after the iteration that sets it. The dry run of a top loop holding loops
-visits each of its iterations: with a break it proves and runs the range in doubling
-pieces (``_pieces``: ``range(10**9)`` broken at 100 proves ~200 iterations), the host
-loop running the rest where a later piece is not proven (``Resumed``). Bodies the driver does
+loop stops after the iteration that sets it; its range is proven and run in doubling
+pieces (``_pieces``: the iterations past the break need not be valid, and a dry run of a
+top loop holding loops visits each of its iterations), the host loop running the rest
+where a later piece is not proven (``Resumed``). Bodies the driver does
 not take keep the host loop: carried values or ``while`` in an inner loop, host
 decisions, sizes from Python ints, host prologue steps other than int ``+ - *``
 (``x[i - 1]`` is affine), views whose bounds are not affine in the indices
@@ -1296,18 +1296,19 @@ class Resumed(list):
         self.rest = rest
 
 
-#: the first piece of a loop with a break whose dry run walks every iteration
-_FIRST_PIECE = 64
+#: the first piece of a loop with a break whose views are checked (``_pieces``)
+_FIRST_PIECE = 8
 
 
 def _pieces(entry: Compiled, call: RegionCall, trip: range | None) -> Any:
     """The parts of ``trip`` the driver runs one after the other: the whole range, or for
-    a loop with a break whose top loop holds loops (its dry run visits each of its
-    iterations, where a range of an innermost loop is proven at its two ends) pieces
-    doubling in length: each proven before it runs, the proofs never walk much more
-    than the iterations before the break (``range(max_iter)`` of 10**9, a break at 100)."""
-    if trip is None or call.region.exit < 0 or entry.passed is None \
-            or not call.body.regions:
+    a loop with a break whose views are checked pieces doubling in length, each proven
+    before it runs. A dry run proves every iteration of its range: the iterations past
+    the break need not be valid (``x[i]`` of ``range(max_iter)`` stops being one), and a
+    top loop holding loops is visited at each of its iterations (an innermost one at its
+    two ends): the proofs never walk much more than the iterations before the break
+    (``range(10**9)``, a break at 100)."""
+    if trip is None or call.region.exit < 0 or entry.passed is None:
         yield trip
         return
     done, size = 0, _FIRST_PIECE
@@ -1325,7 +1326,7 @@ def _proven(entry: Compiled, piece: range | None) -> bool:
     passed = entry.passed.get(bounds)
     if passed is None:
         passed = not _native_run(entry.code, entry.work, MAX_DEPTH, 1)
-        if len(entry.passed) >= 16:
+        if len(entry.passed) >= 64:   # (a range's pieces: up to 60)
             entry.passed.clear()
         entry.passed[bounds] = passed
     return passed

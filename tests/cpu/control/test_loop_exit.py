@@ -386,3 +386,21 @@ def test_writes_of_the_breaking_iteration_happen_and_later_ones_not():
              for n, limit in ((10**9, 20.0), (0, 1.0), (1, -1.0), (2, 1.0), (50, 1e9),
                               (10**6, 100.0))]
     _compiled_once(assert_calls_match_numpy(write_then_break, calls))
+
+
+def write_rows_until(out, x, n, limit):
+    for i in range(n):
+        out[i] = out[i] + x
+        if np.max(out[i]) > limit:
+            break
+        out[i + 1] = out[i] + 0.5
+    return out
+
+
+def test_the_driver_writes_rows_until_the_break(driver_runs):
+    # ``out[i]`` of i past the break leaves the array: only the pieces before it are proven
+    calls = [(np.zeros((16, 3)), np.arange(3.0), n, limit)
+             for n, limit in ((10**9, 10.0), (0, 1.0), (1, -1.0), (3, 1e9), (10**6, 0.5))]
+    jitted = assert_calls_match_numpy(write_rows_until, calls)
+    assert driver_runs() == len(calls), native_region.DECLINED[0]
+    _compiled_once(jitted)
