@@ -605,9 +605,10 @@ class _NotLowered(Exception):
 
 
 class _Jumps:
-    """Rewrites ``continue`` and ``break`` in a range or while loop into flags: ``continue``
-    sets ``__aj_cont_N`` (cleared as each iteration starts), ``break`` sets ``__aj_brk_N``
-    (a while condition becomes ``not __aj_brk_N and (test)``; a range loop stops after
+    """Rewrites ``continue`` and ``break`` in a range or while loop into flags (``ctl.flag``:
+    graph bools in a body the region tracer traces): ``continue`` sets ``__aj_cont_N``
+    (cleared as each iteration starts), ``break`` sets ``__aj_brk_N`` (a while condition
+    becomes ``not __aj_brk_N and (test)``; a range loop stops after
     the iteration that sets it: its target ``__aj_for_N``, see ``_own_break_flag``), and
     the statements after one that may set a flag run under ``if
     not flag`` (``control.unset``). Python's meaning is kept; the loop then has no jump of
