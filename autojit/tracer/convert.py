@@ -630,11 +630,17 @@ class _Jumps:
         return out
 
     def loop(self, s: ast.For | ast.While) -> list[ast.stmt]:
-        if s.orelse or (isinstance(s, ast.For) and not _is_range_loop(s)):
+        """The loop with its jumps as flags; its ``else`` (which runs where no ``break``
+        ended the loop) after it, under ``if ctl.unset(brk)`` where it has a break."""
+        if isinstance(s, ast.For) and not _is_range_loop(s):
             return [s]
         kinds = {type(j) for j in _own_jumps(s.body)}
         if not kinds:
-            return [s]
+            if not s.orelse:
+                return [s]
+            plain = type(s)(**{f: getattr(s, f) for f in s._fields})
+            plain.orelse = []
+            return [ast.copy_location(plain, s), *s.orelse]
         k = next(self.counter)
         flags = {ast.Break: f"{_PREFIX}brk_{k}", ast.Continue: f"{_PREFIX}cont_{k}"}
         flags = {kind: flags[kind] for kind in kinds}
@@ -653,7 +659,7 @@ class _Jumps:
         if ast.Continue in flags:
             body = [_flag_setting(flags[ast.Continue], False, s), *body]
         new = type(s)(**{f: getattr(s, f) for f in s._fields})
-        new.body = body
+        new.body, new.orelse = body, []
         if ast.Break in flags and isinstance(s, ast.For):
             # the loop stops after the iteration that sets the flag: the region's runners
             # (Region.exit), control.for_range where Python runs it (Names.flags), the
@@ -672,6 +678,12 @@ class _Jumps:
                 at(ast.UnaryOp(ast.Not(), at(ast.Name(flags[ast.Break], ast.Load())))),
                 s.test]), s.test)   # type: ignore[union-attr]
         out.append(at(new))
+        if s.orelse and ast.Break in flags:
+            where = s.orelse[0]
+            out.append(ast.copy_location(ast.If(_ctl_call("unset", [ast.copy_location(
+                ast.Name(flags[ast.Break], ast.Load()), where)], where), s.orelse, []), where))
+        else:
+            out.extend(s.orelse)
         return out
 
     def guarded(self, stmts: list[ast.stmt], flags: dict[type, str], loop: ast.AST

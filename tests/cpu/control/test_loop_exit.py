@@ -404,3 +404,92 @@ def test_the_driver_writes_rows_until_the_break(driver_runs):
     jitted = assert_calls_match_numpy(write_rows_until, calls)
     assert driver_runs() == len(calls), native_region.DECLINED[0]
     _compiled_once(jitted)
+
+
+# -- a loop's else: it runs where no break ended the loop ------------------------------------
+def find_first_above(x, n, t):
+    found = x[0] * 0.0 - 1.0
+    for i in range(n):
+        if x[i % 4] > t:
+            found = x[i % 4] * 1.0
+            break
+    else:
+        found = np.sum(x) * 0.0 - 2.0
+    return found
+
+
+def test_a_for_else_runs_where_the_loop_did_not_break():
+    x = np.array([0.5, 2.0, 3.0, 1.0])
+    _compiled_once(assert_calls_match_numpy(find_first_above, [
+        (x, 10**6, 2.5), (x, 3000, 9.0), (x, 0, 1.0), (x, 1, 2.5), (x, 2, 0.1),
+        (x, 50, 9.0)]))
+
+
+def doubled_after(x, n):
+    acc = x * 0.0
+    for i in range(n):
+        acc = acc + x
+    else:
+        acc = acc * 2.0
+    return acc
+
+
+def halved_until(x, tol):
+    k = 0
+    while k < 10:
+        x = x * 0.5
+        if np.max(x) < tol:
+            break
+        k += 1
+    else:
+        x = x - 1.0
+    return x, k
+
+
+def test_an_else_without_a_break_and_a_while_else():
+    x = np.array([0.5, 2.0, 3.0, 1.0])
+    _compiled_once(assert_calls_match_numpy(doubled_after, [(x, 3), (x, 0), (x, 1)]))
+    _compiled_once(assert_calls_match_numpy(halved_until, [(x, 1.0), (x, 1e-9), (x, 1e9)]))
+
+
+def search_else(n, t):
+    for i in range(n):
+        if i * i > t:
+            break
+    else:
+        i = -1
+    return i
+
+
+def else_holding_an_outer_break(n):
+    out = []
+    for j in range(n):
+        for i in range(3):
+            if i == j:
+                break
+        else:
+            out.append(j)
+            if j > 4:
+                break   # the outer loop's
+    return out
+
+
+def while_else_counter(n):
+    k = 0
+    while k < n:
+        k += 1
+        if k == 3:
+            break
+    else:
+        k = -k
+    return k
+
+
+@pytest.mark.parametrize("fn,calls", [
+    (search_else, [(0, 5), (2, 5), (10, 5), (10, 500)]),
+    (else_holding_an_outer_break, [(0,), (3,), (5,), (9,)]),
+    (while_else_counter, [(0,), (2,), (3,), (7,)]),
+])
+def test_a_loop_else_means_what_python_s_does(fn, calls):
+    from tests.cpu.control.test_convert_semantics import assert_same
+    assert_same(fn, *calls)
