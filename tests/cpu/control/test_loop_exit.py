@@ -493,3 +493,34 @@ def while_else_counter(n):
 def test_a_loop_else_means_what_python_s_does(fn, calls):
     from tests.cpu.control.test_convert_semantics import assert_same
     assert_same(fn, *calls)
+
+
+def sweep_until_still(a, tol):
+    err = np.max(a) * 0.0 + 1.0
+    while err > tol:
+        old = a.copy()
+        for r in range(1, a.shape[0]):
+            a[r] = 0.5 * (a[r] + a[r - 1])
+            if a[r, 0] > 100.0:
+                break
+        err = np.max(np.abs(a - old))
+    return a, err
+
+
+def add_rows_backwards(out, x, n, limit):
+    for i in range(n - 1, -1, -1):
+        out[i] = out[i] + x
+        if np.max(out[i]) > limit:
+            break
+    return out
+
+
+def test_the_driver_stops_a_for_in_a_while_and_a_reversed_range(driver_runs):
+    # a for loop in a while body runs in the driver's run_block: its EXIT ends only it;
+    # a reversed range's pieces walk down
+    jitted = assert_calls_match_numpy(sweep_until_still, [(_grid(), 1e-3), (_grid() * 100, 1e-3)])
+    _compiled_once(jitted)
+    rows = [(np.zeros((40, 3)), np.arange(3.0), n, limit)
+            for n, limit in ((40, 1e9), (40, -1.0), (3, 1.0), (0, 1.0), (25, 3.0))]
+    _compiled_once(assert_calls_match_numpy(add_rows_backwards, rows))
+    assert driver_runs() == 7, native_region.DECLINED[0]
