@@ -71,10 +71,12 @@ class _NotScalar(Exception):
 
 
 def native_loop(region: Region, name: str) -> NativeLoop | None:
-    """Return the region as one kernel, or None when its body is not scalar work; a loop
-    with a ``break`` (``Region.exit``) is not taken (one kernel runs the whole range:
-    it cannot stop at the break; the native driver's records can)."""
-    if region.kind != "for" or region.copied or region.exit >= 0:
+    """Return the region as one kernel, or None when its body is not scalar work. A loop
+    with a ``break`` (``Region.exit``) is guarded on its flag: an iteration that starts
+    with it set keeps every carried value and stores back what each element it writes
+    held, so a range run on past the break computes what stopping there does (the runner
+    launches it on doubling pieces of the range, stopping after the piece that breaks)."""
+    if region.kind != "for" or region.copied:
         return None
     try:
         return _Emitter(region, name).emit()
@@ -126,6 +128,7 @@ class _Emitter:
         self.recurs: dict[int, int] = {}   # carried body parameter -> its RECUR
         self.args = {n.attr("index"): n.id for n in self.graph.nodes if n.op is Op.ARG}
         self.affine = _affine_steps(self.graph)
+        self.guard: int | None = None   # the break flag as the iteration starts
 
     def _scalar(self, param: int, dtype: np.dtype) -> int:
         """A scalar parameter holding body parameter ``param`` in ``dtype`` (a Python int
@@ -220,10 +223,15 @@ class _Emitter:
             if region_view.op is not Op.VIEW:
                 raise _NotScalar
             param, key = self._key(region_view)
-            buffer = self._buffer(("access", Access(param, key)), region_view.type.dtype,
-                                  (None,), self.args[param], output=True)
-            value = self.values[node.inputs[1]]
-            kb.store(buffer, kb.cast(value, region_view.type.dtype))
+            dtype = region_view.type.dtype
+            value = kb.cast(self.values[node.inputs[1]], dtype)
+            if self.guard is not None:   # after the break: the element as it was
+                old = kb.load(self._buffer(("access", Access(param, key)), dtype, (None,),
+                                           self.args[param]))
+                value = kb.graph_op(Op.SELECT, (self.guard, old, value), dtype, {})
+            buffer = self._buffer(("access", Access(param, key)), dtype, (None,),
+                                  self.args[param], output=True)
+            kb.store(buffer, value)
             return None
         info = OP_TABLE.get(op)
         if info is None or info.group not in _ELEMENTWISE or node.type.shape:
@@ -240,6 +248,11 @@ class _Emitter:
 
     def emit(self) -> NativeLoop:
         graph = self.graph
+        if self.region.exit >= 0:
+            flag = 1 + self.region.exit
+            if graph.params[flag].type.dtype != np.bool_:
+                raise _NotScalar
+            self.guard = self._param_of(flag)
         written: set[int] = set()
         for node in graph.nodes:
             if any(i not in self.values and graph.node(i).op is not Op.ARG
@@ -266,7 +279,10 @@ class _Emitter:
             if node.type.dtype != dtype:
                 raise _NotScalar
             self.kb.position(Level.ROW, 0)
-            self.kb.recur_set(recur, self.values[output])
+            value = self.values[output]
+            if self.guard is not None:   # after the break: as it was
+                value = self.kb.graph_op(Op.SELECT, (self.guard, recur, value), dtype, {})
+            self.kb.recur_set(recur, value)
             results.append((j, recur, dtype))
         self.kb.position(Level.OUTER, 0)
         for j, recur, dtype in results:

@@ -58,7 +58,8 @@ class Region:
     #: iteration that breaks; the runners stop after that iteration (and run none where it
     #: is set before the loop). -1: the loop runs its whole range. The body is not guarded
     #: on the flag: every runner must stop there (the host loop, the native driver's EXIT
-    #: records, the reference evaluator; ``fuse.native_loop`` does not take such a loop)
+    #: records, the reference evaluator; ``fuse.native_loop``'s kernel guards itself on it
+    #: and runs in pieces, stopping after the piece that breaks)
     exit: int = -1
 
     @property

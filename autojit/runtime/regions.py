@@ -5,10 +5,11 @@ same target: CPU, GPU or emulated CUDA) on the current carried values; the body'
 schedule and sizes are derived once per call, nothing is traced or planned per
 iteration. A ``while`` body returns its next condition last: one scalar read back per
 iteration; a ``for`` body with a ``break`` (``Region.exit``) its break flag, read back
-per iteration likewise, the loop stopping after the iteration that sets it. Writes into
-captured arguments happen in place, in the caller's arrays; a
-captured computed value the body writes into gets a copy of its own first (the body's
-parameter), which its CARRY then holds.
+per iteration likewise, the loop stopping after the iteration that sets it (a native
+loop's kernel, guarded on the flag, runs on doubling pieces of the range: ``_run_pieces``).
+Writes into captured arguments happen in place, in the caller's arrays; a captured
+computed value the body writes into gets a copy of its own first (the body's parameter),
+which its CARRY then holds.
 """
 
 from __future__ import annotations
@@ -153,16 +154,23 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
         current.append(value)
     body_programs = programs[call.offset:call.offset + len(body.kernels)]
     carried_count = len(region.carried)
-    if call.native is not None and backend.name in _NATIVE_TARGETS and region.exit < 0:
+    rest = None   # the iterations the native loop left to the host loop
+    if call.native is not None and backend.name in _NATIVE_TARGETS:
         start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
         kernel = kernels[call.native_index] if kernels else call.native.kernel
-        results = _run_native(backend, call.native, kernel, programs[call.native_index],
-                              current, range(start, stop, step), sizes)
-        if results is not None:   # then the scratch arrays it wrote, its own copies
-            results += [current[k] for k in region.private]
+        native = (backend, call.native, kernel, programs[call.native_index])
+        if region.exit < 0:
+            results = _run_native(*native, current, range(start, stop, step), sizes)
+        else:
+            results, rest = _run_pieces(native, current, range(start, stop, step), sizes,
+                                        region.exit)
+        if results is not None and not rest:   # then the scratch arrays it wrote, its
+            results += [current[k] for k in region.private]   # own copies
             for slot, result in zip(slots.carries, results):
                 values[slot] = result
             return
+        if results is not None:
+            current[:carried_count] = results
     carried, captured = current[:carried_count], current[carried_count:]
     body_sizes = sizes   # the body's own sizes too (binding._bind_regions, per call)
     prologue = bool(graph.prologue)
@@ -185,7 +193,7 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
 
     if region.kind == "for":
         start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
-        trip = range(start, stop, step)
+        trip = range(start, stop, step) if rest is None else rest
         stop_at = region.exit
         if stop_at >= 0 and bool(_scalar(carried[stop_at])):
             trip = range(start, start, step)   # broken before the loop (a peeled iteration)
@@ -238,6 +246,34 @@ def _element(array: Any, key: tuple[Any, ...], trip: range, current: Sequence[An
         first.append(low)
     start = array[(*first, Ellipsis)]
     return np.lib.stride_tricks.as_strided(start, (len(trip),), (stride,))
+
+
+#: the first piece of a native loop with a break (``_run_pieces``)
+_FIRST_PIECE = 4096   # (past a break at once: ~20 us of a scalar body's iterations)
+
+
+def _run_pieces(native: tuple, current: list[Any], trip: range, sizes: dict[str, int],
+                exit_: int) -> tuple[list[Any] | None, range | None]:
+    """Run a native loop with a break (its kernel guarded on the flag: iterations past
+    the break change nothing) on doubling pieces of ``trip``, stopping after the piece
+    whose iterations set the flag: the work past the break is at most the work before it.
+    Return the carried values and the iterations left to the host loop (a piece whose
+    elements leave their arrays), or (None, None) where none ran."""
+    if not trip or bool(_scalar(current[exit_])):
+        return None, None
+    results, done, size = None, 0, _FIRST_PIECE
+    while done < len(trip):
+        piece = trip[done:done + size]
+        found = _run_native(*native, current, piece, sizes)
+        if found is None:
+            break
+        results, current = found, [*found, *current[len(found):]]
+        done, size = done + len(piece), size * 2
+        if bool(_scalar(found[exit_])):
+            return results, None
+    if results is None:
+        return None, None
+    return results, (trip[done:] if done < len(trip) else None)
 
 
 def _run_native(backend: Any, native: NativeLoop, kernel: Any, program: Any,

@@ -524,3 +524,67 @@ def test_the_driver_stops_a_for_in_a_while_and_a_reversed_range(driver_runs):
             for n, limit in ((40, 1e9), (40, -1.0), (3, 1.0), (0, 1.0), (25, 3.0))]
     _compiled_once(assert_calls_match_numpy(add_rows_backwards, rows))
     assert driver_runs() == 7, native_region.DECLINED[0]
+
+
+# -- the native loop (one kernel of a scalar body): guarded on the flag, run in pieces --------
+@pytest.fixture
+def kernel_pieces(monkeypatch):
+    """The trip lengths the native loop kernel ran (None: a piece it could not run)."""
+    import autojit.runtime.regions as regions_module
+    ran = []
+    original = regions_module._run_native
+
+    def counting(*args, **kwargs):
+        result = original(*args, **kwargs)
+        ran.append(None if result is None else len(args[5]))
+        return result
+    monkeypatch.setattr(regions_module, "_run_native", counting)
+    monkeypatch.setattr(regions_module, "_FIRST_PIECE", 4)
+    return ran
+
+
+def weighted_until(x, t):
+    acc = x[0] * 0.0
+    for i in range(len(x)):
+        acc = acc + x[i] * i   # (the index as a float: the driver does not take it)
+        if acc > t:
+            break
+    return acc
+
+
+def test_a_scalar_loop_with_a_break_is_one_kernel_in_pieces(kernel_pieces):
+    x = np.linspace(0.0, 1.0, 40)
+    jitted = assert_calls_match_numpy(weighted_until, [(x, 1e9), (x, 2.0), (x, -1.0),
+                                                       (x[:3], 0.1), (x, 0.0)])
+    assert jitted.inspect(x, 1.0).plan.regions[0].native is not None
+    # pieces of 4, 8, 16, then the 12 left: the whole range; breaks at i = 6, 0, 2 and 1
+    # (the iterations of a piece past the break are guarded: they change nothing)
+    assert kernel_pieces == [4, 8, 16, 12, 4, 8, 4, 3, 4]
+    _compiled_once(jitted)
+
+
+def negate_until(x, y, n, t):
+    for i in range(n):
+        v = -x[i] * 2.0
+        y[i] = v   # the breaking iteration's write happens, none after it
+        if v < t:
+            break
+    return y
+
+
+def test_writes_of_a_guarded_kernel_stop_at_the_break(kernel_pieces):
+    x = np.linspace(0.0, 1.0, 30)
+    calls = [(x, np.ones(30), n, t) for n, t in ((30, -1.0), (30, -9.0), (0, 1.0), (1, 1.0),
+                                                  (2, -0.01), (30, 0.5))]
+    jitted = assert_calls_match_numpy(negate_until, calls)
+    assert jitted.inspect(*calls[0]).plan.regions[0].native is not None
+    assert kernel_pieces and all(p is not None for p in kernel_pieces)
+    _compiled_once(jitted)
+
+
+def test_a_kernel_piece_past_the_arrays_is_the_host_loop_s(kernel_pieces):
+    # range(10**9) over y[i]: the pieces in range run as the kernel, the one leaving y
+    # ([28, 60)) does not run (None), the host loop goes on from there to the break at 28
+    x = np.linspace(0.0, 1.0, 30)
+    _compiled_once(assert_calls_match_numpy(negate_until, [(x, np.ones(30), 10**9, -1.9)]))
+    assert kernel_pieces == [4, 8, 16, None]
