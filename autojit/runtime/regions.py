@@ -256,9 +256,10 @@ def _run_pieces(native: tuple, current: list[Any], trip: range, sizes: dict[str,
                 exit_: int) -> tuple[list[Any] | None, range | None]:
     """Run a native loop with a break (its kernel guarded on the flag: iterations past
     the break change nothing) on doubling pieces of ``trip``, stopping after the piece
-    whose iterations set the flag: the work past the break is at most the work before it.
-    Return the carried values and the iterations left to the host loop (a piece whose
-    elements leave their arrays), or (None, None) where none ran."""
+    whose iterations set the flag: the iterations past the break are at most as many as
+    those before it, or the first piece's. Return the carried values and the iterations
+    left to the host loop (a piece whose elements leave their arrays), or (None, None)
+    where none ran."""
     if not trip or bool(_scalar(current[exit_])):
         return None, None
     results, done, size = None, 0, _FIRST_PIECE
