@@ -133,9 +133,15 @@ def _owned(result: Any, inputs: Sequence[Any]) -> bool:
 
 def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
                slots: RegionSlots, programs: Sequence[Any], values: list[Any],
-               sizes: dict[str, int], kernels: Sequence[Any] = ()) -> None:
+               sizes: dict[str, int], kernels: Sequence[Any] = (),
+               guard: tuple[Callable[[], None], bool] | None = None) -> None:
     """Run ``call``'s loop on the outer call's ``values``; store its CARRYs. ``kernels``:
-    the outer plan's (its native kernel as the plan holds it, renamed or not)."""
+    the outer plan's (its native kernel as the plan holds it, renamed or not). ``guard``
+    (``schedule._Guard``): its copy of the written arguments, taken before the host loop
+    (which may meet ``RegionMiss``) or, where a later loop may, before this one writes;
+    not for a loop run natively whole when none follows (nothing can miss after it)."""
+    if guard is not None and guard[1]:
+        guard[0]()
     region, body = call.region, call.body
     graph = body.graph
     inputs = [values[s] for s in slots.inputs]
@@ -162,6 +168,7 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
                 values[slot] = result
             return
     carried, captured = current[:carried_count], current[carried_count:]
+    take = None if guard is None else guard[0]
     body_sizes = sizes   # the body's own sizes too (binding._bind_regions, per call)
     prologue = bool(graph.prologue)
     dynamic = has_dynamic_sizes(body)
@@ -188,6 +195,8 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
         if native is not None:
             carried = native
         else:
+            if take is not None:
+                take()
             for i in trip:
                 carried = list(iterate([i, *carried, *captured]))
     else:
@@ -197,6 +206,8 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
         if native is not None:
             carried = native
         else:
+            if take is not None:
+                take()
             while bool(_scalar(condition)):
                 results = iterate([*carried, *captured])
                 carried, condition = list(results[:-1]), results[-1]
