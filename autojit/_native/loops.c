@@ -45,6 +45,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 #include <stdint.h>
 #include <limits.h>
 #include <string.h>
@@ -406,12 +408,155 @@ static PyObject *py_run(PyObject *mod, PyObject *args) {
     return PyLong_FromLong(result);
 }
 
+/* The per-call part of a kept program (native_region.Compiled.bind, _layout): what a
+ * warm call of a loop would otherwise pay in Python for every argument. */
+
+/* An array's memory extents [low, high) in bytes, as np.may_share_memory bounds them
+ * (an empty array: low == high). */
+static void extents(PyArrayObject *a, char **low, char **high) {
+    char *lo = PyArray_BYTES(a), *hi = lo;
+    int nd = PyArray_NDIM(a);
+    npy_intp *shape = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 0) {
+            *low = *high = lo;
+            return;
+        }
+        if (strides[d] > 0) hi += strides[d] * (shape[d] - 1);
+        else lo += strides[d] * (shape[d] - 1);
+    }
+    *low = lo;
+    *high = hi + PyArray_ITEMSIZE(a);
+}
+
+static int may_share(PyObject *a, PyObject *b) {
+    if (!PyArray_Check(a) || !PyArray_Check(b)) return 0;
+    char *al, *ah, *bl, *bh;
+    extents((PyArrayObject *)a, &al, &ah);
+    extents((PyArrayObject *)b, &bl, &bh);
+    if (al == ah || bl == bh) return 0;
+    return al < bh && bl < ah;
+}
+
+static int64_t *words_of(PyObject *obj, Py_ssize_t *count) {
+    if (!PyArray_Check(obj) || PyArray_TYPE((PyArrayObject *)obj) != NPY_INT64
+            || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)obj)) {
+        PyErr_SetString(PyExc_TypeError, "bind: int64 C-contiguous arrays expected");
+        return NULL;
+    }
+    *count = PyArray_SIZE((PyArrayObject *)obj);
+    return (int64_t *)PyArray_DATA((PyArrayObject *)obj);
+}
+
+/* bind(current, overlaps, patches) -> bool: False where a pair (a, b) of ``overlaps``
+ * (a tuple of int pairs) may share memory (np.may_share_memory's bounds), else, for each
+ * (dst, base, words, froms) of ``patches`` (int64 arrays), dst[w] = base[w] + the data
+ * address of current[f] (0: not an array) for w, f in zip(words, froms); True. */
+static PyObject *py_bind(PyObject *mod, PyObject *args) {
+    PyObject *current, *overlaps, *patches;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyTuple_Type, &current, &PyTuple_Type, &overlaps,
+                          &PyTuple_Type, &patches))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(current);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(overlaps); k++) {
+        PyObject *pair = PyTuple_GET_ITEM(overlaps, k);
+        Py_ssize_t a, b;
+        if (!PyArg_ParseTuple(pair, "nn", &a, &b)) return NULL;
+        if (a < 0 || b < 0 || a >= n || b >= n) {
+            PyErr_SetString(PyExc_IndexError, "bind: an overlap pair out of range");
+            return NULL;
+        }
+        if (may_share(PyTuple_GET_ITEM(current, a), PyTuple_GET_ITEM(current, b)))
+            Py_RETURN_FALSE;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(patches); k++) {
+        PyObject *patch;
+        PyObject *dst_obj, *base_obj, *words_obj, *froms_obj;
+        patch = PyTuple_GET_ITEM(patches, k);
+        if (!PyArg_ParseTuple(patch, "OOOO", &dst_obj, &base_obj, &words_obj, &froms_obj))
+            return NULL;
+        Py_ssize_t nd, nb, nw, nf;
+        int64_t *dst = words_of(dst_obj, &nd), *base = words_of(base_obj, &nb);
+        int64_t *words = words_of(words_obj, &nw), *froms = words_of(froms_obj, &nf);
+        if (!dst || !base || !words || !froms) return NULL;
+        if (nw != nf || nb != nd) {
+            PyErr_SetString(PyExc_ValueError, "bind: mismatched patch arrays");
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < nw; i++) {
+            int64_t w = words[i], f = froms[i];
+            if (w < 0 || w >= nd || f < 0 || f >= n) {
+                PyErr_SetString(PyExc_IndexError, "bind: a patch out of range");
+                return NULL;
+            }
+            PyObject *v = PyTuple_GET_ITEM(current, f);
+            int64_t address = PyArray_Check(v)
+                ? (int64_t)(intptr_t)PyArray_DATA((PyArrayObject *)v) : 0;
+            dst[w] = base[w] + address;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
+/* layout(current) -> tuple: per value what a kept program depends on
+ * (native_region._layout): an array's (shape, strides, dtype, writeable, type), an int's
+ * (type, value), anything else its type. */
+static PyObject *py_layout(PyObject *mod, PyObject *current) {
+    if (!PyTuple_Check(current)) {
+        PyErr_SetString(PyExc_TypeError, "layout: a tuple expected");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(current);
+    PyObject *out = PyTuple_New(n);
+    if (!out) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *v = PyTuple_GET_ITEM(current, k), *part;
+        if (PyArray_Check(v)) {
+            PyArrayObject *a = (PyArrayObject *)v;
+            int nd = PyArray_NDIM(a);
+            PyObject *shape = PyTuple_New(nd), *strides = PyTuple_New(nd);
+            if (!shape || !strides) {
+                Py_XDECREF(shape);
+                Py_XDECREF(strides);
+                Py_DECREF(out);
+                return NULL;
+            }
+            for (int d = 0; d < nd; d++) {
+                PyTuple_SET_ITEM(shape, d, PyLong_FromSsize_t(PyArray_DIM(a, d)));
+                PyTuple_SET_ITEM(strides, d, PyLong_FromSsize_t(PyArray_STRIDE(a, d)));
+            }
+            part = Py_BuildValue("(NNOOO)", shape, strides, (PyObject *)PyArray_DESCR(a),
+                                 PyArray_ISWRITEABLE(a) ? Py_True : Py_False,
+                                 (PyObject *)Py_TYPE(v));
+        } else if (PyLong_CheckExact(v) || PyArray_IsScalar(v, Integer)) {
+            PyObject *value = PyNumber_Index(v);
+            part = value ? Py_BuildValue("(ON)", (PyObject *)Py_TYPE(v), value) : NULL;
+        } else {
+            part = (PyObject *)Py_TYPE(v);
+            Py_INCREF(part);
+        }
+        if (!part) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, k, part);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"run", py_run, METH_VARARGS,
      "run(code, work, depth, dry) -> 0, or 1 where a dry run's check fails"},
+    {"bind", py_bind, METH_VARARGS,
+     "bind(current, overlaps, patches) -> False where a pair may share memory, else "
+     "puts each argument's address into the patched words"},
+    {"layout", py_layout, METH_O, "layout(current) -> each value's layout key"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "loops", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit_loops(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_loops(void) {
+    import_array();
+    return PyModule_Create(&module);
+}

@@ -58,6 +58,11 @@ try:
     from autojit._native.loops import run as _native_run
 except ImportError:   # not built: every loop keeps the host loop
     _native_run = None
+try:   # (an extension built before these: the same in Python)
+    from autojit._native.loops import bind as _native_bind
+    from autojit._native.loops import layout as _native_layout
+except ImportError:
+    _native_bind = _native_layout = None
 
 OP_LOOP, OP_KERNEL, OP_DOT, OP_CHECK, OP_COPY, OP_WHILE, OP_PCOPY = 1, 2, 3, 4, 5, 6, 7
 MAX_DEPTH = 4   # loops nested in one driver call (words per affine form after its base)
@@ -891,6 +896,15 @@ class Compiled:
         self.bounds_at = ((2, 3 + MAX_DEPTH), (where[2], where[3 + MAX_DEPTH])) \
             if program.code[:1] == [OP_LOOP] else ((0, 0), (0, 0))
         self.work_at, self.work_from = _columns(program.work_roots)
+        # what ``bind`` patches per call, as ``loops.bind`` takes it: (words, their base
+        # values, the words to patch, the argument whose address each adds)
+        self.patches = tuple(
+            (target, base, at.astype(np.int64), froms.astype(np.int64))
+            for target, base, at, froms in (
+                (self.code, self.code_base, self.code_at, self.code_from),
+                (self.run_code, self.run_base, self.run_at, self.code_from),
+                (self.work, self.work_base, self.work_at, self.work_from)) if len(at))
+        self.overlaps = tuple((int(a), int(b)) for a, b in program.overlaps)
         # the dry run's answer per trip range (no checks: every range passes)
         self.passed: dict[tuple[int, int], bool] | None = {} if program.checks else None
         # the carried values' buffers, whether each is a scalar result, the condition
@@ -909,6 +923,12 @@ class Compiled:
                 buffer[...] = value
         if condition is not None:
             flag[()] = bool(_scalar(condition))
+        if _native_bind is not None and current.__class__ is tuple:
+            if not _native_bind(current, self.overlaps, self.patches):
+                return False
+            for holder, source in program.rewrites:
+                holder[()] = current[source]
+            return True
         for a, b in program.overlaps:
             if np.may_share_memory(current[a], current[b]):
                 return False
@@ -1205,8 +1225,11 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     kept = body.schedule_cache.get("native_programs")
     if kept is None:
         kept = body.schedule_cache["native_programs"] = {}
+    current = tuple(current)
     key = (getattr(backend, "threads", None), row_strips.settings_key(),
-           *_layout(current, trip, sizes))
+           *(_layout(current, trip, sizes) if _native_layout is None else (
+               None if trip is None else trip.step, _native_layout(current),
+               *sizes.items())))
     entry = kept.pop(key, None)
     if entry.__class__ is str:   # this layout keeps the host loop
         kept[key] = DECLINED[0] = entry

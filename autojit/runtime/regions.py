@@ -128,7 +128,41 @@ def _full(backend: Any, value: Any, type_: Any, sizes: dict[str, int], copy: boo
 
 def _owned(result: Any, inputs: Sequence[Any]) -> bool:
     """Whether a body's result is memory of its own (not a region input or a view)."""
-    return getattr(result, "base", None) is None and not any(result is i for i in inputs)
+    if getattr(result, "base", None) is not None:
+        return False
+    return all(result is not value for value in inputs)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What ``run_region`` reads of a loop at every call, derived once per loop: each
+    source as (from the inputs?, its input index or value, the body parameter's type
+    where it is an array else None, whether the body gets a copy of its own), and each
+    bound as (from the inputs?, index or value)."""
+
+    sources: tuple[tuple[bool, Any, Any, bool], ...]
+    bounds: tuple[tuple[bool, Any], ...]
+    programs: slice
+
+
+def _prepared(call: RegionCall) -> _Prepared:
+    found = call.body.schedule_cache.get("region_prepared")
+    if found is None:
+        region, graph = call.region, call.body.graph
+        first_param = 1 if region.kind == "for" else 0
+        params = graph.params[first_param:first_param + len(region.sources)]
+        found = call.body.schedule_cache["region_prepared"] = _Prepared(
+            tuple((kind == "input", what, param.type if param.kind == "array" else None,
+                   k in region.private or k in region.copied)
+                  for k, ((kind, what), param) in enumerate(zip(region.sources, params))),
+            tuple((kind == "input", what) for kind, what in region.bounds),
+            slice(call.offset, call.offset + len(call.body.kernels)))
+    return found
+
+
+def _bound(source: tuple[bool, Any], inputs: Sequence[Any]) -> int:
+    value = inputs[source[1]] if source[0] else source[1]
+    return value if value.__class__ is int else operator.index(_scalar(value))
 
 
 def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
@@ -143,22 +177,18 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
     if guard is not None and guard[1]:
         guard[0]()
     region, body = call.region, call.body
-    graph = body.graph
+    prepared = body.schedule_cache.get("region_prepared") or _prepared(call)
     inputs = [values[s] for s in slots.inputs]
-    sources = region.sources
-    first_param = 1 if region.kind == "for" else 0
-    params = graph.params[first_param:first_param + len(sources)]
     current = []
-    for k, (source, param) in enumerate(zip(sources, params)):
-        value = _value(source, inputs)
-        if param.kind == "array":
-            value = _full(backend, value, param.type, sizes,
-                          k in region.private or k in region.copied)
+    for from_input, what, type_, copy in prepared.sources:
+        value = inputs[what] if from_input else what
+        if type_ is not None:
+            value = _full(backend, value, type_, sizes, copy)
         current.append(value)
-    body_programs = programs[call.offset:call.offset + len(body.kernels)]
+    body_programs = programs[prepared.programs]
     carried_count = len(region.carried)
     if call.native is not None and backend.name in _NATIVE_TARGETS:
-        start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
+        start, stop, step = (_bound(b, inputs) for b in prepared.bounds)
         kernel = kernels[call.native_index] if kernels else call.native.kernel
         results = _run_native(backend, call.native, kernel, programs[call.native_index],
                               current, range(start, stop, step), sizes)
@@ -167,6 +197,24 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
             for slot, result in zip(slots.carries, results):
                 values[slot] = result
             return
+    if region.kind == "for":
+        bounds = prepared.bounds
+        trip = range(_bound(bounds[0], inputs), _bound(bounds[1], inputs),
+                     _bound(bounds[2], inputs))
+        native = run_native_region(backend, call, body_programs, current, trip, sizes)
+    else:
+        condition = _value(region.first, inputs)
+        native = run_native_region(backend, call, body_programs, current, None, sizes,
+                                   condition)
+    if native is not None:
+        results = native + [current[k] for k in region.private]
+        for slot, result in zip(slots.carries, results):
+            if _owned(result, inputs):
+                values[slot] = result
+            else:   # an input (no iteration ran) or a view of one: copied, it is the CARRY's
+                values[slot][...] = result
+        return
+    graph = body.graph
     carried, captured = current[:carried_count], current[carried_count:]
     take = None if guard is None else guard[0]
     body_sizes = sizes   # the body's own sizes too (binding._bind_regions, per call)
@@ -188,29 +236,15 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
             own = {**body_sizes, **found}
         return run_plan(body, body_programs, backend, args, own, memo)
 
+    if take is not None:
+        take()
     if region.kind == "for":
-        start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
-        trip = range(start, stop, step)
-        native = run_native_region(backend, call, body_programs, current, trip, sizes)
-        if native is not None:
-            carried = native
-        else:
-            if take is not None:
-                take()
-            for i in trip:
-                carried = list(iterate([i, *carried, *captured]))
+        for i in trip:
+            carried = list(iterate([i, *carried, *captured]))
     else:
-        condition = _value(region.first, inputs)
-        native = run_native_region(backend, call, body_programs, current, None, sizes,
-                                   condition)
-        if native is not None:
-            carried = native
-        else:
-            if take is not None:
-                take()
-            while bool(_scalar(condition)):
-                results = iterate([*carried, *captured])
-                carried, condition = list(results[:-1]), results[-1]
+        while bool(_scalar(condition)):
+            results = iterate([*carried, *captured])
+            carried, condition = list(results[:-1]), results[-1]
     results = carried + [captured[k - carried_count] for k in region.private]
     for slot, result in zip(slots.carries, results):
         if _owned(result, inputs):
