@@ -1218,13 +1218,16 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     if _native_run is None or getattr(backend, "name", None) != "cpu":
         return None
     body = call.body
-    refusal = _static_refusal(body)
+    cache = body.schedule_cache
+    refusal = cache.get("native_driver")
+    if refusal is None:
+        refusal = _static_refusal(body)
     if refusal:
         DECLINED[0] = refusal
         return None
-    kept = body.schedule_cache.get("native_programs")
+    kept = cache.get("native_programs")
     if kept is None:
-        kept = body.schedule_cache["native_programs"] = {}
+        kept = cache["native_programs"] = {}
     current = tuple(current)
     key = (getattr(backend, "threads", None), row_strips.settings_key(),
            *(_layout(current, trip, sizes) if _native_layout is None else (
@@ -1234,7 +1237,7 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     if entry.__class__ is str:   # this layout keeps the host loop
         kept[key] = DECLINED[0] = entry
         return None
-    if entry is not None and any(a is not b for a, b in zip(entry.programs, programs)):
+    if entry is not None and not all(map(operator.is_, entry.programs, programs)):
         entry = None   # (other compiled kernels: built again)
     if entry is None:
         try:
@@ -1251,21 +1254,24 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
         DECLINED[0] = "a written argument that may overlap another"
         _keep(kept, key, entry)
         return None
+    start, stop = (trip.start, trip.stop) if trip is not None else (0, 0)
     if trip is not None:   # the trip range's bounds, into the outer loop's record
-        if max(abs(trip.start), abs(trip.stop)) > _LIMIT:
+        if max(abs(start), abs(stop)) > _LIMIT:
             _keep(kept, key, entry)
             return None
         (a, b), (c, d) = entry.bounds_at
-        entry.code[a], entry.code[b] = entry.run_code[c], entry.run_code[d] = (
-            trip.start, trip.stop)
+        run_code = entry.run_code
+        run_code[c] = start
+        run_code[d] = stop
     if entry.passed is not None:   # every iteration's views proven, once per trip range
-        bounds = (trip.start, trip.stop) if trip is not None else (0, 0)
-        passed = entry.passed.get(bounds)
-        if passed is None:
+        passed = entry.passed.get((start, stop))
+        if passed is None:   # (the dry run's program: the bounds put in now)
+            if trip is not None:
+                entry.code[a], entry.code[b] = start, stop
             passed = not _native_run(entry.code, entry.work, MAX_DEPTH, 1)
             if len(entry.passed) >= 16:
                 entry.passed.clear()
-            entry.passed[bounds] = passed
+            entry.passed[(start, stop)] = passed
         if not passed:
             DECLINED[0] = "an iteration whose views the affine forms do not describe"
             _keep(kept, key, entry)
@@ -1278,7 +1284,8 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     finally:
         _keep(kept, key, entry)
     RUNS[0] += 1
-    STRIP_RUNS[0] += bool(entry.program.strips)
+    if entry.program.strips:
+        STRIP_RUNS[0] += 1
     return results
 
 

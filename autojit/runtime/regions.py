@@ -114,9 +114,10 @@ def _value(source: tuple[str, Any], inputs: Sequence[Any]) -> Any:
 def _full(backend: Any, value: Any, type_: Any, sizes: dict[str, int], copy: bool) -> Any:
     """``value`` as the body's parameter of ``type_`` expects it: an array of its whole
     shape (a constant or fill is one element, broadcast) and, with ``copy``, its own."""
-    shape = tuple(sizes[d] if d.__class__ is str else d for d in type_.shape)
-    if not copy and getattr(value, "shape", None) == shape and not isinstance(
-            value, np.generic | int | float | bool):
+    shape = tuple([sizes[d] if d.__class__ is str else d for d in type_.shape])
+    if not copy and (value.shape == shape if value.__class__ is np.ndarray else getattr(
+            value, "shape", None) == shape and not isinstance(
+            value, np.generic | int | float | bool)):
         return value
     out = backend.empty(shape, type_.dtype)
     module = getattr(backend, "array_module", None)   # CuPy on the GPU: host values moved
