@@ -15,9 +15,21 @@ from autojit import autoroute
 from autojit.runtime import schedule
 
 
+def _raises_as_numpy(jitted, fn, a: np.ndarray, n: int) -> None:
+    """``jitted(a, n)`` raises NumPy's IndexError, and leaves ``a`` as Python leaves it
+    (the compiled loop's writes put back first: the Python run starts from ``a`` as given;
+    the oracle helper does not compare arguments after an exception)."""
+    given, expected = a.copy(), a.copy()
+    with pytest.raises(IndexError):
+        fn(expected, n)
+    with pytest.raises(IndexError):
+        jitted(given, n)
+    np.testing.assert_array_equal(given, expected)
+
+
 def prefix_fill(a, n):
     for i in range(n):
-        a[i] = np.sum(a[:i]) + 1.0   # IndexError once i reaches len(a)
+        a[i] = a[i] * 2.0 + np.sum(a[:i])   # IndexError once i reaches len(a)
     return a
 
 
@@ -40,11 +52,8 @@ def test_a_loop_the_driver_runs_whole_copies_no_argument(driver_runs) -> None:
 def test_an_iteration_numpy_refuses_after_the_driver_declined_keeps_the_arguments(
         driver_runs) -> None:
     rng = np.random.default_rng(1)
-    jitted = assert_calls_match_numpy(prefix_fill, [
-        (rng.random(8), 5),
-        (rng.random(4), 7),   # NumPy raises IndexError at i == 4, a[:4] written before
-        (rng.random(8), 8),
-    ])
+    jitted = assert_calls_match_numpy(prefix_fill, [(rng.random(8), 5), (rng.random(8), 8)])
+    _raises_as_numpy(jitted, prefix_fill, rng.random(4), 7)   # i == 4: a[:4] written before
     stats = jitted.stats()
     assert stats["routes"]["python"] == 1, stats
     assert stats["compiles"] == 1, stats
@@ -58,11 +67,24 @@ def test_the_arguments_are_copied_only_for_the_host_loop(driver_runs) -> None:
     before, runs = schedule.GUARD_COPIES[0], driver_runs()
     jitted(a.copy(), 6)
     assert (schedule.GUARD_COPIES[0], driver_runs()) == (before, runs + 1)
-    given = a.copy()
-    with pytest.raises(IndexError):
-        jitted(given, 9)   # the host loop, copied first; Python raises as NumPy does
+    _raises_as_numpy(jitted, prefix_fill, a, 9)   # the host loop, copied first
     assert schedule.GUARD_COPIES[0] == before + 1
-    expected = a.copy()
-    with pytest.raises(IndexError):
-        prefix_fill(expected, 9)
-    np.testing.assert_array_equal(given, expected)
+
+
+def two_loops(a, n):
+    for i in range(a.shape[0]):      # the driver runs it whole
+        a[i] = a[i] * 2.0 + np.sum(a[:i])
+    for i in range(n):               # IndexError once i reaches len(a)
+        a[i] = a[i] * 0.5 - np.sum(a[:i])
+    return a
+
+
+def test_a_loop_before_one_that_misses_midway_is_put_back_too(driver_runs) -> None:
+    rng = np.random.default_rng(2)
+    runs = driver_runs()
+    jitted = assert_calls_match_numpy(two_loops, [(rng.random(6), 4), (rng.random(7), 7)])
+    assert driver_runs() > runs
+    _raises_as_numpy(jitted, two_loops, rng.random(5), 8)   # the second loop meets i == 5
+    stats = jitted.stats()
+    assert stats["routes"]["python"] == 1, stats
+    assert stats["compiles"] == 1, stats
