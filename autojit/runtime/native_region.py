@@ -905,6 +905,9 @@ class Compiled:
                 (self.run_code, self.run_base, self.run_at, self.code_from),
                 (self.work, self.work_base, self.work_at, self.work_from)) if len(at))
         self.overlaps = tuple((int(a), int(b)) for a, b in program.overlaps)
+        #: ``bind`` is ``loops.bind`` alone: a for loop with no carried buffers and no
+        #: scalars rewritten (set by ``_compile``)
+        self.simple_bind = False
         # the dry run's answer per trip range (no checks: every range passes)
         self.passed: dict[tuple[int, int], bool] | None = {} if program.checks else None
         # the carried values' buffers, whether each is a scalar result, the condition
@@ -1204,6 +1207,8 @@ def _compile(backend: Any, call: RegionCall, programs: Sequence[Any],
     program.code[at] = len(program.code) - begin
     compiled = Compiled(program, programs)
     compiled.carried = (buffers, scalars, condition, count_word)
+    compiled.simple_bind = (_native_bind is not None and trip is not None
+                            and not program.rewrites and all(b is None for b in buffers))
     return compiled
 
 
@@ -1250,7 +1255,8 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
         except Exception as error:  # noqa: BLE001 (a body not foreseen: the host loop)
             DECLINED[0] = f"internal: {error!r}"
             return None
-    if not entry.bind(current, condition):
+    if not (_native_bind(current, entry.overlaps, entry.patches) if entry.simple_bind
+            else entry.bind(current, condition)):
         DECLINED[0] = "a written argument that may overlap another"
         _keep(kept, key, entry)
         return None

@@ -183,8 +183,9 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
     current = []
     for from_input, what, type_, copy in prepared.sources:
         value = inputs[what] if from_input else what
-        if type_ is not None:
-            value = _full(backend, value, type_, sizes, copy)
+        if type_ is not None and (copy or value.__class__ is not np.ndarray or value.shape != tuple(
+                [sizes[d] if d.__class__ is str else d for d in type_.shape])):
+            value = _full(backend, value, type_, sizes, copy)   # (an array of its shape: as is)
         current.append(value)
     body_programs = programs[prepared.programs]
     carried_count = len(region.carried)

@@ -435,6 +435,11 @@ def _run_steps(plan: Plan, programs: Sequence[Any], backend: Target, args: Seque
         if between and batches[position + 1]:
             _take_views(schedule, values, first_view, position + 1, views)
         for allocation, donor, clear in schedule.allocate[position]:
+            if donor < 0 and not schedule.owner_shapes:   # fresh memory (as _allocate)
+                shape, dtype = schedule.allocations[allocation]
+                values[first + allocation] = fresh[allocation] = empty(
+                    tuple([sizes[d] if d.__class__ is str else d for d in shape]), dtype)
+                continue
             _allocate(empty, schedule, values, first, allocation, donor, clear, sizes, fresh)
         pending = guard is not None and guard.kept is None
         if pending and kind != "region" and position < schedule.last_region:
