@@ -271,6 +271,74 @@ static inline __attribute__((always_inline)) const int64_t *patch_d(
     return p;
 }
 
+/* An innermost loop whose body is only KERNEL and DOT records (LU's, forward
+ * substitution's: a dot product and a 0-d kernel) runs as a tight loop after its first
+ * iteration: the body decoded once per loop entry into its calls and its patches that
+ * move (each word's step), every moved word bumped first (the records' words are their
+ * own: no record reads another's, and no kernel or dot writes the work area), then the
+ * calls in order. What the generic walk does per iteration, without its dispatch. */
+#define INNER_RECORDS 8
+#define INNER_PATCHES 64
+
+typedef struct {
+    int64_t op, fn, a, b;   /* KERNEL: fn, data word, meta word; DOT: fn, kind */
+    const int64_t *fields;  /* DOT: its six field words */
+} Call;
+
+typedef struct {
+    Call calls[INNER_RECORDS];
+    int64_t word[INNER_PATCHES], step[INNER_PATCHES];
+    int ncalls, npatches;
+} Inner;
+
+static inline __attribute__((always_inline)) int decode_inner(const int64_t *p,
+                                                             const int64_t *end, int D,
+                                                             Inner *in) {
+    in->ncalls = in->npatches = 0;
+    while (p < end) {
+        if (in->ncalls >= INNER_RECORDS) return 0;
+        Call *c = &in->calls[in->ncalls++];
+        int64_t count;
+        const int64_t *q;
+        if (p[0] == OP_KERNEL) {
+            c->op = OP_KERNEL; c->fn = p[1]; c->a = p[2]; c->b = p[3];
+            count = p[4]; q = p + 5;
+        } else if (p[0] == OP_DOT) {
+            c->op = OP_DOT; c->b = p[1]; c->fn = p[2]; c->a = 0;
+            count = p[3]; q = p + 4;
+        } else {
+            return 0;
+        }
+        for (int64_t k = 0; k < count; k++, q += 3 + D) {
+            if (q[1] == 0) continue;   /* the same at every iteration: set by the first */
+            if (in->npatches >= INNER_PATCHES) return 0;
+            in->word[in->npatches] = q[0];
+            in->step[in->npatches++] = q[1];
+        }
+        if (c->op == OP_DOT) {
+            c->fields = q;
+            q += 6;
+        }
+        p = q;
+    }
+    return 1;
+}
+
+static inline __attribute__((always_inline)) void run_inner(Machine *m, int64_t *work,
+                                                          const Inner *in, int64_t trips) {
+    for (int64_t t = 0; t < trips; t++) {
+        for (int k = 0; k < in->npatches; k++)
+            work[in->word[k]] += in->step[k];
+        for (int k = 0; k < in->ncalls; k++) {
+            const Call *c = &in->calls[k];
+            if (c->op == OP_KERNEL)
+                ((kernel_fn)(intptr_t)c->fn)((void **)&work[c->a], &work[c->b]);
+            else
+                dot(m, c->b, c->fn, c->fields);
+        }
+    }
+}
+
 static inline __attribute__((always_inline)) int run_fast_d(Machine *m, const int64_t *p,
                                                            const int64_t *end, const int D) {
     Frame stack[MAX_DEPTH + 1];
@@ -302,6 +370,31 @@ static inline __attribute__((always_inline)) int run_fast_d(Machine *m, const in
             int64_t step = p[2 + 2 * width], words = p[3 + 2 * width];
             const int64_t *body = p + 5 + 2 * width;
             if (top > MAX_DEPTH) return 2;
+            Inner inner;
+            if (p[4 + 2 * width] && (step > 0 ? start < stop : start > stop)
+                    && decode_inner(body, body + words, D, &inner)) {
+                int64_t trips = step > 0 ? (stop - start + step - 1) / step
+                                         : (start - stop - step - 1) / -step;
+                x[d] = start;   /* the first iteration: every patch evaluated */
+                const int64_t *q = body;
+                while (q < body + words) {
+                    if (q[0] == OP_KERNEL) {
+                        int64_t count = q[4];
+                        const int64_t *r = patch_d(work, q + 5, count, x, D, 0);
+                        ((kernel_fn)(intptr_t)q[1])((void **)&m->work[q[2]], &m->work[q[3]]);
+                        q = r;
+                    } else {   /* OP_DOT (decode_inner took nothing else) */
+                        int64_t kind = q[1], fn = q[2], count = q[3];
+                        const int64_t *r = patch_d(work, q + 4, count, x, D, 0);
+                        dot(m, kind, fn, r);
+                        q = r + 6;
+                    }
+                }
+                run_inner(m, work, &inner, trips - 1);
+                x[d] = 0;
+                p = body + words;
+                break;
+            }
             if (step > 0 ? start < stop : start > stop) {
                 Frame *f = &stack[top++];
                 f->body = body;
