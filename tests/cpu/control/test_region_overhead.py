@@ -88,3 +88,19 @@ def test_a_loop_before_one_that_misses_midway_is_put_back_too(driver_runs) -> No
     stats = jitted.stats()
     assert stats["routes"]["python"] == 1, stats
     assert stats["compiles"] == 1, stats
+
+
+def dots_of_rows(a, c):
+    out = np.ones(a.shape[0])
+    for i in range(a.shape[0]):
+        out[i] = a[i, :i + 1] @ c[:i + 1]
+    return out
+
+
+def test_a_dot_of_negative_zeros_in_the_tight_inner_loop_is_numpys_positive_zero(
+        driver_runs) -> None:
+    runs = driver_runs()
+    a, c = -np.zeros((5, 5)), np.ones(5)
+    jitted = assert_calls_match_numpy(dots_of_rows, [(a, c), (a, c)])
+    assert driver_runs() == runs + 2
+    assert not np.signbit(jitted(a, c)).any()   # NumPy's 0. + (-0.)
