@@ -104,3 +104,15 @@ def test_a_dot_of_negative_zeros_in_the_tight_inner_loop_is_numpys_positive_zero
     jitted = assert_calls_match_numpy(dots_of_rows, [(a, c), (a, c)])
     assert driver_runs() == runs + 2
     assert not np.signbit(jitted(a, c)).any()   # NumPy's 0. + (-0.)
+
+
+def test_the_native_bind_sees_overlaps_as_np_may_share_memory_does() -> None:
+    from autojit.runtime import native_region
+    if native_region._native_bind is None:
+        pytest.skip("autojit._native.loops is not built with bind")
+    a = np.arange(24.0).reshape(4, 6)
+    pairs = [(a[1:1], a), (a[::-1], a), (a[:2], a[2:]), (a[:3], a[2:]), (a[:, ::2], a[:, 1::2]),
+             (a.T, a), (a[0], a[1]), (np.zeros(3), a), (a[:, 5], a[3, :1])]
+    for x, y in pairs:
+        apart = native_region._native_bind((x, y), ((0, 1),), ())
+        assert apart is (not np.may_share_memory(x, y)), (x.strides, y.strides)
