@@ -50,6 +50,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 #include <stdint.h>
 #include <limits.h>
 #include <string.h>
@@ -284,6 +286,74 @@ static inline __attribute__((always_inline)) const int64_t *patch_d(
     return p;
 }
 
+/* An innermost loop whose body is only KERNEL and DOT records (LU's, forward
+ * substitution's: a dot product and a 0-d kernel) runs as a tight loop after its first
+ * iteration: the body decoded once per loop entry into its calls and its patches that
+ * move (each word's step), every moved word bumped first (the records' words are their
+ * own: no record reads another's, and no kernel or dot writes the work area), then the
+ * calls in order. What the generic walk does per iteration, without its dispatch. */
+#define INNER_RECORDS 8
+#define INNER_PATCHES 64
+
+typedef struct {
+    int64_t op, fn, a, b;   /* KERNEL: fn, data word, meta word; DOT: fn, kind */
+    const int64_t *fields;  /* DOT: its six field words */
+} Call;
+
+typedef struct {
+    Call calls[INNER_RECORDS];
+    int64_t word[INNER_PATCHES], step[INNER_PATCHES];
+    int ncalls, npatches;
+} Inner;
+
+static inline __attribute__((always_inline)) int decode_inner(const int64_t *p,
+                                                             const int64_t *end, int D,
+                                                             Inner *in) {
+    in->ncalls = in->npatches = 0;
+    while (p < end) {
+        if (in->ncalls >= INNER_RECORDS) return 0;
+        Call *c = &in->calls[in->ncalls++];
+        int64_t count;
+        const int64_t *q;
+        if (p[0] == OP_KERNEL) {
+            c->op = OP_KERNEL; c->fn = p[1]; c->a = p[2]; c->b = p[3];
+            count = p[4]; q = p + 5;
+        } else if (p[0] == OP_DOT) {
+            c->op = OP_DOT; c->b = p[1]; c->fn = p[2]; c->a = 0;
+            count = p[3]; q = p + 4;
+        } else {
+            return 0;
+        }
+        for (int64_t k = 0; k < count; k++, q += 3 + D) {
+            if (q[1] == 0) continue;   /* the same at every iteration: set by the first */
+            if (in->npatches >= INNER_PATCHES) return 0;
+            in->word[in->npatches] = q[0];
+            in->step[in->npatches++] = q[1];
+        }
+        if (c->op == OP_DOT) {
+            c->fields = q;
+            q += 6;
+        }
+        p = q;
+    }
+    return 1;
+}
+
+static inline __attribute__((always_inline)) void run_inner(Machine *m, int64_t *work,
+                                                          const Inner *in, int64_t trips) {
+    for (int64_t t = 0; t < trips; t++) {
+        for (int k = 0; k < in->npatches; k++)
+            work[in->word[k]] += in->step[k];
+        for (int k = 0; k < in->ncalls; k++) {
+            const Call *c = &in->calls[k];
+            if (c->op == OP_KERNEL)
+                ((kernel_fn)(intptr_t)c->fn)((void **)&work[c->a], &work[c->b]);
+            else
+                dot(m, c->b, c->fn, c->fields);
+        }
+    }
+}
+
 static inline __attribute__((always_inline)) int run_fast_d(Machine *m, const int64_t *p,
                                                            const int64_t *end, const int D) {
     Frame stack[MAX_DEPTH + 1];
@@ -315,6 +385,31 @@ static inline __attribute__((always_inline)) int run_fast_d(Machine *m, const in
             int64_t step = p[2 + 2 * width], words = p[3 + 2 * width];
             const int64_t *body = p + 5 + 2 * width;
             if (top > MAX_DEPTH) return 2;
+            Inner inner;
+            if (p[4 + 2 * width] && (step > 0 ? start < stop : start > stop)
+                    && decode_inner(body, body + words, D, &inner)) {
+                int64_t trips = step > 0 ? (stop - start + step - 1) / step
+                                         : (start - stop - step - 1) / -step;
+                x[d] = start;   /* the first iteration: every patch evaluated */
+                const int64_t *q = body;
+                while (q < body + words) {
+                    if (q[0] == OP_KERNEL) {
+                        int64_t count = q[4];
+                        const int64_t *r = patch_d(work, q + 5, count, x, D, 0);
+                        ((kernel_fn)(intptr_t)q[1])((void **)&m->work[q[2]], &m->work[q[3]]);
+                        q = r;
+                    } else {   /* OP_DOT (decode_inner took nothing else) */
+                        int64_t kind = q[1], fn = q[2], count = q[3];
+                        const int64_t *r = patch_d(work, q + 4, count, x, D, 0);
+                        dot(m, kind, fn, r);
+                        q = r + 6;
+                    }
+                }
+                run_inner(m, work, &inner, trips - 1);
+                x[d] = 0;
+                p = body + words;
+                break;
+            }
             if (step > 0 ? start < stop : start > stop) {
                 Frame *f = &stack[top++];
                 f->body = body;
@@ -433,12 +528,155 @@ static PyObject *py_run(PyObject *mod, PyObject *args) {
     return PyLong_FromLong(result);
 }
 
+/* The per-call part of a kept program (native_region.Compiled.bind, _layout): what a
+ * warm call of a loop would otherwise pay in Python for every argument. */
+
+/* An array's memory extents [low, high) in bytes, as np.may_share_memory bounds them
+ * (an empty array: low == high). */
+static void extents(PyArrayObject *a, char **low, char **high) {
+    char *lo = PyArray_BYTES(a), *hi = lo;
+    int nd = PyArray_NDIM(a);
+    npy_intp *shape = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] == 0) {
+            *low = *high = lo;
+            return;
+        }
+        if (strides[d] > 0) hi += strides[d] * (shape[d] - 1);
+        else lo += strides[d] * (shape[d] - 1);
+    }
+    *low = lo;
+    *high = hi + PyArray_ITEMSIZE(a);
+}
+
+static int may_share(PyObject *a, PyObject *b) {
+    if (!PyArray_Check(a) || !PyArray_Check(b)) return 0;
+    char *al, *ah, *bl, *bh;
+    extents((PyArrayObject *)a, &al, &ah);
+    extents((PyArrayObject *)b, &bl, &bh);
+    if (al == ah || bl == bh) return 0;
+    return al < bh && bl < ah;
+}
+
+static int64_t *words_of(PyObject *obj, Py_ssize_t *count) {
+    if (!PyArray_Check(obj) || PyArray_TYPE((PyArrayObject *)obj) != NPY_INT64
+            || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)obj)) {
+        PyErr_SetString(PyExc_TypeError, "bind: int64 C-contiguous arrays expected");
+        return NULL;
+    }
+    *count = PyArray_SIZE((PyArrayObject *)obj);
+    return (int64_t *)PyArray_DATA((PyArrayObject *)obj);
+}
+
+/* bind(current, overlaps, patches) -> bool: False where a pair (a, b) of ``overlaps``
+ * (a tuple of int pairs) may share memory (np.may_share_memory's bounds), else, for each
+ * (dst, base, words, froms) of ``patches`` (int64 arrays), dst[w] = base[w] + the data
+ * address of current[f] (0: not an array) for w, f in zip(words, froms); True. */
+static PyObject *py_bind(PyObject *mod, PyObject *args) {
+    PyObject *current, *overlaps, *patches;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyTuple_Type, &current, &PyTuple_Type, &overlaps,
+                          &PyTuple_Type, &patches))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(current);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(overlaps); k++) {
+        PyObject *pair = PyTuple_GET_ITEM(overlaps, k);
+        Py_ssize_t a, b;
+        if (!PyArg_ParseTuple(pair, "nn", &a, &b)) return NULL;
+        if (a < 0 || b < 0 || a >= n || b >= n) {
+            PyErr_SetString(PyExc_IndexError, "bind: an overlap pair out of range");
+            return NULL;
+        }
+        if (may_share(PyTuple_GET_ITEM(current, a), PyTuple_GET_ITEM(current, b)))
+            Py_RETURN_FALSE;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(patches); k++) {
+        PyObject *patch;
+        PyObject *dst_obj, *base_obj, *words_obj, *froms_obj;
+        patch = PyTuple_GET_ITEM(patches, k);
+        if (!PyArg_ParseTuple(patch, "OOOO", &dst_obj, &base_obj, &words_obj, &froms_obj))
+            return NULL;
+        Py_ssize_t nd, nb, nw, nf;
+        int64_t *dst = words_of(dst_obj, &nd), *base = words_of(base_obj, &nb);
+        int64_t *words = words_of(words_obj, &nw), *froms = words_of(froms_obj, &nf);
+        if (!dst || !base || !words || !froms) return NULL;
+        if (nw != nf || nb != nd) {
+            PyErr_SetString(PyExc_ValueError, "bind: mismatched patch arrays");
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < nw; i++) {
+            int64_t w = words[i], f = froms[i];
+            if (w < 0 || w >= nd || f < 0 || f >= n) {
+                PyErr_SetString(PyExc_IndexError, "bind: a patch out of range");
+                return NULL;
+            }
+            PyObject *v = PyTuple_GET_ITEM(current, f);
+            int64_t address = PyArray_Check(v)
+                ? (int64_t)(intptr_t)PyArray_DATA((PyArrayObject *)v) : 0;
+            dst[w] = base[w] + address;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
+/* layout(current) -> tuple: per value what a kept program depends on
+ * (native_region._layout): an array's (shape, strides, dtype, writeable, type), an int's
+ * (type, value), anything else its type. */
+static PyObject *py_layout(PyObject *mod, PyObject *current) {
+    if (!PyTuple_Check(current)) {
+        PyErr_SetString(PyExc_TypeError, "layout: a tuple expected");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(current);
+    PyObject *out = PyTuple_New(n);
+    if (!out) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *v = PyTuple_GET_ITEM(current, k), *part;
+        if (PyArray_Check(v)) {
+            PyArrayObject *a = (PyArrayObject *)v;
+            int nd = PyArray_NDIM(a);
+            PyObject *shape = PyTuple_New(nd), *strides = PyTuple_New(nd);
+            if (!shape || !strides) {
+                Py_XDECREF(shape);
+                Py_XDECREF(strides);
+                Py_DECREF(out);
+                return NULL;
+            }
+            for (int d = 0; d < nd; d++) {
+                PyTuple_SET_ITEM(shape, d, PyLong_FromSsize_t(PyArray_DIM(a, d)));
+                PyTuple_SET_ITEM(strides, d, PyLong_FromSsize_t(PyArray_STRIDE(a, d)));
+            }
+            part = Py_BuildValue("(NNOOO)", shape, strides, (PyObject *)PyArray_DESCR(a),
+                                 PyArray_ISWRITEABLE(a) ? Py_True : Py_False,
+                                 (PyObject *)Py_TYPE(v));
+        } else if (PyLong_CheckExact(v) || PyArray_IsScalar(v, Integer)) {
+            PyObject *value = PyNumber_Index(v);
+            part = value ? Py_BuildValue("(ON)", (PyObject *)Py_TYPE(v), value) : NULL;
+        } else {
+            part = (PyObject *)Py_TYPE(v);
+            Py_INCREF(part);
+        }
+        if (!part) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, k, part);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"run", py_run, METH_VARARGS,
      "run(code, work, depth, dry) -> 0, or 1 where a dry run's check fails"},
+    {"bind", py_bind, METH_VARARGS,
+     "bind(current, overlaps, patches) -> False where a pair may share memory, else "
+     "puts each argument's address into the patched words"},
+    {"layout", py_layout, METH_O, "layout(current) -> each value's layout key"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "loops", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit_loops(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_loops(void) {
+    import_array();
+    return PyModule_Create(&module);
+}

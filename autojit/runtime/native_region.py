@@ -64,6 +64,11 @@ try:
     from autojit._native.loops import run as _native_run
 except ImportError:   # not built: every loop keeps the host loop
     _native_run = None
+try:   # (an extension built before these: the same in Python)
+    from autojit._native.loops import bind as _native_bind
+    from autojit._native.loops import layout as _native_layout
+except ImportError:
+    _native_bind = _native_layout = None
 
 OP_LOOP, OP_KERNEL, OP_DOT, OP_CHECK, OP_COPY, OP_WHILE, OP_PCOPY, OP_EXIT = range(1, 9)
 MAX_DEPTH = 4   # loops nested in one driver call (words per affine form after its base)
@@ -899,6 +904,18 @@ class Compiled:
         self.bounds_at = ((2, 3 + MAX_DEPTH), (where[2], where[3 + MAX_DEPTH])) \
             if program.code[:1] == [OP_LOOP] else ((0, 0), (0, 0))
         self.work_at, self.work_from = _columns(program.work_roots)
+        # what ``bind`` patches per call, as ``loops.bind`` takes it: (words, their base
+        # values, the words to patch, the argument whose address each adds)
+        self.patches = tuple(
+            (target, base, at.astype(np.int64), froms.astype(np.int64))
+            for target, base, at, froms in (
+                (self.code, self.code_base, self.code_at, self.code_from),
+                (self.run_code, self.run_base, self.run_at, self.code_from),
+                (self.work, self.work_base, self.work_at, self.work_from)) if len(at))
+        self.overlaps = tuple((int(a), int(b)) for a, b in program.overlaps)
+        #: ``bind`` is ``loops.bind`` alone: a for loop with no carried buffers and no
+        #: scalars rewritten (set by ``_compile``)
+        self.simple_bind = False
         # the dry run's answer per trip range (no checks: every range passes)
         self.passed: dict[tuple[int, int], bool] | None = {} if program.checks else None
         # the carried values' buffers, whether each is a scalar result, the condition
@@ -917,6 +934,12 @@ class Compiled:
                 buffer[...] = value
         if condition is not None:
             flag[()] = bool(_scalar(condition))
+        if _native_bind is not None and current.__class__ is tuple:
+            if not _native_bind(current, self.overlaps, self.patches):
+                return False
+            for holder, source in program.rewrites:
+                holder[()] = current[source]
+            return True
         for a, b in program.overlaps:
             if np.may_share_memory(current[a], current[b]):
                 return False
@@ -1207,6 +1230,8 @@ def _compile(backend: Any, call: RegionCall, programs: Sequence[Any],
     program.code[at] = len(program.code) - begin
     compiled = Compiled(program, programs)
     compiled.carried = (buffers, scalars, condition, count_word)
+    compiled.simple_bind = (_native_bind is not None and trip is not None
+                            and not program.rewrites and all(b is None for b in buffers))
     return compiled
 
 
@@ -1222,20 +1247,26 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     if _native_run is None or getattr(backend, "name", None) != "cpu":
         return None
     body = call.body
-    refusal = _static_refusal(body)
+    cache = body.schedule_cache
+    refusal = cache.get("native_driver")
+    if refusal is None:
+        refusal = _static_refusal(body)
     if refusal:
         DECLINED[0] = refusal
         return None
-    kept = body.schedule_cache.get("native_programs")
+    kept = cache.get("native_programs")
     if kept is None:
-        kept = body.schedule_cache["native_programs"] = {}
+        kept = cache["native_programs"] = {}
+    current = tuple(current)
     key = (getattr(backend, "threads", None), row_strips.settings_key(),
-           *_layout(current, trip, sizes))
+           *(_layout(current, trip, sizes) if _native_layout is None else (
+               None if trip is None else trip.step, _native_layout(current),
+               *sizes.items())))
     entry = kept.pop(key, None)
     if entry.__class__ is str:   # this layout keeps the host loop
         kept[key] = DECLINED[0] = entry
         return None
-    if entry is not None and any(a is not b for a, b in zip(entry.programs, programs)):
+    if entry is not None and not all(map(operator.is_, entry.programs, programs)):
         entry = None   # (other compiled kernels: built again)
     if entry is None:
         try:
@@ -1248,7 +1279,8 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
         except Exception as error:  # noqa: BLE001 (a body not foreseen: the host loop)
             DECLINED[0] = f"internal: {error!r}"
             return None
-    if not entry.bind(current, condition):
+    if not (_native_bind(current, entry.overlaps, entry.patches) if entry.simple_bind
+            else entry.bind(current, condition)):
         DECLINED[0] = "a written argument that may overlap another"
         _keep(kept, key, entry)
         return None
@@ -1260,10 +1292,11 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     done, broke = 0, False   # the iterations of ``trip`` its pieces covered; the break
     try:
         for piece in _pieces(entry, call, trip):
-            if trip is not None:   # the piece's bounds, into the outer loop's record
-                (a, b), (c, d) = entry.bounds_at
-                entry.code[a], entry.code[b] = entry.run_code[c], entry.run_code[d] = (
-                    piece.start, piece.stop)
+            if trip is not None:   # the piece's bounds, into the outer loop's run record
+                _, (c, d) = entry.bounds_at
+                run_code = entry.run_code
+                run_code[c] = piece.start
+                run_code[d] = piece.stop
             if not _proven(entry, piece):
                 if done:   # the rest of the range is the host loop's
                     break
@@ -1280,7 +1313,8 @@ def run_native_region(backend: Any, call: RegionCall, programs: Sequence[Any],
     finally:
         _keep(kept, key, entry)
     RUNS[0] += 1
-    STRIP_RUNS[0] += bool(entry.program.strips)
+    if entry.program.strips:
+        STRIP_RUNS[0] += 1
     if trip is not None and done < len(trip) and not broke:
         return Resumed(results, trip[done:])
     return results
@@ -1324,7 +1358,10 @@ def _proven(entry: Compiled, piece: range | None) -> bool:
         return True
     bounds = (piece.start, piece.stop) if piece is not None else (0, 0)
     passed = entry.passed.get(bounds)
-    if passed is None:
+    if passed is None:   # (the dry run's program: the bounds put in only now)
+        if piece is not None:
+            (a, b), _ = entry.bounds_at
+            entry.code[a], entry.code[b] = piece.start, piece.stop
         passed = not _native_run(entry.code, entry.work, MAX_DEPTH, 1)
         if len(entry.passed) >= 64:   # (a range's pieces: up to 60)
             entry.passed.clear()

@@ -117,9 +117,10 @@ def _value(source: tuple[str, Any], inputs: Sequence[Any]) -> Any:
 def _full(backend: Any, value: Any, type_: Any, sizes: dict[str, int], copy: bool) -> Any:
     """``value`` as the body's parameter of ``type_`` expects it: an array of its whole
     shape (a constant or fill is one element, broadcast) and, with ``copy``, its own."""
-    shape = tuple(sizes[d] if d.__class__ is str else d for d in type_.shape)
-    if not copy and getattr(value, "shape", None) == shape and not isinstance(
-            value, np.generic | int | float | bool):
+    shape = tuple([sizes[d] if d.__class__ is str else d for d in type_.shape])
+    if not copy and (value.shape == shape if value.__class__ is np.ndarray else getattr(
+            value, "shape", None) == shape and not isinstance(
+            value, np.generic | int | float | bool)):
         return value
     out = backend.empty(shape, type_.dtype)
     module = getattr(backend, "array_module", None)   # CuPy on the GPU: host values moved
@@ -131,32 +132,69 @@ def _full(backend: Any, value: Any, type_: Any, sizes: dict[str, int], copy: boo
 
 def _owned(result: Any, inputs: Sequence[Any]) -> bool:
     """Whether a body's result is memory of its own (not a region input or a view)."""
-    return getattr(result, "base", None) is None and not any(result is i for i in inputs)
+    if getattr(result, "base", None) is not None:
+        return False
+    return all(result is not value for value in inputs)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What ``run_region`` reads of a loop at every call, derived once per loop: each
+    source as (from the inputs?, its input index or value, the body parameter's type
+    where it is an array else None, whether the body gets a copy of its own), and each
+    bound as (from the inputs?, index or value)."""
+
+    sources: tuple[tuple[bool, Any, Any, bool], ...]
+    bounds: tuple[tuple[bool, Any], ...]
+    programs: slice
+
+
+def _prepared(call: RegionCall) -> _Prepared:
+    found = call.body.schedule_cache.get("region_prepared")
+    if found is None:
+        region, graph = call.region, call.body.graph
+        first_param = 1 if region.kind == "for" else 0
+        params = graph.params[first_param:first_param + len(region.sources)]
+        found = call.body.schedule_cache["region_prepared"] = _Prepared(
+            tuple((kind == "input", what, param.type if param.kind == "array" else None,
+                   k in region.private or k in region.copied)
+                  for k, ((kind, what), param) in enumerate(zip(region.sources, params))),
+            tuple((kind == "input", what) for kind, what in region.bounds),
+            slice(call.offset, call.offset + len(call.body.kernels)))
+    return found
+
+
+def _bound(source: tuple[bool, Any], inputs: Sequence[Any]) -> int:
+    value = inputs[source[1]] if source[0] else source[1]
+    return value if value.__class__ is int else operator.index(_scalar(value))
 
 
 def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
                slots: RegionSlots, programs: Sequence[Any], values: list[Any],
-               sizes: dict[str, int], kernels: Sequence[Any] = ()) -> None:
+               sizes: dict[str, int], kernels: Sequence[Any] = (),
+               guard: tuple[Callable[[], None], bool] | None = None) -> None:
     """Run ``call``'s loop on the outer call's ``values``; store its CARRYs. ``kernels``:
-    the outer plan's (its native kernel as the plan holds it, renamed or not)."""
+    the outer plan's (its native kernel as the plan holds it, renamed or not). ``guard``
+    (``schedule._Guard``): its copy of the written arguments, taken before the host loop
+    (which may meet ``RegionMiss``) or, where a later loop may, before this one writes;
+    not for a loop run natively whole when none follows (nothing can miss after it)."""
     region, body = call.region, call.body
-    graph = body.graph
+    if guard is not None and (guard[1] or region.exit >= 0):
+        guard[0]()   # (a loop with a break: the host loop may resume after the driver wrote)
+    prepared = body.schedule_cache.get("region_prepared") or _prepared(call)
     inputs = [values[s] for s in slots.inputs]
-    sources = region.sources
-    first_param = 1 if region.kind == "for" else 0
-    params = graph.params[first_param:first_param + len(sources)]
     current = []
-    for k, (source, param) in enumerate(zip(sources, params)):
-        value = _value(source, inputs)
-        if param.kind == "array":
-            value = _full(backend, value, param.type, sizes,
-                          k in region.private or k in region.copied)
+    for from_input, what, type_, copy in prepared.sources:
+        value = inputs[what] if from_input else what
+        if type_ is not None and (copy or value.__class__ is not np.ndarray or value.shape != tuple(
+                [sizes[d] if d.__class__ is str else d for d in type_.shape])):
+            value = _full(backend, value, type_, sizes, copy)   # (an array of its shape: as is)
         current.append(value)
-    body_programs = programs[call.offset:call.offset + len(body.kernels)]
+    body_programs = programs[prepared.programs]
     carried_count = len(region.carried)
     rest = None   # the iterations the native loop left to the host loop
     if call.native is not None and backend.name in _NATIVE_TARGETS:
-        start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
+        start, stop, step = (_bound(b, inputs) for b in prepared.bounds)
         kernel = kernels[call.native_index] if kernels else call.native.kernel
         native = (backend, call.native, kernel, programs[call.native_index])
         if region.exit < 0:
@@ -171,7 +209,28 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
             return
         if results is not None:
             current[:carried_count] = results
+    stop_at = region.exit
+    if region.kind == "for":
+        start, stop, step = (_bound(b, inputs) for b in prepared.bounds)
+        trip = range(start, stop, step) if rest is None else rest
+        if stop_at >= 0 and bool(_scalar(current[stop_at])):
+            trip = range(start, start, step)   # broken before the loop (a peeled iteration)
+        native = run_native_region(backend, call, body_programs, current, trip, sizes)
+    else:
+        condition = _value(region.first, inputs)
+        native = run_native_region(backend, call, body_programs, current, None, sizes,
+                                   condition)
+    if native is not None and not getattr(native, "rest", None):   # all of it
+        results = list(native) + [current[k] for k in region.private]
+        for slot, result in zip(slots.carries, results):
+            if _owned(result, inputs):
+                values[slot] = result
+            else:   # an input (no iteration ran) or a view of one: copied, it is the CARRY's
+                values[slot][...] = result
+        return
+    graph = body.graph
     carried, captured = current[:carried_count], current[carried_count:]
+    take = None if guard is None else guard[0]
     body_sizes = sizes   # the body's own sizes too (binding._bind_regions, per call)
     prologue = bool(graph.prologue)
     dynamic = has_dynamic_sizes(body)
@@ -191,15 +250,11 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
             own = {**body_sizes, **found}
         return run_plan(body, body_programs, backend, args, own, memo)
 
+    if take is not None:
+        take()
     if region.kind == "for":
-        start, stop, step = (operator.index(_scalar(_value(b, inputs))) for b in region.bounds)
-        trip = range(start, stop, step) if rest is None else rest
-        stop_at = region.exit
-        if stop_at >= 0 and bool(_scalar(carried[stop_at])):
-            trip = range(start, start, step)   # broken before the loop (a peeled iteration)
-        native = run_native_region(backend, call, body_programs, current, trip, sizes)
-        if native is not None:   # (all of it, or a first part: ``Resumed``)
-            carried, trip = list(native), getattr(native, "rest", range(0))
+        if native is not None:   # a first part of the range ran natively (``Resumed``)
+            carried, trip = list(native), native.rest
         if stop_at >= 0:   # a break: stop after the iteration that sets the flag
             for i in trip:
                 carried = list(iterate([i, *carried, *captured]))
@@ -209,15 +264,9 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
             for i in trip:
                 carried = list(iterate([i, *carried, *captured]))
     else:
-        condition = _value(region.first, inputs)
-        native = run_native_region(backend, call, body_programs, current, None, sizes,
-                                   condition)
-        if native is not None:
-            carried = native
-        else:
-            while bool(_scalar(condition)):
-                results = iterate([*carried, *captured])
-                carried, condition = list(results[:-1]), results[-1]
+        while bool(_scalar(condition)):
+            results = iterate([*carried, *captured])
+            carried, condition = list(results[:-1]), results[-1]
     results = carried + [captured[k - carried_count] for k in region.private]
     for slot, result in zip(slots.carries, results):
         if _owned(result, inputs):

@@ -79,12 +79,15 @@ class Schedule:
     blank: tuple[Any, ...] = field(init=False, repr=False, compare=False)
     view_offset: int = field(init=False, repr=False, compare=False)
     views_between: bool = field(init=False, repr=False, compare=False)
+    last_region: int = field(init=False, repr=False, compare=False)   # its step, or -1
 
     def __post_init__(self) -> None:
         derived = {"blank": (None,) * len(self.allocations) + self.constants
                    + (None,) * len(self.views),
                    "view_offset": len(self.allocations) + len(self.constants),
-                   "views_between": any(self.view_batches[1:-1])}
+                   "views_between": any(self.view_batches[1:-1]),
+                   "last_region": max((p for p, (kind, _) in enumerate(self.order)
+                                       if kind == "region"), default=-1)}
         for name, value in derived.items():
             object.__setattr__(self, name, value)
 
@@ -361,6 +364,34 @@ def _guarded_arguments(plan: Plan) -> tuple[int, ...]:
     return found
 
 
+#: copies ``_Guard`` made of written arguments (tests read it: a loop the native driver
+#: ran whole, its views proven before it started, copies nothing)
+GUARD_COPIES = [0]
+
+
+class _Guard:
+    """The arguments a plan writes, kept so that a loop meeting an iteration NumPy refuses
+    (``RegionMiss``) can put them back: copied only when a step is about to write them
+    while a ``RegionMiss`` may still follow (a host loop, or any step before the plan's
+    last loop), not for a loop the native driver runs whole (its views proven first)."""
+
+    __slots__ = ("args", "positions", "kept")
+
+    def __init__(self, args: Sequence[Any], positions: tuple[int, ...]) -> None:
+        self.args, self.positions = args, positions
+        self.kept: list[tuple[Any, Any]] | None = None
+
+    def take(self) -> None:
+        """Copy the arguments as they are now (as given: nothing wrote them yet)."""
+        if self.kept is None:
+            self.kept = [(self.args[p], self.args[p].copy(order="K")) for p in self.positions]
+            GUARD_COPIES[0] += 1
+
+    def restore(self) -> None:
+        for array, copy in self.kept or ():
+            array[...] = copy
+
+
 def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequence[Any],
              sizes: dict[str, int], memo: LoopState | None = None) -> Any:
     """Run every kernel of ``plan``; return the function's result as NumPy would
@@ -370,18 +401,18 @@ def run_plan(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequenc
     if memo is None and plan.regions:
         guarded = _guarded_arguments(plan)
         if guarded:
-            kept = [(args[p], args[p].copy(order="K")) for p in guarded]
+            guard = _Guard(args, guarded)
             try:
-                return _run_steps(plan, programs, backend, args, sizes, memo)
+                return _run_steps(plan, programs, backend, args, sizes, memo, guard)
             except RegionMiss:
-                for array, copy in kept:
-                    array[...] = copy
+                guard.restore()
                 raise
     return _run_steps(plan, programs, backend, args, sizes, memo)
 
 
 def _run_steps(plan: Plan, programs: Sequence[Any], backend: Target, args: Sequence[Any],
-               sizes: dict[str, int], memo: LoopState | None) -> Any:
+               sizes: dict[str, int], memo: LoopState | None, guard: _Guard | None = None
+               ) -> Any:
     first = len(args)
     schedule = plan.schedule_cache.get(first) or build_schedule(plan, first)
     values = [*args, *schedule.blank]
@@ -404,10 +435,19 @@ def _run_steps(plan: Plan, programs: Sequence[Any], backend: Target, args: Seque
         if between and batches[position + 1]:
             _take_views(schedule, values, first_view, position + 1, views)
         for allocation, donor, clear in schedule.allocate[position]:
+            if donor < 0 and not schedule.owner_shapes:   # fresh memory (as _allocate)
+                shape, dtype = schedule.allocations[allocation]
+                values[first + allocation] = fresh[allocation] = empty(
+                    tuple([sizes[d] if d.__class__ is str else d for d in shape]), dtype)
+                continue
             _allocate(empty, schedule, values, first, allocation, donor, clear, sizes, fresh)
+        pending = guard is not None and guard.kept is None
+        if pending and kind != "region" and position < schedule.last_region:
+            guard.take()   # it may write them, and a loop after it may miss
         if kind == "region":
             run_region(_run_steps, backend, plan.regions[index], schedule.regions[index],
-                       programs, values, sizes, plan.kernels)
+                       programs, values, sizes, plan.kernels,
+                       (guard.take, position < schedule.last_region) if pending else None)
         elif kind == "library":
             name, inputs, output = schedule.libraries[index]
             _run_library(backend, name, [values[i] for i in inputs], values[output])
