@@ -103,9 +103,12 @@ class HostScalar(Traced):
     def ref(self) -> int:
         """The call argument holding the value (an array's size: a prologue step reading
         it, made on first use)."""
+        return self._ref if self._ref is not None else self.ref_in(current_trace())
+
+    def ref_in(self, state: Any) -> int:
+        """``ref`` in trace ``state`` (a loop body's enclosing trace, not the current one)."""
         if self._ref is None:
-            arg, axis = self.source
-            self._ref = current_trace().size_ref(arg, axis)
+            self._ref = state.size_ref(*self.source)
         return self._ref
 
     def concrete(self, what: str) -> Any:

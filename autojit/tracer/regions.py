@@ -36,6 +36,7 @@ import numpy as np
 
 from autojit.errors import TraceError
 from autojit.ir.graph import Param
+from autojit.ir.host import HostStep
 from autojit.ir.ops import Op
 from autojit.ir.region import Region, Source
 from autojit.ir.types import TensorType
@@ -86,7 +87,7 @@ class _Body:
     """One nested trace of a loop body: its graph and what it returned."""
 
     def __init__(self, state: TraceState, kind: str, index: Any, carried: tuple,
-                 captured: tuple) -> None:
+                 captured: tuple, sizes: tuple[str, ...] = ()) -> None:
         self.outer, self.kind = state, kind
         self.child = TraceState()
         for name in ("parent", "example_sizes", "guards", "argument_symbols"):
@@ -94,12 +95,56 @@ class _Body:
         self.child.fp_policy = state.fp_policy
         self.params: list[Param] = []
         self.param_of: dict[int, int] = {}    # position in carried + captured -> parameter
+        self.array_dims: list[tuple[int, tuple]] = []   # array parameters and their sizes
         if kind == "for":
             self.index = HostScalar(self._param("index", "scalar", TensorType(
                 np.dtype(np.int64), ())), index)
         self.carried = tuple(self._stand_in(k, v) for k, v in enumerate(carried))
         self.captured = tuple(self._stand_in(len(carried) + k, v)
                               for k, v in enumerate(captured))
+        self.given = tuple(carried) + tuple(captured)   # the outer values, by position
+        # the enclosing trace's sizes the body reads as Python ints (``x[i % x.shape[0]]``):
+        # ``extras`` (its HostScalars, sources after the captured values) and the body's
+        # parameters of them (``sized``); ``wanted``: those read before they were ones
+        self.extras: list[HostScalar] = []
+        self.sized: dict[str, HostScalar] = {}
+        self.wanted: set[str] = set()
+        self.first_extra = len(carried) + len(captured)
+        for symbol in sizes:
+            self._size_param(symbol)
+        self.child.outer_size = self._outer_size
+
+    def _size_param(self, symbol: str) -> None:
+        """A body parameter for the enclosing trace's size ``symbol`` (a Python int of it:
+        read once per call there, not per iteration, and no guard on its value)."""
+        root = self.child.find(symbol)
+        value = self.outer.size_value(root) if root.__class__ is str else None
+        if type(value) is not HostScalar or root in self.sized:
+            return
+        value.ref_in(self.outer)
+        index = self._param(f"size_{root}", "scalar", TensorType(np.dtype(np.int64), ()))
+        self.param_of[self.first_extra + len(self.extras)] = index
+        self.extras.append(value)
+        self.sized[root] = HostScalar(index, value.value, value.sizes, root)
+
+    def _outer_size(self, root: str) -> HostScalar | None:
+        """``TraceState.outer_size`` of the body's trace: a size of the enclosing trace as
+        a Python int of the body (its parameter; before there is one, the size of an array
+        parameter read in the body, and ``wanted``: the loop traces the body again with
+        it a parameter); None where the enclosing trace has only a guarded int."""
+        child = self.child
+        for symbol, value in self.sized.items():
+            if child.find(symbol) == root:
+                return value
+        value = self.outer.size_value(root)
+        if type(value) is not HostScalar:
+            return None
+        for index, shape in self.array_dims:
+            for axis, dim in enumerate(shape):
+                if child.find(dim) == root:
+                    self.wanted.add(root)
+                    return HostScalar(None, value.value, value.sizes, root, (index, axis))
+        return None
 
     def _param(self, name: str, kind: str, type_: TensorType) -> int:
         self.params.append(Param(name, kind, type_))
@@ -114,6 +159,7 @@ class _Body:
             index = self._param(f"v{position}", "array", type_)
             node = state.add_node(Op.ARG, (), type_, (("index", index),))
             self.param_of[position] = index
+            self.array_dims.append((index, type_.shape))
             if value.node in self.outer.python_bools:   # a Python bool stays one
                 state.python_bools.add(node)
             # a Python number computed before the loop stays one (no argument of the call)
@@ -157,6 +203,53 @@ class _Body:
         self.results = results
         return results
 
+    def _invariant_refs(self) -> dict[int, int]:
+        """The body's parameters that are the same at every iteration, Python scalars of
+        the enclosing trace (captured ones and its sizes): parameter -> its ref there."""
+        found: dict[int, int] = {}
+        values = self.given + tuple(self.extras)
+        for position, index in self.param_of.items():
+            value = values[position]
+            if position >= len(self.carried) and type(value) is HostScalar:
+                found[index] = value.ref_in(self.outer)
+        return found
+
+    def _hoist_decisions(self) -> None:
+        """A Python decision in the body on values that are the same at every iteration
+        (``np.linspace(0, 1, x.shape[0])`` decides on ``num - 1 > 0``) is the enclosing
+        trace's: its host steps are replayed there and it guards there, once per call
+        (a call deciding otherwise misses and traces again). Decisions on the index or on
+        carried values stay (the body then declines)."""
+        state, outer = self.child, self.outer
+        if not state.decisions:
+            return
+        mapped: dict[int, int | None] = dict(self._invariant_refs())
+        steps: dict[int, HostStep] = {}
+        for j, step in enumerate(state.host_steps):
+            ref = state.arg_count + j
+            invariant = all(kind != "ref" or mapped.get(v) is not None
+                            for kind, v in step.operands)
+            mapped[ref] = -1 if invariant else None   # (-1: to be replayed when needed)
+            steps[ref] = step
+        needed = [ref for ref in state.decisions if mapped.get(ref) is not None]
+        wanted: set[int] = set()
+        while needed:   # the steps the decisions read, walked (no recursion)
+            ref = needed.pop()
+            if ref in wanted or ref not in steps:
+                continue
+            wanted.add(ref)
+            needed += [v for kind, v in steps[ref].operands if kind == "ref"]
+        for ref in sorted(wanted):
+            step = steps[ref]
+            operands = tuple((kind, mapped[v] if kind == "ref" else v)
+                             for kind, v in step.operands)
+            mapped[ref] = outer.add_host_step(HostStep(step.op, operands, step.result_type))
+        for ref, decision in list(state.decisions.items()):
+            target = mapped.get(ref)
+            if target is not None and target >= 0:
+                outer.decisions.setdefault(target, decision)
+                del state.decisions[ref]
+
     def graph(self, name: str) -> Any:
         """Freeze the body: outputs are the traced carried values (then the condition)."""
         from autojit.tracer.trace import _freeze, _output_node
@@ -171,6 +264,7 @@ class _Body:
             outputs.append(_output_node(state, self.next_cond))
         if state.int_guards:
             raise _Decline("a Python scalar converted to an integer dtype in the body")
+        self._hoist_decisions()
         if state.decisions:   # a Python if on the index: its answer holds for one iteration
             raise _Decline("a Python decision on the body's scalars (an if on the loop index)")
         if any(step.op == "pow" for step in state.host_steps):
@@ -192,6 +286,7 @@ class _Loop:
                  captured: tuple, names: Any) -> None:
         self.state, self.kind, self.body = state, kind, body
         self.carried, self.captured, self.names = tuple(carried), tuple(captured), names
+        self.sizes: tuple[str, ...] = ()   # the enclosing trace's sizes the body reads
         self.loc = user_location(4)
         if names is not None and getattr(names, "line", 0):
             from autojit.ir.graph import SourceLoc
@@ -204,8 +299,12 @@ class _Loop:
               host_ok: bool = False) -> tuple[_Body, tuple]:
         """Trace the body once; ``host_ok``: a carried result may be a Python scalar of
         the body's (``_promote`` may make it a Python number of the graph)."""
-        body = _Body(self.state, self.kind, index, carried, self.captured)
+        body = _Body(self.state, self.kind, index, carried, self.captured, self.sizes)
         results = body.run(self.body, cond)
+        if body.wanted:   # sizes of the enclosing trace it reads: again, as parameters
+            self.sizes += tuple(sorted(body.wanted))
+            body = _Body(self.state, self.kind, index, carried, self.captured, self.sizes)
+            results = body.run(self.body, cond)
         if not host_ok:
             _no_host(results)
         return body, self.keys(results)
@@ -229,7 +328,7 @@ class _Loop:
         positions = sorted(body.param_of)
         in_place = set()   # carried arguments the body updates in place (x += ...)
         copied = set()     # carried computed values it updates in place (a copy of its own)
-        values = carried + self.captured
+        values = carried + self.captured + tuple(body.extras)
         for k in positions:   # a write into a carried value: its memory is the caller's
             if k < len(carried) and body.param_of[k] in written:
                 if _updated_in_place(state, body, k, carried[k]):

@@ -116,6 +116,9 @@ class TraceState:
     # the node count where each conditional expression on a traced value began (its sides
     # may not write: ``tracer/regions.trace_select``)
     select_marks: list[int] = field(default_factory=list)
+    # a loop body's trace (``tracer/regions._Body``): the size symbol's Python int as the
+    # enclosing trace gives it (``x.shape[0]`` of a captured argument), or None
+    outer_size: Any = None
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:
@@ -142,8 +145,9 @@ class TraceState:
     def size_value(self, dim: Dim) -> Any:
         """``x.shape[k]`` for a size ``dim``: a plain int where it is fixed (1, or
         specialised), the HostScalar of a Python int argument that gave it
-        (``np.zeros(n)``), an argument's size as a HostScalar read per call; any other
-        size (a view's) is concrete and guarded, as before."""
+        (``np.zeros(n)``), an argument's size as a HostScalar read per call (in a loop
+        body: the enclosing trace's, ``outer_size``); any other size (a view's) is
+        concrete and guarded, as before."""
         from autojit.tracer.host import HostScalar
         root = self.find(dim)
         if root.__class__ is not str:
@@ -155,6 +159,10 @@ class TraceState:
         for symbol, source in self.symbol_sources.items():
             if self.find(symbol) == root:
                 return HostScalar(None, example, frozenset((root,)), root, source)
+        if self.outer_size is not None:   # a loop body: the enclosing trace's, unguarded
+            found = self.outer_size(root)
+            if found is not None:
+                return found
         return self.concrete(dim)
 
     def host_input(self, ref: int, dtype: np.dtype, python_type: type,
