@@ -21,7 +21,7 @@ from autojit.cache import disk_cache
 from autojit.config import Settings, check_options, current_settings, on_environment
 from autojit.dispatch.fastpath import MISS, FastPath, fast_with_prologue
 from autojit.dispatch.guards import Guards, Unguardable, collect
-from autojit.dispatch.signature import describe_argument, signature_of
+from autojit.dispatch.signature import describe_change, signature_of
 from autojit.dispatch.static_args import (
     MAX_SPECIALISATIONS,
     CallForm,
@@ -377,25 +377,41 @@ class Dispatcher:
             if plan is None:
                 return entry, {}
             sizes = bind_sizes(plan, args)
+            graph = plan.graph   # most plans have none of the guards: skip the calls
             if sizes.__class__ is not dict:   # (a dict is the usual answer: one test)
                 if sizes is SIZES_MISS:
                     continue   # a size this version was specialised on differs: not this one
+                if graph.decisions and self._decided_otherwise(plan, args):
+                    continue   # its views are another path's (x[k] of a loop Python ran)
                 self._note_shared(plan, args)
                 return None, {}  # None: NumPy raises for these arguments; let it
-            graph = plan.graph   # most plans have none of the guards: skip the calls
             if graph.guards and not guards_hold(plan, sizes, args):
                 continue
             if graph.int_guards or graph.prologue or graph.decisions:   # Python scalar checks
                 status = check_call(plan, args)
                 if status == CALL_MISS:
-                    values = call_arguments(plan, args) if graph.decisions else None
-                    if values is not None:   # why, for the recompile this miss may become
-                        self._miss_reason = changed_decision(plan, values)   # (None: types)
+                    self._note_miss(plan, args)
                     continue     # traced for other Python scalar types or decisions
                 if status != CALL_OK:
                     return None, {}  # Python or NumPy raises for these values; let it
             return entry, sizes
         return None
+
+    def _decided_otherwise(self, plan: Plan, args: tuple) -> bool:
+        """Whether a plan whose views NumPy refuses for ``args`` was traced for another
+        decision on the call's Python scalars (then it is not this call's: a miss, not
+        NumPy raising); notes why, as a miss does."""
+        if check_call(plan, args) != CALL_MISS:
+            return False
+        self._note_miss(plan, args)
+        return True
+
+    def _note_miss(self, plan: Plan, args: tuple) -> None:
+        """Why a plan missed on the call's Python scalars, for the recompile this miss may
+        become (a changed decision; None: another type)."""
+        values = call_arguments(plan, args) if plan.graph.decisions else None
+        if values is not None:
+            self._miss_reason = changed_decision(plan, values)
 
     def _trace(self, signature: Signature, args: tuple, settings: Settings,
                environment_changed: bool = False) -> tuple[Executable | None, dict]:
@@ -471,8 +487,7 @@ class Dispatcher:
             why = reason or "a size the function reads (x.shape) changed"
         else:
             names = [p for p in self._signature.parameters]
-            changes = [f"{names[i] if i < len(names) else i}: {describe_argument(a)} -> "
-                       f"{describe_argument(b)}"
+            changes = [f"{names[i] if i < len(names) else i}: {describe_change(a, b)}"
                        for i, (a, b) in enumerate(zip(previous, signature)) if a != b]
             why = "; ".join(changes) or "argument count changed"
         self._stats.add("recompiles", why)

@@ -259,3 +259,29 @@ def test_a_branch_on_an_int_argument_guards_the_decision() -> None:
     assert stats["compiles"] == 2
     assert any("decision" in why and "was True, now False" in why
                for why in stats["recompiles"]), stats["recompiles"]
+
+
+def counted_prefix(x, n):
+    k = 0
+    while k < n:   # Python runs this loop: a decision per iteration (k < n), not n itself
+        x[k] = -x[k]
+        k += 1
+    return x
+
+
+def test_a_version_traced_for_other_decisions_is_a_miss_not_an_error() -> None:
+    """A version whose views NumPy would refuse for this call (``x[6]`` of a 5-element
+    array, from a loop Python ran for n = 7) but that decided otherwise on the call's
+    Python scalars is another path's: the call compiles its own, it does not run as Python."""
+    calls = [(_vec(7), 7), (_vec(5), 5), (_vec(7), 7)]
+    jitted = assert_calls_match_numpy(counted_prefix, calls)
+    stats = jitted.stats()
+    assert stats["routes"]["python"] == 0, stats["fallbacks"]
+    assert stats["compiles"] == 2, stats["recompiles"]
+
+
+def test_a_size_one_recompile_says_it_is_a_broadcast_specialisation() -> None:
+    jitted = assert_calls_match_numpy(row_distances, [(_vec(7), 3), (_vec(1), 3)])
+    assert jitted.stats()["compiles"] == 2
+    assert jitted.stats()["recompiles"] == [
+        "x: float64[1d,C], a size 1 (specialised for broadcasting) on axis 0"]
