@@ -285,3 +285,20 @@ def test_a_size_one_recompile_says_it_is_a_broadcast_specialisation() -> None:
     assert jitted.stats()["compiles"] == 2
     assert jitted.stats()["recompiles"] == [
         "x: float64[1d,C], a size 1 (specialised for broadcasting) on axis 0"]
+
+
+def peeled_sum(y, n):
+    acc = 0.0   # a Python float, then a NumPy float64: the first iteration is peeled
+    for t in range(1, n - 1):
+        acc = acc * 0.5 + y[t]
+    return y * acc
+
+
+def test_a_loop_that_runs_no_iteration_now_says_why_it_compiles_again() -> None:
+    """The peeled first iteration is guarded on the loop running at least once (a sign of
+    ``n - 2``): a call running none compiles again, and the reason names that guard."""
+    jitted = assert_calls_match_numpy(peeled_sum, [(_vec(6), n) for n in (5, 6, 1, 2, 5)])
+    stats = jitted.stats()
+    assert stats["compiles"] == 2, stats["recompiles"]
+    assert stats["routes"]["python"] == 0, stats["fallbacks"]
+    assert any("sign of a Python int" in why for why in stats["recompiles"])
