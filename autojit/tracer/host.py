@@ -65,8 +65,8 @@ def _record(op: str, *operands: Any) -> Any:
         raise CallRaisesError(f"Python scalar arithmetic gave a {type(value).__name__}",
                               user_location(3))
     state = current_trace()
-    return HostScalar(state.add_host_step(HostStep(op, refs, type(value).__name__)), value,
-                      _sizes_of(operands))
+    return HostScalar(state.add_host_step(HostStep(op, refs, type(value).__name__), value),
+                      value, _sizes_of(operands))
 
 
 def _binary(op: str):

@@ -83,11 +83,39 @@ def _key(state: TraceState, value: Any) -> tuple:
     raise _Decline(f"a carried {type(value).__name__}")
 
 
+class _Invariants:
+    """What a loop's body reads that is the same at every iteration and the enclosing trace
+    gives as Python ints of its own: its sizes (``x.shape[0]`` of a captured array) and the
+    host steps on such values (``x.shape[0] // 2``, ``n - 1``), each computed there once per
+    call (a step by its operands there: its ref, example value). The body takes each as a
+    parameter (no guard on its value; the native driver sees a constant of the loop); one
+    it reads before it is one is ``wanted``, and the loop traces the body again."""
+
+    def __init__(self) -> None:
+        self.sizes: list[str] = []
+        self.steps: dict[HostStep, tuple[int, Any]] = {}
+
+    def add(self, state: TraceState, body: _Body) -> bool:
+        """Take what ``body`` wanted; whether there was anything new."""
+        new = [s for s in sorted(body.wanted) if s not in self.sizes]
+        self.sizes += new
+        fresh = [k for k in body.wanted_steps if k not in self.steps]
+        for key in fresh:
+            self.steps[key] = (state.add_host_step(key, body.wanted_steps[key]),
+                               body.wanted_steps[key])
+        return bool(new or fresh)
+
+
+#: the most traces of one loop body taking its invariants as parameters (a chain
+#: ``x.shape[0] // 2 - 1`` is one more each); the last one is used either way
+_INVARIANT_PASSES = 4
+
+
 class _Body:
     """One nested trace of a loop body: its graph and what it returned."""
 
     def __init__(self, state: TraceState, kind: str, index: Any, carried: tuple,
-                 captured: tuple, sizes: tuple[str, ...] = ()) -> None:
+                 captured: tuple, invariants: _Invariants | None = None) -> None:
         self.outer, self.kind = state, kind
         self.child = TraceState()
         for name in ("parent", "example_sizes", "guards", "argument_symbols"):
@@ -103,16 +131,58 @@ class _Body:
         self.captured = tuple(self._stand_in(len(carried) + k, v)
                               for k, v in enumerate(captured))
         self.given = tuple(carried) + tuple(captured)   # the outer values, by position
-        # the enclosing trace's sizes the body reads as Python ints (``x[i % x.shape[0]]``):
-        # ``extras`` (its HostScalars, sources after the captured values) and the body's
-        # parameters of them (``sized``); ``wanted``: those read before they were ones
+        # the body's parameters the same at every iteration: Python scalars of the enclosing
+        # trace (parameter -> its ref there); then its ``_Invariants``: ``extras`` (their
+        # HostScalars there, sources after the captured values), the body's parameters of
+        # its sizes (``sized``) and steps (``hoisted``), and those read before they were
+        # ones (``wanted``, ``wanted_steps``: the loop traces the body again)
+        self.invariant: dict[int, int] = {
+            index: self.given[position].ref_in(state)
+            for position, index in self.param_of.items()
+            if position >= len(carried) and type(self.given[position]) is HostScalar}
         self.extras: list[HostScalar] = []
         self.sized: dict[str, HostScalar] = {}
+        self.hoisted: dict[HostStep, int] = {}
         self.wanted: set[str] = set()
+        self.wanted_steps: dict[HostStep, Any] = {}
         self.first_extra = len(carried) + len(captured)
-        for symbol in sizes:
+        invariants = invariants or _Invariants()
+        for symbol in invariants.sizes:
             self._size_param(symbol)
+        for key, (ref, value) in invariants.steps.items():
+            index = self._extra(f"host_{len(self.hoisted)}", HostScalar(ref, value))
+            self.hoisted[key] = index
         self.child.outer_size = self._outer_size
+        self.child.hoist_step = self._hoist_step
+
+    def _extra(self, name: str, value: HostScalar) -> int:
+        """A body parameter for a Python int of the enclosing trace, the same at every
+        iteration (a source after the captured values)."""
+        index = self._param(name, "scalar", TensorType(python_scalar_dtype(
+            value.python_type), ()))
+        self.param_of[self.first_extra + len(self.extras)] = index
+        self.extras.append(value)
+        self.invariant[index] = value.ref_in(self.outer)
+        return index
+
+    def _hoist_step(self, step: HostStep, value: Any) -> int | None:
+        """``TraceState.hoist_step`` of the body's trace: a host step on values the same at
+        every iteration is the enclosing trace's (its parameter; before there is one,
+        ``wanted_steps``); None: the body computes it."""
+        operands = []
+        for kind, v in step.operands:
+            if kind == "ref":
+                v = self.invariant.get(v)
+                if v is None:
+                    return None
+            operands.append((kind, v))
+        if all(kind != "ref" for kind, _ in operands):
+            return None   # a constant: nothing to hoist
+        key = HostStep(step.op, tuple(operands), step.result_type)
+        found = self.hoisted.get(key)
+        if found is None and type(value).__name__ == step.result_type:
+            self.wanted_steps.setdefault(key, value)
+        return found
 
     def _size_param(self, symbol: str) -> None:
         """A body parameter for the enclosing trace's size ``symbol`` (a Python int of it:
@@ -121,10 +191,7 @@ class _Body:
         value = self.outer.size_value(root) if root.__class__ is str else None
         if type(value) is not HostScalar or root in self.sized:
             return
-        value.ref_in(self.outer)
-        index = self._param(f"size_{root}", "scalar", TensorType(np.dtype(np.int64), ()))
-        self.param_of[self.first_extra + len(self.extras)] = index
-        self.extras.append(value)
+        index = self._extra(f"size_{root}", value)
         self.sized[root] = HostScalar(index, value.value, value.sizes, root)
 
     def _outer_size(self, root: str) -> HostScalar | None:
@@ -169,7 +236,8 @@ class _Body:
             index = self._param(f"v{position}", "scalar", TensorType(
                 python_scalar_dtype(value.python_type), ()))
             self.param_of[position] = index
-            return HostScalar(index, value.value)
+            # (a size read outside stays one: the sizes it derives from, its symbol)
+            return HostScalar(index, value.value, value.sizes, value.symbol)
         if not _plain(value):
             raise _Decline(f"a captured {type(value).__name__}")
         return value
@@ -203,17 +271,6 @@ class _Body:
         self.results = results
         return results
 
-    def _invariant_refs(self) -> dict[int, int]:
-        """The body's parameters that are the same at every iteration, Python scalars of
-        the enclosing trace (captured ones and its sizes): parameter -> its ref there."""
-        found: dict[int, int] = {}
-        values = self.given + tuple(self.extras)
-        for position, index in self.param_of.items():
-            value = values[position]
-            if position >= len(self.carried) and type(value) is HostScalar:
-                found[index] = value.ref_in(self.outer)
-        return found
-
     def _hoist_decisions(self) -> None:
         """A Python decision in the body on values that are the same at every iteration
         (``np.linspace(0, 1, x.shape[0])`` decides on ``num - 1 > 0``) is the enclosing
@@ -223,7 +280,7 @@ class _Body:
         state, outer = self.child, self.outer
         if not state.decisions:
             return
-        mapped: dict[int, int | None] = dict(self._invariant_refs())
+        mapped: dict[int, int | None] = dict(self.invariant)
         steps: dict[int, HostStep] = {}
         for j, step in enumerate(state.host_steps):
             ref = state.arg_count + j
@@ -286,7 +343,7 @@ class _Loop:
                  captured: tuple, names: Any) -> None:
         self.state, self.kind, self.body = state, kind, body
         self.carried, self.captured, self.names = tuple(carried), tuple(captured), names
-        self.sizes: tuple[str, ...] = ()   # the enclosing trace's sizes the body reads
+        self.invariants = _Invariants()   # what the body reads the same every iteration
         self.loc = user_location(4)
         if names is not None and getattr(names, "line", 0):
             from autojit.ir.graph import SourceLoc
@@ -299,12 +356,12 @@ class _Loop:
               host_ok: bool = False) -> tuple[_Body, tuple]:
         """Trace the body once; ``host_ok``: a carried result may be a Python scalar of
         the body's (``_promote`` may make it a Python number of the graph)."""
-        body = _Body(self.state, self.kind, index, carried, self.captured, self.sizes)
-        results = body.run(self.body, cond)
-        if body.wanted:   # sizes of the enclosing trace it reads: again, as parameters
-            self.sizes += tuple(sorted(body.wanted))
-            body = _Body(self.state, self.kind, index, carried, self.captured, self.sizes)
+        for _ in range(_INVARIANT_PASSES):   # again while it reads new invariants
+            body = _Body(self.state, self.kind, index, carried, self.captured,
+                         self.invariants)
             results = body.run(self.body, cond)
+            if not self.invariants.add(self.state, body):
+                break
         if not host_ok:
             _no_host(results)
         return body, self.keys(results)

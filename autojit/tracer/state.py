@@ -119,11 +119,19 @@ class TraceState:
     # a loop body's trace (``tracer/regions._Body``): the size symbol's Python int as the
     # enclosing trace gives it (``x.shape[0]`` of a captured argument), or None
     outer_size: Any = None
+    # a loop body's trace: the parameter holding a host step's value where the enclosing
+    # trace computes it once (the step is the same at every iteration), or None
+    hoist_step: Any = None
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
-    def add_host_step(self, step: HostStep) -> int:
-        """Append a host step; return the call argument index its value will have. Bounded
-        as the nodes are: a Python loop deciding on scalars (``while i < n``) unrolls."""
+    def add_host_step(self, step: HostStep, value: Any = None) -> int:
+        """Append a host step (``value``: its value for the example arguments); return the
+        call argument index its value will have. Bounded as the nodes are: a Python loop
+        deciding on scalars (``while i < n``) unrolls."""
+        if self.hoist_step is not None:   # a loop body: computed before the loop?
+            hoisted = self.hoist_step(step, value)
+            if hoisted is not None:
+                return hoisted
         self.count_operation(None)
         if len(self.host_steps) >= MAX_TRACE_NODES:
             raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} Python scalar operations "

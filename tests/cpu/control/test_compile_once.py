@@ -302,3 +302,12 @@ def test_a_loop_that_runs_no_iteration_now_says_why_it_compiles_again() -> None:
     assert stats["compiles"] == 2, stats["recompiles"]
     assert stats["routes"]["python"] == 0, stats["fallbacks"]
     assert any("sign of a Python int" in why for why in stats["recompiles"])
+
+
+def test_sizes_in_an_inner_bound_keep_the_nest_in_the_native_driver(driver_runs) -> None:
+    """``range(a.shape[1] // 2)`` inside the body is computed once per call before the
+    loop (a parameter of the body, not a host step per iteration): the whole nest runs in
+    the native driver, once per call, for every size."""
+    jitted = assert_calls_match_numpy(mirrored_rows, _each(lambda s: (_mat(s, s + 2),)))
+    assert jitted.stats()["compiles"] == 1, jitted.stats()["recompiles"]
+    assert driver_runs() == 5
