@@ -16,6 +16,9 @@ How a loop becomes a region (``ir.region``): its body is traced ONCE as a graph 
 (a nested trace sharing the outer trace's size symbols): parameters the index (a Python
 int: a host scalar of the body), the carried values and the traced captured values;
 results the carried values after one iteration (and, for ``while``, the next condition).
+What the body reads that is the same at every iteration, the outer trace's sizes and host
+steps on them or on captured ints, are parameters too (``_Invariants``: computed once per
+call outside, no guard on a size's value; the body is traced again once it knows them).
 The outer graph gets a REGION node, a CARRY node per carried value and a region WRITE per
 argument the body writes into (its next version). Carried values whose type changes after
 the first iteration (``acc = 0.0`` then ``acc += np.sum(a)``: a Python float, then a NumPy
@@ -89,21 +92,23 @@ class _Invariants:
     host steps on such values (``x.shape[0] // 2``, ``n - 1``), each computed there once per
     call (a step by its operands there: its ref, example value). The body takes each as a
     parameter (no guard on its value; the native driver sees a constant of the loop); one
-    it reads before it is one is ``wanted``, and the loop traces the body again."""
+    it reads before it is one is made here at once (the enclosing trace's step, its ref in
+    the body mapped to it, so steps on it are found too), and the loop traces the body
+    again with them all parameters."""
 
     def __init__(self) -> None:
         self.sizes: list[str] = []
         self.steps: dict[HostStep, tuple[int, Any]] = {}
 
-    def add(self, state: TraceState, body: _Body) -> bool:
-        """Take what ``body`` wanted; whether there was anything new."""
-        new = [s for s in sorted(body.wanted) if s not in self.sizes]
-        self.sizes += new
-        fresh = [k for k in body.wanted_steps if k not in self.steps]
-        for key in fresh:
-            self.steps[key] = (state.add_host_step(key, body.wanted_steps[key]),
-                               body.wanted_steps[key])
-        return bool(new or fresh)
+    def size(self, root: str) -> None:
+        if root not in self.sizes:
+            self.sizes.append(root)
+
+    def step(self, state: TraceState, key: HostStep, value: Any) -> int:
+        """The enclosing trace's ref of host step ``key`` (made once per loop)."""
+        if key not in self.steps:
+            self.steps[key] = (state.add_host_step(key, value), value)
+        return self.steps[key][0]
 
 
 #: the most traces of one loop body taking its invariants as parameters (a chain
@@ -131,11 +136,11 @@ class _Body:
         self.captured = tuple(self._stand_in(len(carried) + k, v)
                               for k, v in enumerate(captured))
         self.given = tuple(carried) + tuple(captured)   # the outer values, by position
-        # the body's parameters the same at every iteration: Python scalars of the enclosing
-        # trace (parameter -> its ref there); then its ``_Invariants``: ``extras`` (their
-        # HostScalars there, sources after the captured values), the body's parameters of
-        # its sizes (``sized``) and steps (``hoisted``), and those read before they were
-        # ones (``wanted``, ``wanted_steps``: the loop traces the body again)
+        # the body's values the same at every iteration, Python ints of the enclosing trace
+        # (a ref of the body -> its ref there): captured ones, then the ``_Invariants``:
+        # ``extras`` (their HostScalars there, sources after the captured values), the
+        # body's parameters of its sizes (``sized``) and steps (``hoisted``); ``wanted``:
+        # one was read before it was a parameter (the loop traces the body again)
         self.invariant: dict[int, int] = {
             index: self.given[position].ref_in(state)
             for position, index in self.param_of.items()
@@ -143,13 +148,12 @@ class _Body:
         self.extras: list[HostScalar] = []
         self.sized: dict[str, HostScalar] = {}
         self.hoisted: dict[HostStep, int] = {}
-        self.wanted: set[str] = set()
-        self.wanted_steps: dict[HostStep, Any] = {}
+        self.wanted = False
         self.first_extra = len(carried) + len(captured)
-        invariants = invariants or _Invariants()
-        for symbol in invariants.sizes:
+        self.invariants = invariants = invariants or _Invariants()
+        for symbol in tuple(invariants.sizes):
             self._size_param(symbol)
-        for key, (ref, value) in invariants.steps.items():
+        for key, (ref, value) in tuple(invariants.steps.items()):
             index = self._extra(f"host_{len(self.hoisted)}", HostScalar(ref, value))
             self.hoisted[key] = index
         self.child.outer_size = self._outer_size
@@ -167,8 +171,9 @@ class _Body:
 
     def _hoist_step(self, step: HostStep, value: Any) -> int | None:
         """``TraceState.hoist_step`` of the body's trace: a host step on values the same at
-        every iteration is the enclosing trace's (its parameter; before there is one,
-        ``wanted_steps``); None: the body computes it."""
+        every iteration is the enclosing trace's (its parameter; before there is one, the
+        body computes it too, its ref mapped to the enclosing trace's, and ``wanted``);
+        None: the body computes it."""
         operands = []
         for kind, v in step.operands:
             if kind == "ref":
@@ -181,7 +186,10 @@ class _Body:
         key = HostStep(step.op, tuple(operands), step.result_type)
         found = self.hoisted.get(key)
         if found is None and type(value).__name__ == step.result_type:
-            self.wanted_steps.setdefault(key, value)
+            state = self.child   # (the ref the body's own step is about to get)
+            self.invariant[state.arg_count + len(state.host_steps)] = \
+                self.invariants.step(self.outer, key, value)
+            self.wanted = True
         return found
 
     def _size_param(self, symbol: str) -> None:
@@ -209,8 +217,11 @@ class _Body:
         for index, shape in self.array_dims:
             for axis, dim in enumerate(shape):
                 if child.find(dim) == root:
-                    self.wanted.add(root)
-                    return HostScalar(None, value.value, value.sizes, root, (index, axis))
+                    self.invariants.size(root)
+                    self.wanted = True
+                    ref = child.size_ref(index, axis)
+                    self.invariant[ref] = value.ref_in(self.outer)
+                    return HostScalar(ref, value.value, value.sizes, root)
         return None
 
     def _param(self, name: str, kind: str, type_: TensorType) -> int:
@@ -360,7 +371,7 @@ class _Loop:
             body = _Body(self.state, self.kind, index, carried, self.captured,
                          self.invariants)
             results = body.run(self.body, cond)
-            if not self.invariants.add(self.state, body):
+            if not body.wanted:
                 break
         if not host_ok:
             _no_host(results)
