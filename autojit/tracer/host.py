@@ -86,8 +86,9 @@ class HostScalar(Traced):
     size symbol, ``source`` the (argument, axis) the prologue reads it from, first when a
     use needs it as a value of the call (``ref``; as a size it is the symbol itself).
     ``sizes`` are the size symbols the value is a function of (with constants; None: it
-    depends on a Python scalar argument): a use that needs the concrete int (``range()``,
-    a reshape, ``hash``) guards on those sizes, as reading ``x.shape`` did before."""
+    depends on a Python scalar argument): a use that needs the concrete int (``range()``
+    of a loop Python runs, ``hash``) guards on those sizes, as reading ``x.shape`` did
+    before."""
 
     __slots__ = ("_ref", "value", "sizes", "symbol", "source")
     _unknown = "the Python scalar's value, which changes from call to call"

@@ -178,6 +178,21 @@ def samples_of_n(x, n, steps):    # np.linspace(0, 1, n) of an int argument in t
     return acc
 
 
+def pairs_summed(x):              # a reshape to x.shape[0] // 2 rows
+    return x.reshape(x.shape[0] // 2, 2).sum(axis=1)
+
+
+def rows_of(x, n):                # np.reshape(x, (n, -1)) of an int argument
+    return np.reshape(x, (n, -1)) * 2.0
+
+
+def pairs_in_body(a, steps):      # a reshape sized by a.shape[0] // 2 inside the body
+    acc = np.zeros(a.shape[0] // 2)
+    for t in range(steps):
+        acc = acc + a.reshape(a.shape[0] // 2, 2)[:, t % 2]
+    return acc
+
+
 @dataclass(frozen=True)
 class Case:
     """A program and the argument tuples of its calls (fresh inputs per call)."""
@@ -234,6 +249,9 @@ CASES: tuple[Case, ...] = (
     Case("weighted_rows", weighted_rows, _each(lambda s: (_vec(s + 1), s))),
     Case("scattered", scattered, _each(lambda s: (_mat(s, s + 3), 3 * s))),
     Case("window_sums", window_sums, _each(lambda s: (_vec(s),)), **lp.SUMS),
+    Case("pairs_summed", pairs_summed, _each(lambda s: (_vec(2 * s),))),
+    Case("rows_of", rows_of, _each(lambda s: (_vec(3 * s), s))),
+    Case("pairs_in_body", pairs_in_body, _each(lambda s: (_vec(2 * s), 3))),
 )
 
 
@@ -278,6 +296,16 @@ def test_a_version_traced_for_other_decisions_is_a_miss_not_an_error() -> None:
     stats = jitted.stats()
     assert stats["routes"]["python"] == 0, stats["fallbacks"]
     assert stats["compiles"] == 2, stats["recompiles"]
+
+
+def test_a_reshape_to_sizes_that_do_not_fit_raises_as_numpy_does() -> None:
+    """The reshape's sizes are read per call: one that does not fit is NumPy's ValueError
+    (that call runs as Python, which raises), and the version still serves the others."""
+    calls = [(_vec(12), 3), (_vec(10), 3), (_vec(20), 5), (_vec(6), -1), (_vec(12), 4)]
+    jitted = assert_calls_match_numpy(rows_of, calls)
+    stats = jitted.stats()
+    assert stats["compiles"] == 1, stats["recompiles"]
+    assert stats["routes"]["python"] == 2   # the two calls NumPy raises for
 
 
 def test_a_size_one_recompile_says_it_is_a_broadcast_specialisation() -> None:
