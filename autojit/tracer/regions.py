@@ -295,6 +295,8 @@ class _Body:
         steps: dict[int, HostStep] = {}
         for j, step in enumerate(state.host_steps):
             ref = state.arg_count + j
+            if ref in mapped:   # the enclosing trace has it already (``_hoist_step``)
+                continue
             invariant = all(kind != "ref" or mapped.get(v) is not None
                             for kind, v in step.operands)
             mapped[ref] = -1 if invariant else None   # (-1: to be replayed when needed)
@@ -330,6 +332,10 @@ class _Body:
                 outputs.append(_output_node(state, value))
         if self.next_cond is not None:
             outputs.append(_output_node(state, self.next_cond))
+        for ref, dtype in list(state.int_guards):   # on a value the same every iteration:
+            if ref in self.invariant:                # checked once per call, outside
+                self.outer.int_guards.add((self.invariant[ref], dtype))
+                state.int_guards.discard((ref, dtype))
         if state.int_guards:
             raise _Decline("a Python scalar converted to an integer dtype in the body")
         self._hoist_decisions()

@@ -193,6 +193,13 @@ def pairs_in_body(a, steps):      # a reshape sized by a.shape[0] // 2 inside th
     return acc
 
 
+def int_offsets(x, steps):        # x.shape[0] // 2 meets an int64 array in the body
+    acc = np.zeros(x.shape[0], dtype=np.int64)
+    for t in range(steps):
+        acc = acc + (x.shape[0] // 2) + x[t % x.shape[0]]
+    return acc
+
+
 @dataclass(frozen=True)
 class Case:
     """A program and the argument tuples of its calls (fresh inputs per call)."""
@@ -252,6 +259,7 @@ CASES: tuple[Case, ...] = (
     Case("pairs_summed", pairs_summed, _each(lambda s: (_vec(2 * s),))),
     Case("rows_of", rows_of, _each(lambda s: (_vec(3 * s), s))),
     Case("pairs_in_body", pairs_in_body, _each(lambda s: (_vec(2 * s), 3))),
+    Case("int_offsets", int_offsets, _each(lambda s: (np.arange(s), 3))),
 )
 
 
@@ -306,6 +314,23 @@ def test_a_reshape_to_sizes_that_do_not_fit_raises_as_numpy_does() -> None:
     stats = jitted.stats()
     assert stats["compiles"] == 1, stats["recompiles"]
     assert stats["routes"]["python"] == 2   # the two calls NumPy raises for
+
+
+def added_int(x, k, steps):
+    acc = np.zeros(3, dtype=np.int32)
+    for _ in range(steps):
+        acc = acc + k   # NumPy: OverflowError where k does not fit int32
+    return acc + x
+
+
+def test_an_int_the_body_converts_is_checked_once_per_call() -> None:
+    """A Python int the same at every iteration that the body converts to an integer dtype
+    is checked outside the loop (NumPy's OverflowError for 2**40, through Python)."""
+    calls = [(np.arange(3), 5, 2), (np.arange(3), 2 ** 40, 2), (np.arange(3), 7, 3)]
+    jitted = assert_calls_match_numpy(added_int, calls)
+    stats = jitted.stats()
+    assert stats["compiles"] == 1, stats["recompiles"]
+    assert stats["routes"]["python"] == 1   # the call NumPy raises for
 
 
 def test_a_size_one_recompile_says_it_is_a_broadcast_specialisation() -> None:
