@@ -21,7 +21,7 @@ from autojit.cache import disk_cache
 from autojit.config import Settings, check_options, current_settings, on_environment
 from autojit.dispatch.fastpath import MISS, FastPath, fast_with_prologue
 from autojit.dispatch.guards import Guards, Unguardable, collect
-from autojit.dispatch.signature import describe_argument, signature_of
+from autojit.dispatch.signature import SIZE_ONE_CHANGE, describe_change, signature_of
 from autojit.dispatch.static_args import (
     MAX_SPECIALISATIONS,
     CallForm,
@@ -89,6 +89,10 @@ MAX_GUARD_RETRACES = 16
 #: traces for another decision on Python scalars (``if n > 100:`` took the other branch)
 #: before calls deciding otherwise than every compiled version run as plain Python
 MAX_DECISION_RETRACES = 16
+#: a recompile's reason where a Python value computed from the call's scalars has another
+#: type than traced: the tracer's guards on a sign (``tracer.regions._guard_nonnegative``)
+_SIGN_CHANGED = ("the sign of a Python int the trace guards on changed (a range() loop on "
+                 "the call's ints ran at least once, now none, or the reverse; or int ** int)")
 
 
 def _signature_of_callable(fn: Callable) -> pyinspect.Signature:
@@ -103,6 +107,17 @@ def _signature_of_callable(fn: Callable) -> pyinspect.Signature:
         kinds = pyinspect.Parameter
         return pyinspect.Signature([kinds("args", kinds.VAR_POSITIONAL),
                                     kinds("kwargs", kinds.VAR_KEYWORD)])
+
+
+def _sizes_miss(plan: Plan, args: tuple) -> str | None:
+    """Why ``bind_sizes`` missed (``SIZES_MISS``), for the recompile: a sign the trace guards
+    on, a size 1 it specialised on (a Python int's, a view's: no size the trace read as a
+    value, ``graph.guards``); None (the default words) where a size it read changed."""
+    if plan.graph.prologue and call_arguments(plan, args) is None:
+        return _SIGN_CHANGED
+    if not plan.graph.guards:
+        return f"{SIZE_ONE_CHANGE} from a Python int or of a view"
+    return None
 
 
 class Dispatcher:
@@ -377,25 +392,42 @@ class Dispatcher:
             if plan is None:
                 return entry, {}
             sizes = bind_sizes(plan, args)
+            graph = plan.graph   # most plans have none of the guards: skip the calls
             if sizes.__class__ is not dict:   # (a dict is the usual answer: one test)
-                if sizes is SIZES_MISS:
-                    continue   # a size this version was specialised on differs: not this one
+                if sizes is SIZES_MISS:   # a size this version was specialised on differs
+                    self._miss_reason = _sizes_miss(plan, args)
+                    continue
+                if graph.decisions and self._decided_otherwise(plan, args):
+                    continue   # its views are another path's (x[k] of a loop Python ran)
                 self._note_shared(plan, args)
                 return None, {}  # None: NumPy raises for these arguments; let it
-            graph = plan.graph   # most plans have none of the guards: skip the calls
             if graph.guards and not guards_hold(plan, sizes, args):
                 continue
             if graph.int_guards or graph.prologue or graph.decisions:   # Python scalar checks
                 status = check_call(plan, args)
                 if status == CALL_MISS:
-                    values = call_arguments(plan, args) if graph.decisions else None
-                    if values is not None:   # why, for the recompile this miss may become
-                        self._miss_reason = changed_decision(plan, values)   # (None: types)
+                    self._note_miss(plan, args)
                     continue     # traced for other Python scalar types or decisions
                 if status != CALL_OK:
                     return None, {}  # Python or NumPy raises for these values; let it
             return entry, sizes
         return None
+
+    def _decided_otherwise(self, plan: Plan, args: tuple) -> bool:
+        """Whether a plan whose views NumPy refuses for ``args`` was traced for another
+        decision on the call's Python scalars (then it is not this call's: a miss, not
+        NumPy raising); notes why, as a miss does."""
+        if check_call(plan, args) != CALL_MISS:
+            return False
+        self._note_miss(plan, args)
+        return True
+
+    def _note_miss(self, plan: Plan, args: tuple) -> None:
+        """Why a plan missed on the call's Python scalars, for the recompile this miss may
+        become: a changed decision, or a prologue value of another type (``ir.host``: the
+        tracer's guards on a sign, ``1 ** v``, are such values)."""
+        values = call_arguments(plan, args)
+        self._miss_reason = _SIGN_CHANGED if values is None else changed_decision(plan, values)
 
     def _trace(self, signature: Signature, args: tuple, settings: Settings,
                environment_changed: bool = False) -> tuple[Executable | None, dict]:
@@ -471,8 +503,7 @@ class Dispatcher:
             why = reason or "a size the function reads (x.shape) changed"
         else:
             names = [p for p in self._signature.parameters]
-            changes = [f"{names[i] if i < len(names) else i}: {describe_argument(a)} -> "
-                       f"{describe_argument(b)}"
+            changes = [f"{names[i] if i < len(names) else i}: {describe_change(a, b)}"
                        for i, (a, b) in enumerate(zip(previous, signature)) if a != b]
             why = "; ".join(changes) or "argument count changed"
         self._stats.add("recompiles", why)

@@ -131,3 +131,19 @@ def describe_argument(key: ArgKey) -> str:
         where = "" if key.kind == "a" else " cupy"
         return f"{np.dtype(key.dtype).name}[{key.ndim}d,{layout}]{where}"
     return f"{key.kind} {key.dtype if key.kind == 'py' else np.dtype(key.dtype).name}"
+
+
+#: what a recompile's reason says where only which axes have size 1 changed
+SIZE_ONE_CHANGE = "a size 1 (specialised for broadcasting)"
+
+
+def describe_change(before: ArgKey, after: ArgKey) -> str:
+    """``before -> after`` of a signature entry (``describe_argument``); where the two differ
+    only in which axes have size 1, names the axes: a size 1 is specialised (NumPy
+    broadcasts it), so such a call compiles again by design."""
+    old, new = describe_argument(before), describe_argument(after)
+    if old == new and isinstance(before, ArrayKey) and isinstance(after, ArrayKey):
+        axes = [str(k) for k, (a, b) in enumerate(zip(before.ones, after.ones)) if a != b]
+        if axes:
+            return f"{old}, {SIZE_ONE_CHANGE} on axis {', '.join(axes)}"
+    return f"{old} -> {new}"

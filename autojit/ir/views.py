@@ -6,7 +6,8 @@ base is C-contiguous (else it copies, as ``np.ravel`` does).
 An index or slice bound of a getitem key may be a :class:`ScalarRef`: a Python int the
 call passes (an argument, or a host prologue value, ``x[i:j]``, ``x[n - 2]``), read at
 each call (:func:`resolve_step`), so Python's rules for negatives and clamping are
-NumPy's own, per call."""
+NumPy's own, per call; so may a size of a reshape (``x.reshape(n, -1)``, NumPy's errors
+for sizes that do not fit, per call)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def _resolved(part: Any, values: Any) -> Any:
 def step_refs(step: tuple[str, Any]) -> tuple[int, ...]:
     """Return the call arguments a view step reads (its ScalarRefs), in key order."""
     name, argument = step
+    if name == "reshape":
+        return tuple(p.index for p in argument if p.__class__ is ScalarRef)
     if name != "getitem":
         return ()
     found: list[int] = []
@@ -69,8 +72,11 @@ def _resolver(step: tuple[str, Any]) -> Any:
     """Return ``values -> step resolved``: the key's parts that are ScalarRefs (or slices
     with one) rebuilt from ``values``, the others as they are."""
     name, argument = step
-    if name != "getitem" or not step_refs(step):
+    if not step_refs(step):
         return lambda values: step
+    if name == "reshape":
+        return lambda values: (name, tuple(values[p.index] if p.__class__ is ScalarRef else p
+                                           for p in argument))
     key = argument if isinstance(argument, tuple) else (argument,)
     constants: list[Any] = []
 

@@ -266,9 +266,11 @@ def _scalar_linspace(start: Any, stop: Any, num: Any, endpoint: bool, dtype: Any
     index = _positions(shape, 0).astype(np.float64)
     values = index / div * delta + first if underflow else index * step + first
     if endpoint:   # the last value is stop itself, where there are two or more
-        final = host_step("select", num > 1, num - 1, -1) if type(num) is HostScalar \
-            else (num - 1 if num > 1 else -1)
-        values = np.where(_positions(shape, 0) == final, last, values)
+        # (compared as floats: the float64 positions are exact below 2**53, and no int
+        # conversion of a Python int is guarded, which a loop body could not check)
+        final = host_step("float", host_step("select", num > 1, num - 1, -1)) \
+            if type(num) is HostScalar else (num - 1 if num > 1 else -1)
+        values = np.where(index == final, last, values)
     if type(positive) is HostScalar:   # NumPy's is a view where div > 0: if it is returned,
         current_trace().conditional_views[values.node] = positive   # a decision on that
     elif positive:

@@ -65,8 +65,8 @@ def _record(op: str, *operands: Any) -> Any:
         raise CallRaisesError(f"Python scalar arithmetic gave a {type(value).__name__}",
                               user_location(3))
     state = current_trace()
-    return HostScalar(state.add_host_step(HostStep(op, refs, type(value).__name__)), value,
-                      _sizes_of(operands))
+    return HostScalar(state.add_host_step(HostStep(op, refs, type(value).__name__), value),
+                      value, _sizes_of(operands))
 
 
 def _binary(op: str):
@@ -86,8 +86,9 @@ class HostScalar(Traced):
     size symbol, ``source`` the (argument, axis) the prologue reads it from, first when a
     use needs it as a value of the call (``ref``; as a size it is the symbol itself).
     ``sizes`` are the size symbols the value is a function of (with constants; None: it
-    depends on a Python scalar argument): a use that needs the concrete int (``range()``,
-    a reshape, ``hash``) guards on those sizes, as reading ``x.shape`` did before."""
+    depends on a Python scalar argument): a use that needs the concrete int (``range()``
+    of a loop Python runs, ``hash``) guards on those sizes, as reading ``x.shape`` did
+    before."""
 
     __slots__ = ("_ref", "value", "sizes", "symbol", "source")
     _unknown = "the Python scalar's value, which changes from call to call"
@@ -103,9 +104,12 @@ class HostScalar(Traced):
     def ref(self) -> int:
         """The call argument holding the value (an array's size: a prologue step reading
         it, made on first use)."""
+        return self._ref if self._ref is not None else self.ref_in(current_trace())
+
+    def ref_in(self, state: Any) -> int:
+        """``ref`` in trace ``state`` (a loop body's enclosing trace, not the current one)."""
         if self._ref is None:
-            arg, axis = self.source
-            self._ref = current_trace().size_ref(arg, axis)
+            self._ref = state.size_ref(*self.source)
         return self._ref
 
     def concrete(self, what: str) -> Any:

@@ -22,7 +22,7 @@ from autojit.tracer.proxy import Proxy
 from autojit.tracer.reductions import REDUCTION_HANDLERS
 from autojit.tracer.scans import SCAN_HANDLERS, accumulate
 from autojit.tracer.state import TraceState, current_trace, user_location
-from autojit.tracer.views import VIEW_HANDLERS
+from autojit.tracer.views import TAKE_PYTHON_INTS, VIEW_HANDLERS
 
 _WEAK_PYTHON_TYPES = (int, float)
 _IGNORED_UFUNC_KWARGS = {"out": None, "where": True, "casting": "same_kind", "order": "K",
@@ -326,7 +326,7 @@ def apply_function(func: Callable, args: tuple[Any, ...], kwargs: dict[str, Any]
         module = (getattr(func, "__module__", None) or "numpy").replace("numpy", "np", 1)
         module = "np" if module.startswith("np._") else module   # private homes of np.sort
         raise _unsupported(f"{module}.{func.__name__} is not supported")
-    if handler not in _WEAK_AWARE:
+    if handler not in _WEAK_AWARE and func not in TAKE_PYTHON_INTS:
         args = tuple(_host_free(a) for a in args)
         kwargs = {k: _host_free(v) for k, v in kwargs.items()}
     return handler(*args, **kwargs)

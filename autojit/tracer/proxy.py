@@ -95,7 +95,7 @@ class Proxy(Traced):
     @property
     def shape(self) -> tuple[Any, ...]:
         """The sizes as Python ints of the call: an argument's size is a HostScalar (no
-        guard until a use needs the concrete int: ``range()``, a reshape); a view's size is
+        guard until a use needs the concrete int: ``range()`` unrolled); a view's size is
         concrete, specialising the trace on it (a guarded recompile)."""
         state = current_trace()
         return tuple(state.size_value(d) for d in self.type.shape)

@@ -16,6 +16,9 @@ How a loop becomes a region (``ir.region``): its body is traced ONCE as a graph 
 (a nested trace sharing the outer trace's size symbols): parameters the index (a Python
 int: a host scalar of the body), the carried values and the traced captured values;
 results the carried values after one iteration (and, for ``while``, the next condition).
+What the body reads that is the same at every iteration, the outer trace's sizes and host
+steps on them or on captured ints, are parameters too (``_Invariants``: computed once per
+call outside, no guard on a size's value; the body is traced again once it knows them).
 The outer graph gets a REGION node, a CARRY node per carried value and a region WRITE per
 argument the body writes into (its next version). Carried values whose type changes after
 the first iteration (``acc = 0.0`` then ``acc += np.sum(a)``: a Python float, then a NumPy
@@ -36,6 +39,7 @@ import numpy as np
 
 from autojit.errors import TraceError
 from autojit.ir.graph import Param
+from autojit.ir.host import HostStep
 from autojit.ir.ops import Op
 from autojit.ir.region import Region, Source
 from autojit.ir.types import TensorType
@@ -82,11 +86,41 @@ def _key(state: TraceState, value: Any) -> tuple:
     raise _Decline(f"a carried {type(value).__name__}")
 
 
+class _Invariants:
+    """What a loop's body reads that is the same at every iteration and the enclosing trace
+    gives as Python ints of its own: its sizes (``x.shape[0]`` of a captured array) and the
+    host steps on such values (``x.shape[0] // 2``, ``n - 1``), each computed there once per
+    call (a step by its operands there: its ref, example value). The body takes each as a
+    parameter (no guard on its value; the native driver sees a constant of the loop); one
+    it reads before it is one is made here at once (the enclosing trace's step, its ref in
+    the body mapped to it, so steps on it are found too), and the loop traces the body
+    again with them all parameters."""
+
+    def __init__(self) -> None:
+        self.sizes: list[str] = []
+        self.steps: dict[HostStep, tuple[int, Any]] = {}
+
+    def size(self, root: str) -> None:
+        if root not in self.sizes:
+            self.sizes.append(root)
+
+    def step(self, state: TraceState, key: HostStep, value: Any) -> int:
+        """The enclosing trace's ref of host step ``key`` (made once per loop)."""
+        if key not in self.steps:
+            self.steps[key] = (state.add_host_step(key, value), value)
+        return self.steps[key][0]
+
+
+#: the most traces of one loop body taking its invariants as parameters (a chain
+#: ``x.shape[0] // 2 - 1`` is one more each); the last one is used either way
+_INVARIANT_PASSES = 4
+
+
 class _Body:
     """One nested trace of a loop body: its graph and what it returned."""
 
     def __init__(self, state: TraceState, kind: str, index: Any, carried: tuple,
-                 captured: tuple) -> None:
+                 captured: tuple, invariants: _Invariants | None = None) -> None:
         self.outer, self.kind = state, kind
         self.child = TraceState()
         for name in ("parent", "example_sizes", "guards", "argument_symbols"):
@@ -94,12 +128,101 @@ class _Body:
         self.child.fp_policy = state.fp_policy
         self.params: list[Param] = []
         self.param_of: dict[int, int] = {}    # position in carried + captured -> parameter
+        self.array_dims: list[tuple[int, tuple]] = []   # array parameters and their sizes
         if kind == "for":
             self.index = HostScalar(self._param("index", "scalar", TensorType(
                 np.dtype(np.int64), ())), index)
         self.carried = tuple(self._stand_in(k, v) for k, v in enumerate(carried))
         self.captured = tuple(self._stand_in(len(carried) + k, v)
                               for k, v in enumerate(captured))
+        self.given = tuple(carried) + tuple(captured)   # the outer values, by position
+        # the body's values the same at every iteration, Python ints of the enclosing trace
+        # (a ref of the body -> its ref there): captured ones, then the ``_Invariants``:
+        # ``extras`` (their HostScalars there, sources after the captured values), the
+        # body's parameters of its sizes (``sized``) and steps (``hoisted``); ``wanted``:
+        # one was read before it was a parameter (the loop traces the body again)
+        self.invariant: dict[int, int] = {
+            index: self.given[position].ref_in(state)
+            for position, index in self.param_of.items()
+            if position >= len(carried) and type(self.given[position]) is HostScalar}
+        self.extras: list[HostScalar] = []
+        self.sized: dict[str, HostScalar] = {}
+        self.hoisted: dict[HostStep, int] = {}
+        self.wanted = False
+        self.first_extra = len(carried) + len(captured)
+        self.invariants = invariants = invariants or _Invariants()
+        for symbol in tuple(invariants.sizes):
+            self._size_param(symbol)
+        for key, (ref, value) in tuple(invariants.steps.items()):
+            index = self._extra(f"host_{len(self.hoisted)}", HostScalar(ref, value))
+            self.hoisted[key] = index
+        self.child.outer_size = self._outer_size
+        self.child.hoist_step = self._hoist_step
+
+    def _extra(self, name: str, value: HostScalar) -> int:
+        """A body parameter for a Python int of the enclosing trace, the same at every
+        iteration (a source after the captured values)."""
+        index = self._param(name, "scalar", TensorType(python_scalar_dtype(
+            value.python_type), ()))
+        self.param_of[self.first_extra + len(self.extras)] = index
+        self.extras.append(value)
+        self.invariant[index] = value.ref_in(self.outer)
+        return index
+
+    def _hoist_step(self, step: HostStep, value: Any) -> int | None:
+        """``TraceState.hoist_step`` of the body's trace: a host step on values the same at
+        every iteration is the enclosing trace's (its parameter; before there is one, the
+        body computes it too, its ref mapped to the enclosing trace's, and ``wanted``);
+        None: the body computes it."""
+        operands = []
+        for kind, v in step.operands:
+            if kind == "ref":
+                v = self.invariant.get(v)
+                if v is None:
+                    return None
+            operands.append((kind, v))
+        if all(kind != "ref" for kind, _ in operands):
+            return None   # a constant: nothing to hoist
+        key = HostStep(step.op, tuple(operands), step.result_type)
+        found = self.hoisted.get(key)
+        if found is None and type(value).__name__ == step.result_type:
+            state = self.child   # (the ref the body's own step is about to get)
+            self.invariant[state.arg_count + len(state.host_steps)] = \
+                self.invariants.step(self.outer, key, value)
+            self.wanted = True
+        return found
+
+    def _size_param(self, symbol: str) -> None:
+        """A body parameter for the enclosing trace's size ``symbol`` (a Python int of it:
+        read once per call there, not per iteration, and no guard on its value)."""
+        root = self.child.find(symbol)
+        value = self.outer.size_value(root) if root.__class__ is str else None
+        if type(value) is not HostScalar or root in self.sized:
+            return
+        index = self._extra(f"size_{root}", value)
+        self.sized[root] = HostScalar(index, value.value, value.sizes, root)
+
+    def _outer_size(self, root: str) -> HostScalar | None:
+        """``TraceState.outer_size`` of the body's trace: a size of the enclosing trace as
+        a Python int of the body (its parameter; before there is one, the size of an array
+        parameter read in the body, and ``wanted``: the loop traces the body again with
+        it a parameter); None where the enclosing trace has only a guarded int."""
+        child = self.child
+        for symbol, value in self.sized.items():
+            if child.find(symbol) == root:
+                return value
+        value = self.outer.size_value(root)
+        if type(value) is not HostScalar:
+            return None
+        for index, shape in self.array_dims:
+            for axis, dim in enumerate(shape):
+                if child.find(dim) == root:
+                    self.invariants.size(root)
+                    self.wanted = True
+                    ref = child.size_ref(index, axis)
+                    self.invariant[ref] = value.ref_in(self.outer)
+                    return HostScalar(ref, value.value, value.sizes, root)
+        return None
 
     def _param(self, name: str, kind: str, type_: TensorType) -> int:
         self.params.append(Param(name, kind, type_))
@@ -114,6 +237,7 @@ class _Body:
             index = self._param(f"v{position}", "array", type_)
             node = state.add_node(Op.ARG, (), type_, (("index", index),))
             self.param_of[position] = index
+            self.array_dims.append((index, type_.shape))
             if value.node in self.outer.python_bools:   # a Python bool stays one
                 state.python_bools.add(node)
             # a Python number computed before the loop stays one (no argument of the call)
@@ -123,7 +247,8 @@ class _Body:
             index = self._param(f"v{position}", "scalar", TensorType(
                 python_scalar_dtype(value.python_type), ()))
             self.param_of[position] = index
-            return HostScalar(index, value.value)
+            # (a size read outside stays one: the sizes it derives from, its symbol)
+            return HostScalar(index, value.value, value.sizes, value.symbol)
         if not _plain(value):
             raise _Decline(f"a captured {type(value).__name__}")
         return value
@@ -157,6 +282,44 @@ class _Body:
         self.results = results
         return results
 
+    def _hoist_decisions(self) -> None:
+        """A Python decision in the body on values that are the same at every iteration
+        (``np.linspace(0, 1, x.shape[0])`` decides on ``num - 1 > 0``) is the enclosing
+        trace's: its host steps are replayed there and it guards there, once per call
+        (a call deciding otherwise misses and traces again). Decisions on the index or on
+        carried values stay (the body then declines)."""
+        state, outer = self.child, self.outer
+        if not state.decisions:
+            return
+        mapped: dict[int, int | None] = dict(self.invariant)
+        steps: dict[int, HostStep] = {}
+        for j, step in enumerate(state.host_steps):
+            ref = state.arg_count + j
+            if ref in mapped:   # the enclosing trace has it already (``_hoist_step``)
+                continue
+            invariant = all(kind != "ref" or mapped.get(v) is not None
+                            for kind, v in step.operands)
+            mapped[ref] = -1 if invariant else None   # (-1: to be replayed when needed)
+            steps[ref] = step
+        needed = [ref for ref in state.decisions if mapped.get(ref) is not None]
+        wanted: set[int] = set()
+        while needed:   # the steps the decisions read, walked (no recursion)
+            ref = needed.pop()
+            if ref in wanted or ref not in steps:
+                continue
+            wanted.add(ref)
+            needed += [v for kind, v in steps[ref].operands if kind == "ref"]
+        for ref in sorted(wanted):
+            step = steps[ref]
+            operands = tuple((kind, mapped[v] if kind == "ref" else v)
+                             for kind, v in step.operands)
+            mapped[ref] = outer.add_host_step(HostStep(step.op, operands, step.result_type))
+        for ref, decision in list(state.decisions.items()):
+            target = mapped.get(ref)
+            if target is not None and target >= 0:
+                outer.decisions.setdefault(target, decision)
+                del state.decisions[ref]
+
     def graph(self, name: str) -> Any:
         """Freeze the body: outputs are the traced carried values (then the condition)."""
         from autojit.tracer.trace import _freeze, _output_node
@@ -169,8 +332,13 @@ class _Body:
                 outputs.append(_output_node(state, value))
         if self.next_cond is not None:
             outputs.append(_output_node(state, self.next_cond))
+        for ref, dtype in list(state.int_guards):   # on a value the same every iteration:
+            if ref in self.invariant:                # checked once per call, outside
+                self.outer.int_guards.add((self.invariant[ref], dtype))
+                state.int_guards.discard((ref, dtype))
         if state.int_guards:
             raise _Decline("a Python scalar converted to an integer dtype in the body")
+        self._hoist_decisions()
         if state.decisions:   # a Python if on the index: its answer holds for one iteration
             raise _Decline("a Python decision on the body's scalars (an if on the loop index)")
         if any(step.op == "pow" for step in state.host_steps):
@@ -192,6 +360,7 @@ class _Loop:
                  captured: tuple, names: Any) -> None:
         self.state, self.kind, self.body = state, kind, body
         self.carried, self.captured, self.names = tuple(carried), tuple(captured), names
+        self.invariants = _Invariants()   # what the body reads the same every iteration
         self.loc = user_location(4)
         if names is not None and getattr(names, "line", 0):
             from autojit.ir.graph import SourceLoc
@@ -204,8 +373,12 @@ class _Loop:
               host_ok: bool = False) -> tuple[_Body, tuple]:
         """Trace the body once; ``host_ok``: a carried result may be a Python scalar of
         the body's (``_promote`` may make it a Python number of the graph)."""
-        body = _Body(self.state, self.kind, index, carried, self.captured)
-        results = body.run(self.body, cond)
+        for _ in range(_INVARIANT_PASSES):   # again while it reads new invariants
+            body = _Body(self.state, self.kind, index, carried, self.captured,
+                         self.invariants)
+            results = body.run(self.body, cond)
+            if not body.wanted:
+                break
         if not host_ok:
             _no_host(results)
         return body, self.keys(results)
@@ -229,7 +402,7 @@ class _Loop:
         positions = sorted(body.param_of)
         in_place = set()   # carried arguments the body updates in place (x += ...)
         copied = set()     # carried computed values it updates in place (a copy of its own)
-        values = carried + self.captured
+        values = carried + self.captured + tuple(body.extras)
         for k in positions:   # a write into a carried value: its memory is the caller's
             if k < len(carried) and body.param_of[k] in written:
                 if _updated_in_place(state, body, k, carried[k]):

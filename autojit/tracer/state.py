@@ -116,11 +116,22 @@ class TraceState:
     # the node count where each conditional expression on a traced value began (its sides
     # may not write: ``tracer/regions.trace_select``)
     select_marks: list[int] = field(default_factory=list)
+    # a loop body's trace (``tracer/regions._Body``): the size symbol's Python int as the
+    # enclosing trace gives it (``x.shape[0]`` of a captured argument), or None
+    outer_size: Any = None
+    # a loop body's trace: the parameter holding a host step's value where the enclosing
+    # trace computes it once (the step is the same at every iteration), or None
+    hoist_step: Any = None
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
-    def add_host_step(self, step: HostStep) -> int:
-        """Append a host step; return the call argument index its value will have. Bounded
-        as the nodes are: a Python loop deciding on scalars (``while i < n``) unrolls."""
+    def add_host_step(self, step: HostStep, value: Any = None) -> int:
+        """Append a host step (``value``: its value for the example arguments); return the
+        call argument index its value will have. Bounded as the nodes are: a Python loop
+        deciding on scalars (``while i < n``) unrolls."""
+        if self.hoist_step is not None:   # a loop body: computed before the loop?
+            hoisted = self.hoist_step(step, value)
+            if hoisted is not None:
+                return hoisted
         self.count_operation(None)
         if len(self.host_steps) >= MAX_TRACE_NODES:
             raise TraceError(f"the trace exceeds {MAX_TRACE_NODES} Python scalar operations "
@@ -142,8 +153,9 @@ class TraceState:
     def size_value(self, dim: Dim) -> Any:
         """``x.shape[k]`` for a size ``dim``: a plain int where it is fixed (1, or
         specialised), the HostScalar of a Python int argument that gave it
-        (``np.zeros(n)``), an argument's size as a HostScalar read per call; any other
-        size (a view's) is concrete and guarded, as before."""
+        (``np.zeros(n)``), an argument's size as a HostScalar read per call (in a loop
+        body: the enclosing trace's, ``outer_size``); any other size (a view's) is
+        concrete and guarded, as before."""
         from autojit.tracer.host import HostScalar
         root = self.find(dim)
         if root.__class__ is not str:
@@ -155,6 +167,10 @@ class TraceState:
         for symbol, source in self.symbol_sources.items():
             if self.find(symbol) == root:
                 return HostScalar(None, example, frozenset((root,)), root, source)
+        if self.outer_size is not None:   # a loop body: the enclosing trace's, unguarded
+            found = self.outer_size(root)
+            if found is not None:
+                return found
         return self.concrete(dim)
 
     def host_input(self, ref: int, dtype: np.dtype, python_type: type,

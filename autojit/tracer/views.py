@@ -163,7 +163,9 @@ def reshape(proxy: Proxy, *shape: Any, order: str = "C", **kwargs: Any) -> Proxy
         raise UnsupportedError("reshape with order other than 'C'", user_location(3))
     if len(shape) == 1 and isinstance(shape[0], tuple | list):
         shape = tuple(shape[0])
-    return record_view(_copy_if_viewed(proxy), ("reshape", tuple(int(s) for s in shape)))
+    # a Python int of the call (``n``, ``x.shape[0] // 2``) is read at every call
+    sizes = tuple(_scalar_ref(s) if type(s) is HostScalar else int(s) for s in shape)
+    return record_view(_copy_if_viewed(proxy), ("reshape", sizes))
 
 
 def fresh_flat(proxy: Proxy) -> Proxy:
@@ -345,6 +347,10 @@ VIEW_HANDLERS: dict[Callable, Callable[..., Proxy]] = {
     np.moveaxis: _moveaxis,
     np.swapaxes: _swapaxes,
 }
+
+#: NumPy functions of those that take a Python int of the call as it is (a size read per
+#: call: ``np.reshape(x, (n, -1))``), not as a graph value or a guarded int
+TAKE_PYTHON_INTS = frozenset({np.reshape})
 
 #: ndarray methods and properties that are views.
 VIEW_METHODS: dict[str, Callable[..., Proxy]] = {

@@ -23,8 +23,10 @@ values); the generator keeps those in names of their own (``s``, ``r``, the matr
 and never lets them decide a branch, a loop or an index, so an ULP cannot flip control flow.
 
 The run reports programs, wrong answers, internal exceptions, how many compiled
-(``routes["python"] == 0`` for every call), compiles per program, fallback reasons by
-count and first-call time percentiles, and writes each failure as a shrunk standalone repro.
+(``routes["python"] == 0`` for every call), compiles per program (and the programs compiled
+more than once other than for a size 1, which is specialised for broadcasting), fallback
+and recompile reasons by count and first-call time percentiles, and writes each failure as
+a shrunk standalone repro.
 """
 
 from __future__ import annotations
@@ -53,10 +55,12 @@ from tests.fuzz.program import Program, Taint
 from tests.fuzz.runner import VARIANTS, Failure, Outcome, _run, builders, compile_function
 from tests.fuzz.values import ArgSpec, random_values
 
+from autojit.dispatch.signature import SIZE_ONE_CHANGE
+
 #: the taint of every inexact name (reductions, matmul, transcendentals: program.py)
 INEXACT = Taint(ulps=8.0, reduced=True)
 #: the fallback reasons, first-call times and compile counts a run reports, by record key
-EXTRA = ("compiled", "compiles", "first_call_s", "warnings")
+EXTRA = ("compiled", "compiles", "first_call_s", "warnings", "recompiles")
 #: failure kinds that are an exception of autojit's own reaching the caller
 INTERNAL = ("internal-error", "crash", "timeout")
 #: seconds the generator's NumPy replay of one candidate may take
@@ -770,6 +774,8 @@ class LoopOutcome(Outcome):
 
     compiled: bool = False
     compiles: int = 0
+    #: the ``auto`` dispatcher's recompile reasons (``stats()["recompiles"]``)
+    recompiles: list[str] = field(default_factory=list)
     first_call_s: float = 0.0
     #: the first call whose warning categories differ from NumPy's (reported apart: compiled
     #: kernels raise no floating-point warnings today; the values were then compared again)
@@ -815,6 +821,7 @@ def _run_variants(fn: Any, calls: list[Any], returns: list[str] | None,
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
     outcome.compiles = stats["auto"]["compiles"]
+    outcome.recompiles = list(stats["auto"]["recompiles"])
     outcome.compiled = outcome.calls > 0 and outcome.fallback_calls == 0 and all(
         s["routes"]["python"] == 0 for s in stats.values())
     outcome.first_call_s = timed.seconds[0] if timed.seconds else 0.0
@@ -979,6 +986,10 @@ class LoopReport:
     compiles: Counter = field(default_factory=Counter)
     first_call_s: list[float] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: recompile reasons (counted once per program, as the fallback reasons per call)
+    recompiles: Counter = field(default_factory=Counter)
+    #: programs compiled more than once for another reason than a size 1
+    recompiled: int = 0
 
     def add(self, record: dict[str, Any]) -> None:
         if "compiled" not in record:
@@ -988,6 +999,17 @@ class LoopReport:
         self.compiled += bool(record["compiled"])
         self.compiles[record["compiles"]] += 1
         self.first_call_s.append(record["first_call_s"])
+        reasons = record.get("recompiles", [])
+        for reason in reasons:
+            self.recompiles[plain_reason(reason)] += 1
+        self.recompiled += record["compiles"] > 1 and not all(
+            size_one_only(reason) for reason in reasons)
+
+
+def size_one_only(reason: str) -> bool:
+    """Whether a recompile's reason is only arguments whose axes of size 1 changed (a size 1
+    is specialised for broadcasting: one more compile by design)."""
+    return all(SIZE_ONE_CHANGE in part for part in reason.split("; "))
 
 
 def _pool_class() -> Any:
@@ -1033,6 +1055,8 @@ def report_text(results: Any, report: LoopReport) -> str:
         + (f" ({100 * report.compiled / done:.0f}%)" if done else ""),
         "compiles per program (the auto dispatcher): " + ", ".join(
             f"{k}: {v}" for k, v in sorted(report.compiles.items())),
+        f"compiled more than once other than for a size 1 (specialised for broadcasting): "
+        f"{report.recompiled}",
         f"first call ms: p50 {pct(0.5)}, p90 {pct(0.9)}, p99 {pct(0.99)}, "
         f"max {pct(1.0)}"]
     lines.append(f"programs whose warnings differ from NumPy's (values compared again, not "
@@ -1056,6 +1080,9 @@ def report_text(results: Any, report: LoopReport) -> str:
         for r, n in results.reasons.items():
             reasons[plain_reason(r)] += n
         lines += [f"  {n:5d}  {r}" for r, n in reasons.most_common(20)]
+    if report.recompiles:
+        lines.append("recompile reasons of the auto dispatcher (programs):")
+        lines += [f"  {n:5d}  {r[:160]}" for r, n in report.recompiles.most_common(20)]
     return "\n".join(lines)
 
 

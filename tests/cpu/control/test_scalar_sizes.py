@@ -194,13 +194,23 @@ def test_a_comparison_of_sizes_guards_the_decision():
              (np.ones(4), np.arange(5.0)), (np.ones(2), np.arange(2.0))]
     jitted = assert_calls_match_numpy(same_shapes, calls)
     stats = jitted.stats()
-    assert stats["compiles"] == 1   # sizes that differ make x + y raise: Python runs that one
-    assert stats["routes"]["python"] == 1
+    # sizes that differ decide otherwise (x + y of the first version would raise): that
+    # call compiles the other branch, a version of its own, instead of running as Python
+    assert stats["compiles"] == 2, stats["recompiles"]
+    assert stats["routes"]["python"] == 0
+    assert any("decision" in why for why in stats["recompiles"])
+
+
+def spelled_size(x):
+    return x * float(str(x.shape[0]))
 
 
 def test_a_use_that_needs_the_concrete_size_still_guards_on_it():
-    jitted = assert_calls_match_numpy(as_column, _vectors(3, 5, 3))
+    jitted = assert_calls_match_numpy(spelled_size, _vectors(3, 5, 3))   # str() of it
     _compiled_once(jitted, compiles=2)
+    # a reshape reads its sizes per call (a ScalarRef in its step): one compile
+    jitted = assert_calls_match_numpy(as_column, _vectors(3, 5, 3))
+    _compiled_once(jitted, compiles=1)
     # a loop over x.shape[0] is a region since the regions work: one compile for every size
     jitted = assert_calls_match_numpy(unrolled, _vectors(3, 5, 3))
     _compiled_once(jitted, compiles=1)

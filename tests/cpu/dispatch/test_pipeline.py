@@ -54,8 +54,9 @@ def test_a_dtype_change_recompiles_and_says_why():
 
 
 def test_reading_a_size_specialises_and_guards_the_trace():
-    """A size used as a value of the call (issue 15: ``a * a.shape[0]``) is read per call,
-    one compile; a use that needs the concrete int (a reshape) still guards on it."""
+    """A size used as a value of the call (issue 15: ``a * a.shape[0]``, a reshape to it)
+    is read per call, one compile; a use that needs the concrete int (``str()``) still
+    guards on it."""
     f = autoroute(lambda a: a * a.shape[0])
     for n in (3, 5, 3):
         np.testing.assert_array_equal(f(np.ones(n)), np.ones(n) * n)
@@ -63,6 +64,10 @@ def test_reading_a_size_specialises_and_guards_the_trace():
     f = autoroute(lambda a: a.reshape(a.shape[0], 1) * 2.0)
     for n in (3, 5, 3):
         np.testing.assert_array_equal(f(np.ones(n)), np.ones((n, 1)) * 2.0)
+    assert f.stats()["compiles"] == 1
+    f = autoroute(lambda a: a * float(str(a.shape[0])))
+    for n in (3, 5, 3):
+        np.testing.assert_array_equal(f(np.ones(n)), np.ones(n) * n)
     assert f.stats()["compiles"] == 2
     assert "guard n0 == 3" in f.inspect(np.ones(3)).graph_text
 
