@@ -113,6 +113,10 @@ class TraceState:
     # comparisons of Python numbers computed from traced values (``tracer/pyscalars.py``):
     # Python bools that only a condition may read
     python_bools: set[int] = field(default_factory=set)
+    # Python ints of the graph (``tracer/pyscalars.py``): what bounds each one's magnitude;
+    # ``in_body``: a loop body's trace (its ints are bounded when its region is built)
+    python_ints: Any = None   # a ``pyscalars.IntBounds``, made on first use
+    in_body: bool = False
     # the node count where each conditional expression on a traced value began (its sides
     # may not write: ``tracer/regions.trace_select``)
     select_marks: list[int] = field(default_factory=list)
