@@ -374,10 +374,8 @@ def _derive(state: Any, node: Any, forms: dict) -> tuple | None:
 def guard_fits(bound: Bound, what: str) -> None:
     """Guard on ``bound <= INT64_MAX`` (a decision of the prologue); the example's failing
     raises TraceError (this call runs as Python: its ints may leave int64)."""
-    if type(bound) is int:
-        fits = bound <= INT64_MAX
-    else:
-        fits = bool(bound <= INT64_MAX)   # HostScalar.__bool__: a guarded decision
+    # (a HostScalar's bool() is a guarded decision)
+    fits = bound <= INT64_MAX if type(bound) is int else bool(bound <= INT64_MAX)
     if not fits:
         raise TraceError(f"{what} that may leave int64 for these values (Python's ints do "
                          "not overflow)", user_location(4))
@@ -433,6 +431,7 @@ def guard_loop_ints(outer: Any, child: Any, values: tuple, carried_count: int,
     table.cursor, table.forms = 0, {}
     table.walk(child, len(child.nodes), leaf)
     growth: dict[int, Bound] = {}
+    grown: dict[int, Bound] = {}   # what the loop adds to each carried int's start
     for k in range(carried_count):
         result = results[k]
         if not (is_python(result) and result.weak is int):
@@ -441,9 +440,11 @@ def guard_loop_ints(outer: Any, child: Any, values: tuple, carried_count: int,
         if form is None or form[0] not in (None, k):
             raise Unbounded(f"carried int {k}")
         growth[k] = form[1]
+        # an int the body grows gains its growth per iteration; one it sets anew
+        # (``it = 0`` before an inner loop) is its start or its new value
+        grown[k] = _mul(trips, form[1]) if form[0] == k else form[1]
     if any(table.forms.get(n) is None for n in (*table.leaves, *table.derived)):
         raise Unbounded("an int of the body")
-    grown = {k: _mul(trips, growth[k]) for k in growth}
     own: dict[int | None, Bound] = {}   # the largest bound over the start, by carried int
     for n in sorted({*table.leaves, *table.derived}):
         k, b = table.forms[n]

@@ -39,9 +39,9 @@ from autojit.ir.graph import Param
 from autojit.ir.ops import Op
 from autojit.ir.region import Region, Source
 from autojit.ir.types import TensorType
+from autojit.tracer import pyscalars
 from autojit.tracer.host import HostScalar, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
-from autojit.tracer import pyscalars
 from autojit.tracer.pyscalars import constant, is_python, python_type
 from autojit.tracer.state import CURRENT_TRACE, TraceState, user_location
 from autojit.tracer.writes import immutable, written_param
@@ -677,6 +677,9 @@ def _trace_while(state: TraceState, cond: Callable, body: Callable, carried: tup
     loop = _Loop(state, "while", body, carried, captured, names)
     carried = tuple(carried)
     first_cond = cond(carried, captured)   # Python evaluates it first: so does the trace
+    if state.in_body and type(first_cond) is HostScalar:   # (a decision holds for one
+        from autojit.tracer.control import _test  # iteration of the loop around)
+        first_cond = _test(first_cond)
     if not (_cond_ok(first_cond) or _plain(first_cond)):
         raise TraceError("a while condition that is not a scalar", loop.loc)
     now = _truth(first_cond)

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autojit import autoroute
 from tests.fuzz.runner import compile_function
 from tests.support.oracle import assert_calls_match_numpy
+
+from autojit import autoroute
 
 X = np.arange(10.0)
 
@@ -71,7 +72,7 @@ def running_max(steps):
 def stepped_count(n, k):
     cnt2 = 0
     s4 = 0.0
-    for i in range(0, n, 2):
+    for _ in range(0, n, 2):
         cnt2 += k // 2
     return cnt2 + s4
 
@@ -154,7 +155,7 @@ def test_a_sum_that_would_leave_int64_runs_as_python() -> None:
 
 def large_start(n, start):
     cnt = start
-    for i in range(n):
+    for _ in range(n):
         cnt += 1
     return cnt
 
@@ -175,7 +176,7 @@ def floor_by_argument(n, k):
 
 def floor_by_zero(n):
     cnt = 3
-    for i in range(n):
+    for _ in range(n):
         cnt = cnt // 0
     return cnt
 
@@ -256,3 +257,45 @@ def test_generated_int_updates_match_python(updates, k, n) -> None:
               + "".join(f"        {u}\n" for u in updates) + "    return c, f, x\n")
     fn = compile_function(source, "fn", tag=f"pyscalar {abs(hash(source))}")
     assert_calls_match_numpy(fn, [(X, n, k), (X, 3, 7), (X, 0, k)])
+
+
+# -- tests on Python scalars inside a loop body: per iteration, not one decision ---------------
+def while_on_the_index(x, n):
+    z = x
+    for i in range(1, n - 1):
+        it5 = 0
+        while i % 2 == 0 and it5 < 5:
+            it5 += 1
+            z = 0.5 * z + z
+    return z, it5
+
+
+def not_or_on_the_index(x, n):
+    tot = 0
+    for i in range(n):
+        if not (i % 3 == 0 or i > 5):
+            tot += 2
+    return tot
+
+
+def nested_counters(x, n):
+    cnt = 0
+    for i in range(n):
+        cnt += i
+        for j in range(i):
+            cnt -= j % 3
+    return cnt
+
+
+def test_a_while_on_the_index_inside_a_loop_body() -> None:
+    _compiled(assert_calls_match_numpy(while_on_the_index, [(X, s) for s in (3, 4, 10, 50)]),
+              1)
+
+
+def test_and_or_not_on_the_index_inside_a_loop_body() -> None:
+    _compiled(assert_calls_match_numpy(not_or_on_the_index, [(X, s) for s in (0, 1, 3, 50)]),
+              1)
+
+
+def test_nested_loops_bound_their_ints_together() -> None:
+    _compiled(assert_calls_match_numpy(nested_counters, [(X, s) for s in (0, 1, 2, 300)]), 1)
