@@ -52,8 +52,10 @@ _COMPARE = frozenset({np.less, np.less_equal, np.greater, np.greater_equal, np.e
 _DTYPES = {float: np.dtype(np.float64), int: np.dtype(np.int64)}
 INT64_MAX = 2 ** 63 - 1
 #: the trips a loop whose trip count the prologue does not know (a ``while`` loop, a range
-#: over traced bounds) is taken to run at most: no loop runs 2**62 iterations
-UNKNOWN_TRIPS = 2 ** 62
+#: over traced bounds) is taken to run at most: 2**56 iterations take years (a bound
+#: ``start + 2**56 * g`` that fits int64 takes at least that many to leave it), and two
+#: such loops' counters still add up within int64
+UNKNOWN_TRIPS = 2 ** 56
 
 
 def is_python(value: Any) -> bool:

@@ -120,6 +120,10 @@ class TraceState:
     # the node count where each conditional expression on a traced value began (its sides
     # may not write: ``tracer/regions.trace_select``)
     select_marks: list[int] = field(default_factory=list)
+    # ``and``/``or`` right operands being evaluated whichever way their traced left operand
+    # decides (``control.and_left``): with ``predicate`` and ``select_marks``, where a host
+    # step Python may raise in is refused (``host._record``)
+    speculative: int = 0
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:

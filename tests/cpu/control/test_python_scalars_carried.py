@@ -299,3 +299,43 @@ def test_and_or_not_on_the_index_inside_a_loop_body() -> None:
 
 def test_nested_loops_bound_their_ints_together() -> None:
     _compiled(assert_calls_match_numpy(nested_counters, [(X, s) for s in (0, 1, 2, 300)]), 1)
+
+
+# -- arithmetic Python may raise in, where Python does not evaluate it -------------------------
+def modulo_in_a_branch(x, n):
+    cnt = 0
+    for i in range(n):
+        if i != 2:
+            cnt += 10 % (i - 2)
+    return cnt
+
+
+def division_in_a_branch(x, n):
+    acc = 0.0
+    for i in range(n):
+        if i != 2:
+            acc += 10.0 / (i - 2)
+    return acc
+
+
+def division_after_and(x, n):
+    acc = 0.0
+    for i in range(n):
+        if x[0] > 5 and 10.0 / (i - 2) > 1:
+            acc += 1.0
+    return acc
+
+
+def division_in_a_selected_side(x, n):
+    acc = 0.0
+    for i in range(n):
+        acc = acc + 1.0 / (i - 2) if x[0] > i else acc
+    return acc
+
+
+@pytest.mark.parametrize("fn", [modulo_in_a_branch, division_in_a_branch, division_after_and,
+                                division_in_a_selected_side])
+def test_a_division_in_a_branch_python_skips_does_not_raise(fn) -> None:
+    # (the prologue computes every host step at every iteration: a step that may raise is
+    # refused in a branch, and the function runs as Python)
+    assert_calls_match_numpy(fn, [(X, s) for s in (0, 1, 3, 5)])
