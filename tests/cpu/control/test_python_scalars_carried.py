@@ -339,3 +339,18 @@ def test_a_division_in_a_branch_python_skips_does_not_raise(fn) -> None:
     # (the prologue computes every host step at every iteration: a step that may raise is
     # refused in a branch, and the function runs as Python)
     assert_calls_match_numpy(fn, [(X, s) for s in (0, 1, 3, 5)])
+
+
+def prefix_by_counter(x, n):
+    k = 0
+    for i in range(n):
+        if i % 3 == 0:
+            k += 1
+    return x[:k].sum(), i
+
+
+def test_a_counter_as_a_slice_bound_runs_as_python_with_its_reason() -> None:
+    jitted = assert_calls_match_numpy(prefix_by_counter, [(X, s) for s in (1, 2, 10)])
+    stats = jitted.stats()
+    assert stats["routes"]["python"] == 3
+    assert "a slice bound that is a Python int computed" in stats["fallbacks"][0]
