@@ -23,6 +23,14 @@ float64) peel that iteration into the outer trace, guarded on the decision "the 
 least once" (a host-prologue step whose result type is that decision); a type that keeps
 changing, a shape that changes (``x = x[1:]``), a write into a carried value, or a body the
 tracer cannot trace declines: the statement runs as Python does.
+
+Python scalars carried (``_promote``): a Python int/float (a constant, one of the call, one
+the peeled iteration left) or a NumPy scalar constant that the body changes becomes a graph
+value and the body is traced again on it; a Python int that becomes a float (``acc = 1;
+acc += j * 0.5``) keeps changing once, so its first iteration is peeled (``_settled``: the
+body's Python scalars stand for their example values in the check). Each body's Python
+ints are bounded before its region is built (``_bounded_build``,
+``pyscalars.guard_loop_ints``); the loop variable read after the loop is its last index.
 """
 
 from __future__ import annotations
