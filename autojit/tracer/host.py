@@ -54,15 +54,21 @@ _RAISING = frozenset({"truediv", "floordiv", "mod", "pow", "lshift", "rshift", "
                       "round", "floor", "ceil", "trunc"})
 
 
-def _may_raise(op: str, operands: tuple, examples: list) -> bool:
+def _may_raise(state: Any, op: str, operands: tuple, examples: list) -> bool:
     """Whether Python may raise computing step ``op`` for some call (a division by a
-    Python scalar that may be zero, ``int()`` of a float that may be inf, ``math.sqrt``)."""
+    Python scalar that may be zero, ``int()`` of a float that may be inf, ``math.sqrt``).
+    A division by an array's size (``i % x.shape[0]``) is guarded on the size being
+    nonzero (``Graph.nonempty``: a call where it is 0 runs as Python)."""
     if op.startswith("math."):
         return True
     if op not in _RAISING:
         return False
     if op in ("truediv", "floordiv", "mod"):   # by a nonzero constant: never (inf at most)
-        return not (type(operands[1]) in (int, float) and operands[1] != 0)
+        divisor = operands[1]
+        if type(divisor) is HostScalar and divisor.symbol is not None and examples[1] != 0:
+            (state.outer_nonempty if state.in_body else state.nonempty).add(divisor.symbol)
+            return False
+        return not (type(divisor) in (int, float) and divisor != 0)
     if op in ("int", "round", "floor", "ceil", "trunc"):
         return type(examples[0]) is float
     return True
@@ -86,7 +92,7 @@ def _record(op: str, *operands: Any) -> Any:
         return NotImplemented
     examples = [o.value if isinstance(o, HostScalar) else o for o in operands]
     state = current_trace()
-    if _may_raise(op, operands, examples) and _speculative(state):
+    if _speculative(state) and _may_raise(state, op, operands, examples):
         raise TraceError(f"Python scalar arithmetic ({op}) that may raise, in a branch or "
                          "operand the compiled code computes whichever way its traced "
                          "condition goes", user_location(3))

@@ -597,6 +597,9 @@ def _bounded_build(loop: _Loop, body: _Body, carried: tuple, bounds: tuple = (),
         raise _Decline(str(exc)) from None
     after = loop.build(body, carried, bounds, first)
     state = loop.state
+    # sizes the body divides by where Python may not (``host._may_raise``): guarded nonzero
+    (state.outer_nonempty if state.in_body else state.nonempty).update(
+        body.child.outer_nonempty)
     table = pyscalars.bounds(state)
     for k, leaf in found.items():
         if k is None:   # the region's other ints: a leaf on its node

@@ -124,6 +124,8 @@ class TraceState:
     # decides (``control.and_left``): with ``predicate`` and ``select_marks``, where a host
     # step Python may raise in is refused (``host._record``)
     speculative: int = 0
+    # in a loop body: the sizes its outermost trace guards nonzero for it (``nonempty``)
+    outer_nonempty: set[str] = field(default_factory=set)
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep) -> int:

@@ -354,3 +354,19 @@ def test_a_counter_as_a_slice_bound_runs_as_python_with_its_reason() -> None:
     stats = jitted.stats()
     assert stats["routes"]["python"] == 3
     assert "a slice bound that is a Python int computed" in stats["fallbacks"][0]
+
+
+def modulo_by_a_size_in_a_branch(x, n):
+    cnt = 0
+    for i in range(n):
+        if i > 1:
+            cnt += i % x.shape[0]
+    return cnt
+
+
+def test_a_modulo_by_a_size_in_a_branch_is_guarded_on_the_size() -> None:
+    # (an empty x: Python raises ZeroDivisionError at i == 2, or not where n <= 2)
+    calls = [(np.arange(5.0), 7), (np.arange(3.0), 9), (np.arange(0.0), 4), (np.arange(0.0), 1),
+             (np.arange(4.0), 0)]
+    jitted = assert_calls_match_numpy(modulo_by_a_size_in_a_branch, calls)
+    assert jitted.stats()["routes"]["cpu"] >= 2
