@@ -48,7 +48,7 @@ from autojit.ir.ops import Op
 from autojit.ir.region import Region, Source
 from autojit.ir.types import TensorType
 from autojit.tracer import pyscalars
-from autojit.tracer.host import HostScalar, python_scalar_dtype
+from autojit.tracer.host import HostScalar, host_step, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.pyscalars import constant, is_python, python_type
 from autojit.tracer.state import CURRENT_TRACE, TraceState, user_location
@@ -171,6 +171,42 @@ class _Body:
         self.results = results
         return results
 
+    def _hoist_decisions(self) -> None:
+        """Decisions of the body on Python scalars of the call only (``if k > 0`` on a
+        captured ``k``: the same at every iteration) become the outer trace's, replayed on
+        its values; one on the index or a carried value (it holds for one iteration)
+        declines."""
+        state, outer = self.child, self.outer
+        by_param = {p: k for k, p in self.param_of.items()}
+        values = self.carried_in + self.captured_in
+        found: dict[int, Any] = {}
+
+        def outer_value(ref: int) -> Any:   # the body's ref as the outer trace's value
+            if ref < state.arg_count:
+                k = by_param.get(ref)
+                if k is None or k < len(self.carried_in) or type(values[k]) is not HostScalar:
+                    raise _Decline("a Python decision on the body's scalars (an if on the "
+                                   "loop index)")
+                return values[k]
+            for j in range(len(found), ref - state.arg_count + 1):   # in order: no recursion
+                step = state.host_steps[j]
+                operands = [v if kind == "const" else found[v - state.arg_count]
+                            if v >= state.arg_count else outer_value(v)
+                            for kind, v in step.operands]
+                found[j] = host_step(step.op, *operands)
+            return found[ref - state.arg_count]
+
+        token = CURRENT_TRACE.set(outer)
+        try:
+            for ref, (value, where) in list(state.decisions.items()):
+                hoisted = outer_value(ref)
+                if type(hoisted) is not HostScalar or bool(hoisted.value) != value:
+                    raise _Decline("a Python decision on the body's scalars")
+                outer.decisions.setdefault(hoisted.ref, (value, where))
+        finally:
+            CURRENT_TRACE.reset(token)
+        state.decisions.clear()
+
     def graph(self, name: str) -> Any:
         """Freeze the body: outputs are the traced carried values (then the condition)."""
         from autojit.tracer.trace import _freeze, _output_node
@@ -186,7 +222,7 @@ class _Body:
         if state.int_guards:
             raise _Decline("a Python scalar converted to an integer dtype in the body")
         if state.decisions:   # a Python if on the index: its answer holds for one iteration
-            raise _Decline("a Python decision on the body's scalars (an if on the loop index)")
+            self._hoist_decisions()
         if any(step.op == "pow" for step in state.host_steps):
             raise _Decline("Python ** in the body (its result type depends on the values)")
         graph = _freeze(state, None, name, self.params, [(o, False) for o, _ in outputs],

@@ -370,3 +370,26 @@ def test_a_modulo_by_a_size_in_a_branch_is_guarded_on_the_size() -> None:
              (np.arange(4.0), 0)]
     jitted = assert_calls_match_numpy(modulo_by_a_size_in_a_branch, calls)
     assert jitted.stats()["routes"]["cpu"] >= 2
+
+
+# -- decisions on the call's Python scalars inside a loop body: the same at every iteration -----
+def select_on_an_argument(x, n, k):
+    acc1 = 0
+    for i in range(n - 1, -1, -1):
+        acc1 = acc1 + x[i] * x[i] if k > 0 else acc1 - 1
+    return acc1
+
+
+def compare_index_with_argument(x, n, k):
+    acc = 0
+    for i in range(n):
+        if i > k:
+            acc += 1
+    return acc
+
+
+def test_a_decision_on_an_argument_in_a_loop_body_is_the_outer_traces() -> None:
+    calls = [(X, 3, 0), (X, 5, -2), (X, 0, 0), (X, 3, 1), (X, 2, -1)]
+    _compiled(assert_calls_match_numpy(select_on_an_argument, calls))
+    calls = [(X, 3, 0), (X, 5, 3), (X, 9, 2), (X, 0, 1)]
+    _compiled(assert_calls_match_numpy(compare_index_with_argument, calls), 1)
