@@ -257,29 +257,58 @@ def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple
 
 
 # -- and/or/not in a test, builtin max/min (``convert._Converter.truth``, ``convert._MinMax``)
+def _test(value: Any) -> Any:
+    """An operand of a test: inside a loop body the region tracer traces, a Python scalar's
+    truth is a graph bool (``while i % 2 == 0 and it < 5`` decides per iteration: a
+    Python decision there would hold for one); elsewhere the value itself."""
+    state = CURRENT_TRACE.get()
+    if type(value) is not host.HostScalar or state is None or not state.in_body:
+        return value
+    from autojit.tracer.numpy_map import host_proxy
+    return host_proxy(value if value.python_type is bool else host.python_bool(value))
+
+
+def _speculate(value: Any) -> bool:
+    """A traced left operand: ``B`` is evaluated whichever way it decides (counted on the
+    trace while it is, ``host._speculative``; ``_joined`` ends it)."""
+    if not regions.traced_scalar(_test(value)):
+        return False
+    CURRENT_TRACE.get().speculative += 1
+    return True
+
+
+def _joined(op: str, left: Any, right: Any) -> Any:
+    left, right = _test(left), _test(right)
+    if not regions.traced_scalar(left):
+        return right
+    CURRENT_TRACE.get().speculative -= 1
+    return regions.traced_truth(op, left, right)
+
+
 def and_left(value: Any) -> bool:
     """Whether ``value and B`` evaluates ``B``: Python's truth of ``value``; always for a
     traced scalar (then both decide, ``and_``)."""
-    return True if regions.traced_scalar(value) else bool(value)
+    return True if _speculate(value) else bool(value)
 
 
 def or_left(value: Any) -> bool:
     """Whether ``value or B`` evaluates ``B`` (see ``and_left``)."""
-    return True if regions.traced_scalar(value) else not value
+    return True if _speculate(value) else not value
 
 
 def and_(left: Any, right: Any) -> Any:
     """``left and right`` as a test, ``right`` evaluated (``and_left``)."""
-    return regions.traced_truth("and", left, right) if regions.traced_scalar(left) else right
+    return _joined("and", left, right)
 
 
 def or_(left: Any, right: Any) -> Any:
     """``left or right`` as a test, ``right`` evaluated (``or_left``)."""
-    return regions.traced_truth("or", left, right) if regions.traced_scalar(left) else right
+    return _joined("or", left, right)
 
 
 def not_(value: Any) -> Any:
     """``not value`` as a test."""
+    value = _test(value)
     return regions.traced_truth("not", value, None) if regions.traced_scalar(value) \
         else not value
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from autojit.errors import CallRaisesError
+from autojit.errors import CallRaisesError, TraceError
 from autojit.ir.host import HOST_OPS, MATH_FUNCTIONS, HostStep
 from autojit.tracer.state import current_trace, user_location
 from autojit.tracer.traced import Traced
@@ -49,13 +49,53 @@ def _sizes_of(operands: tuple) -> frozenset | None:
     return found
 
 
+#: host steps Python raises in for some values (ZeroDivisionError, OverflowError, ValueError)
+_RAISING = frozenset({"truediv", "floordiv", "mod", "pow", "lshift", "rshift", "int", "float",
+                      "round", "floor", "ceil", "trunc"})
+
+
+def _may_raise(state: Any, op: str, operands: tuple, examples: list) -> bool:
+    """Whether Python may raise computing step ``op`` for some call (a division by a
+    Python scalar that may be zero, ``int()`` of a float that may be inf, ``math.sqrt``).
+    A division by an array's size (``i % x.shape[0]``) is guarded on the size being
+    nonzero (``Graph.nonempty``: a call where it is 0 runs as Python)."""
+    if op.startswith("math."):
+        return True
+    if op not in _RAISING:
+        return False
+    if op in ("truediv", "floordiv", "mod"):   # by a nonzero constant: never (inf at most)
+        divisor = operands[1]
+        if type(divisor) is HostScalar and divisor.symbol is not None and examples[1] != 0:
+            (state.outer_nonempty if state.in_body else state.nonempty).add(divisor.symbol)
+            return False
+        return not (type(divisor) in (int, float) and divisor != 0)
+    if op in ("int", "round", "floor", "ceil", "trunc"):
+        return type(examples[0]) is float
+    return True
+
+
+def _speculative(state: Any) -> bool:
+    """Whether the trace evaluates code Python may not run: a branch of an ``if`` on a
+    traced value (both are computed, one selected), a side of a conditional expression, the
+    right operand of ``and``/``or`` after a traced one."""
+    return state.predicate is not None or bool(state.select_marks) or state.speculative > 0
+
+
 def _record(op: str, *operands: Any) -> Any:
     """Record ``HOST_OPS[op](*operands)`` as a host step; return its HostScalar, or
-    NotImplemented for an operand that is not a Python scalar (an array: its own method)."""
+    NotImplemented for an operand that is not a Python scalar (an array: its own method).
+    A step Python may raise in is refused where the trace evaluates it speculatively: the
+    prologue computes every step at every call (or iteration), raising where Python, not
+    taking that branch, would not."""
     refs = tuple(_operand(o) for o in operands)
     if None in refs:
         return NotImplemented
     examples = [o.value if isinstance(o, HostScalar) else o for o in operands]
+    state = current_trace()
+    if _speculative(state) and _may_raise(state, op, operands, examples):
+        raise TraceError(f"Python scalar arithmetic ({op}) that may raise, in a branch or "
+                         "operand the compiled code computes whichever way its traced "
+                         "condition goes", user_location(3))
     try:
         value = HOST_OPS[op](*examples)
     except Exception as exc:   # Python raises for the example values: so will the call
@@ -64,7 +104,6 @@ def _record(op: str, *operands: Any) -> Any:
     if type(value) not in PYTHON_SCALARS:   # (-1) ** 0.5 is complex: for these values
         raise CallRaisesError(f"Python scalar arithmetic gave a {type(value).__name__}",
                               user_location(3))
-    state = current_trace()
     return HostScalar(state.add_host_step(HostStep(op, refs, type(value).__name__), value),
                       value, _sizes_of(operands))
 

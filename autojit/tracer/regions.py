@@ -26,6 +26,14 @@ float64) peel that iteration into the outer trace, guarded on the decision "the 
 least once" (a host-prologue step whose result type is that decision); a type that keeps
 changing, a shape that changes (``x = x[1:]``), a write into a carried value, or a body the
 tracer cannot trace declines: the statement runs as Python does.
+
+Python scalars carried (``_promote``): a Python int/float (a constant, one of the call, one
+the peeled iteration left) or a NumPy scalar constant that the body changes becomes a graph
+value and the body is traced again on it; a Python int that becomes a float (``acc = 1;
+acc += j * 0.5``) keeps changing once, so its first iteration is peeled (``_settled``: the
+body's Python scalars stand for their example values in the check). Each body's Python
+ints are bounded before its region is built (``_bounded_build``,
+``pyscalars.guard_loop_ints``); the loop variable read after the loop is its last index.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from autojit.ir.host import HostStep
 from autojit.ir.ops import Op
 from autojit.ir.region import Region, Source
 from autojit.ir.types import TensorType
+from autojit.tracer import pyscalars
 from autojit.tracer.host import HostScalar, python_scalar_dtype
 from autojit.tracer.proxy import Proxy
 from autojit.tracer.pyscalars import constant, is_python, python_type
@@ -126,9 +135,11 @@ class _Body:
         for name in ("parent", "example_sizes", "guards", "argument_symbols"):
             setattr(self.child, name, getattr(state, name))   # one namespace of sizes
         self.child.fp_policy = state.fp_policy
+        self.child.in_body = True   # its Python ints are bounded with the region's
         self.params: list[Param] = []
         self.param_of: dict[int, int] = {}    # position in carried + captured -> parameter
         self.array_dims: list[tuple[int, tuple]] = []   # array parameters and their sizes
+        self.carried_in, self.captured_in = tuple(carried), tuple(captured)
         if kind == "for":
             self.index = HostScalar(self._param("index", "scalar", TensorType(
                 np.dtype(np.int64), ())), index)
@@ -240,6 +251,9 @@ class _Body:
             self.array_dims.append((index, type_.shape))
             if value.node in self.outer.python_bools:   # a Python bool stays one
                 state.python_bools.add(node)
+            if is_python(value) and value.weak is int:   # its bound: ``guard_loop_ints``
+                pyscalars.bounds(state).leaves[node] = (
+                    "carried" if position < len(self.carried_in) else "outer", position)
             # a Python number computed before the loop stays one (no argument of the call)
             return Proxy(node, type_, value.weak, value.is_scalar,
                          -1 if is_python(value) else index)
@@ -340,7 +354,7 @@ class _Body:
             raise _Decline("a Python scalar converted to an integer dtype in the body")
         self._hoist_decisions()
         if state.decisions:   # a Python if on the index: its answer holds for one iteration
-            raise _Decline("a Python decision on the body's scalars (an if on the loop index)")
+            self._hoist_decisions()
         if any(step.op == "pow" for step in state.host_steps):
             raise _Decline("Python ** in the body (its result type depends on the values)")
         graph = _freeze(state, None, name, self.params, [(o, False) for o, _ in outputs],
@@ -362,6 +376,7 @@ class _Loop:
         self.carried, self.captured, self.names = tuple(carried), tuple(captured), names
         self.invariants = _Invariants()   # what the body reads the same every iteration
         self.loc = user_location(4)
+        self.index_carried: set[int] = set()   # carried names the body binds to its index
         if names is not None and getattr(names, "line", 0):
             from autojit.ir.graph import SourceLoc
             self.loc = SourceLoc(names.file, names.line)
@@ -379,6 +394,14 @@ class _Loop:
             results = body.run(self.body, cond)
             if not body.wanted:
                 break
+        if self.kind == "for" and any(v is body.index for v in results):
+            # the loop variable, read after the loop (``return i``): not carried, its value
+            # after the loop is the last index (``_bounded_build``)
+            if getattr(self.names, "flags", ()):   # (Region.exit: not the range's last)
+                raise _Decline("the loop variable read after a loop with a break")
+            self.index_carried = {k for k, v in enumerate(results) if v is body.index}
+            results = body.results = tuple(body.carried[k] if k in self.index_carried else v
+                                           for k, v in enumerate(results))
         if not host_ok:
             _no_host(results)
         return body, self.keys(results)
@@ -694,9 +717,10 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
     try:
         first, keys = loop.trace(given, example, None, host_ok=True)
         carried, first, keys = _promote(loop, given, first, keys, example, None)
-        _no_host(first.results)
         if keys == loop.keys(tuple(carried)):
-            return loop.build(first, tuple(carried), (start, stop, step))
+            _no_host(first.results)
+            return _bounded_build(loop, first, tuple(carried), (start, stop, step))
+        # (a Python int that becomes a float, ``acc = 1; acc += j * 0.5``: peeled below)
     except _Decline:
         if ran is not False:
             raise
@@ -714,17 +738,88 @@ def _trace_for(state: TraceState, bounds: tuple, body: Callable, carried: tuple,
             _guard_nonnegative(start - stop - 1)
     if not ran:
         return tuple(carried)
-    after_first = first.results
-    again, keys_again = loop.trace(after_first, example + step, None)
-    if keys_again != keys:
-        raise _Decline("carried types keep changing")
-    again.graph("for_body")   # what would decline, before the peel: after it, too late
+    # the types after it (its Python scalars as their example values: a check only)
+    after_first = tuple(v.value if type(v) is HostScalar else v for v in first.results)
+    _settled(loop, after_first, example + step, None)   # stable from there on, or declines
     peeled = body(start, tuple(carried), captured)   # the first iteration, as Python runs it
-    if loop.keys(tuple(peeled)) != keys:
-        raise TraceError("the loop's first iteration traced differently twice", loop.loc)
     with _after_peel(loop):
-        second, _ = loop.trace(tuple(peeled), example + step, None)
-        return loop.build(second, tuple(peeled), (start + step, stop, step))
+        try:
+            peeled, second = _settled(loop, tuple(peeled), example + step, None)
+        except _Decline:
+            raise TraceError("the loop's first iteration traced differently twice",
+                             loop.loc) from None
+        return _bounded_build(loop, second, peeled, (start + step, stop, step))
+
+
+def _settled(loop: _Loop, carried: tuple, index: Any, cond: Callable | None
+             ) -> tuple[tuple, _Body]:
+    """Trace the body on ``carried`` (its changing Python numbers made graph numbers,
+    ``_promote``): the carried values and the body, whose results have their types, or
+    decline (the types keep changing)."""
+    body, keys = loop.trace(carried, index, cond, host_ok=True)
+    carried, body, keys = _promote(loop, carried, body, keys, index, cond)
+    _no_host(body.results)
+    if keys != loop.keys(tuple(carried)):
+        raise _Decline("carried types keep changing")
+    body.graph(f"{loop.kind}_body")   # what would decline, before a peel: after, too late
+    return tuple(carried), body
+
+
+def _bounded_build(loop: _Loop, body: _Body, carried: tuple, bounds: tuple = (),
+                   first: Any = None) -> tuple:
+    """``loop.build``, the body's Python ints bounded first (``pyscalars.guard_loop_ints``:
+    guarded to stay in int64 at every iteration, or the loop declines); a carried int's
+    CARRY keeps its bound after the loop (its leaf; for a loop inside another's body, the
+    enclosing loop bounds it with its own)."""
+    known = bool(bounds) and not any(isinstance(b, Proxy) for b in bounds)
+    found: dict = {}
+    try:
+        if pyscalars.has_ints(body.child):   # (prologue steps only for a loop with ints)
+            index, trips = None, pyscalars.UNKNOWN_TRIPS
+            if known:
+                start, stop, step = bounds
+                index = pyscalars._max(pyscalars._abs(start), pyscalars._abs(stop))
+                trips = pyscalars.trips_bound(start, stop, step)
+            given = carried + loop.captured + tuple(body.extras)   # (extras: invariants)
+            found = pyscalars.guard_loop_ints(loop.state, body.child, given, len(carried),
+                                              body.param_of, body.results, index, trips)
+    except pyscalars.Unbounded as exc:
+        raise _Decline(f"a Python int of the loop that may grow past int64 ({exc})") from None
+    except TraceError as exc:
+        raise _Decline(str(exc)) from None
+    after = loop.build(body, carried, bounds, first)
+    state = loop.state
+    # sizes the body divides by where Python may not (``host._may_raise``): guarded nonzero
+    (state.outer_nonempty if state.in_body else state.nonempty).update(
+        body.child.outer_nonempty)
+    table = pyscalars.bounds(state)
+    for k, leaf in found.items():
+        if k is None:   # the region's other ints: a leaf on its node
+            table.leaves[max(n.id for n in state.nodes if n.op is Op.REGION)] = leaf
+        elif is_python(after[k]):
+            table.leaves[after[k].node] = leaf
+    if loop.index_carried:
+        if not known:
+            raise _Decline("the loop variable read after a loop over traced bounds")
+        start, stop, step = bounds
+        trips = len(range(start, stop, step)) if all(type(b) is int for b in bounds) \
+            else pyscalars.host_step("range_len", start, stop, step)
+        after = _last_index(loop, after, bounds, trips)
+    return after
+
+
+def _last_index(loop: _Loop, after: tuple, bounds: tuple, trips: Any) -> tuple:
+    """The loop variable after a range loop: its last index (a Python int of the prologue,
+    ``start + (trips - 1) * step``) where the loop runs, else what it was before; the
+    trace guards on which of the two (a call deciding otherwise traces again)."""
+    start, _, step = bounds
+    if type(trips) is int and trips == 0:
+        return after
+    _guard_nonnegative(trips - 1)
+    if type(trips) is HostScalar and trips.value == 0:
+        return after
+    last = start + (trips - 1) * step
+    return tuple(last if k in loop.index_carried else v for k, v in enumerate(after))
 
 
 def _no_host(results: tuple) -> None:
@@ -745,6 +840,18 @@ def _promote(loop: _Loop, carried: tuple, body: _Body, keys: tuple, index: Any,
                 type(after) is HostScalar or (is_python(after) if isinstance(after, Proxy)
                                               else after != before)):
             promoted[k], changed = constant(before), True
+        elif type(before) is HostScalar and before.python_type in (int, float) and \
+                python_type(after) is before.python_type and after is not body.carried[k] \
+                and (type(after) is HostScalar or is_python(after)):
+            # a Python scalar of the call (or the peeled iteration's) the body changes
+            promoted[k], changed = pyscalars.from_host(before), True
+        elif isinstance(before, np.generic) and isinstance(after, Proxy) and after.ndim == 0 \
+                and after.is_scalar and after.weak is None and after.dtype == before.dtype:
+            # a NumPy scalar constant the body changes (``acc = np.float32(1); acc += t``)
+            dtype = before.dtype
+            promoted[k] = Proxy(loop.state.add_const(before.item(), dtype),
+                                TensorType(dtype, ()), None, True)
+            changed = True
     if not changed:
         return carried, body, keys
     try:
@@ -773,6 +880,9 @@ def _trace_while(state: TraceState, cond: Callable, body: Callable, carried: tup
     loop = _Loop(state, "while", body, carried, captured, names)
     carried = tuple(carried)
     first_cond = cond(carried, captured)   # Python evaluates it first: so does the trace
+    if state.in_body and type(first_cond) is HostScalar:   # (a decision holds for one
+        from autojit.tracer.control import _test  # iteration of the loop around)
+        first_cond = _test(first_cond)
     if not (_cond_ok(first_cond) or _plain(first_cond)):
         raise TraceError("a while condition that is not a scalar", loop.loc)
     now = _truth(first_cond)
@@ -785,7 +895,7 @@ def _trace_while(state: TraceState, cond: Callable, body: Callable, carried: tup
     if not _cond_ok(body_trace.next_cond):
         raise _Decline("a while condition that is constant inside the loop")
     if keys == loop.keys(carried):
-        return loop.build(body_trace, carried, first=first_cond)
+        return _bounded_build(loop, body_trace, carried, first=first_cond)
     if now is None or (isinstance(first_cond, HostScalar) and first_cond.python_type
                        is not bool):
         raise _Decline("carried types change and the first condition is a traced value")
@@ -804,7 +914,7 @@ def _trace_while(state: TraceState, cond: Callable, body: Callable, carried: tup
         raise TraceError("a while condition that is not a scalar", loop.loc)
     with _after_peel(loop):
         second, _ = loop.trace(tuple(peeled), None, cond)
-        return loop.build(second, tuple(peeled), first=next_cond)
+        return _bounded_build(loop, second, tuple(peeled), first=next_cond)
 
 
 class _after_peel:  # noqa: N801 (a with-block's name)
@@ -874,7 +984,7 @@ def _selected(state: TraceState, truth: Proxy, a: Any, b: Any) -> Any:
     if _plain(a) and _plain(b) and _key(state, a) == _key(state, b):
         return a
     if _python_pair(a, b):   # Python numbers of one type, one per branch
-        a, b = (constant(v) if not isinstance(v, Proxy) else v for v in (a, b))
+        a, b = (pyscalars.as_python(v) for v in (a, b))
     if not (isinstance(a, Proxy) and isinstance(b, Proxy)) or _key(state, a) != _key(state, b):
         raise _Decline("the branches leave values of different types")
     python_bool = [v.node in state.python_bools for v in (a, b)]
@@ -886,7 +996,7 @@ def _selected(state: TraceState, truth: Proxy, a: Any, b: Any) -> Any:
     select.weak = a.weak
     if python_bool[0]:
         state.python_bools.add(select.node)
-    return select
+    return pyscalars.selected(select) if is_python(select) else select
 
 
 def select_test(cond: Any) -> bool:
@@ -918,10 +1028,10 @@ def _python_pair(a: Any, b: Any) -> bool:
     """Two Python numbers of one type (``int``/``float``, not bool), at least one computed
     from traced values or the two different: their select is such a number too."""
     kind = python_type(a)
-    if kind is None or kind is not python_type(b) or type(a) is HostScalar \
-            or type(b) is HostScalar:
+    if kind is None or kind is not python_type(b):
         return False
-    return is_python(a) or is_python(b) or (not isinstance(a, Proxy) and a != b)
+    return is_python(a) or is_python(b) or type(a) is HostScalar or type(b) is HostScalar \
+        or (not isinstance(a, Proxy) and a != b)
 
 
 # -- and/or/not and builtin max/min on traced scalars (``control.and_`` ...) ----------------
@@ -962,9 +1072,8 @@ def trace_minmax(is_max: bool, args: tuple) -> Any:
     if state is None:
         return NotImplemented
     kinds = {python_type(a) for a in args}
-    if len(kinds) == 1 and None not in kinds and any(is_python(a) for a in args) and not \
-            any(type(a) is HostScalar for a in args):   # Python numbers of one type
-        args = tuple(a if isinstance(a, Proxy) else constant(a) for a in args)
+    if len(kinds) == 1 and None not in kinds and any(is_python(a) for a in args):
+        args = tuple(pyscalars.as_python(a) for a in args)   # Python numbers of one type
     if not all(isinstance(a, Proxy) and a.ndim == 0 and a.node not in state.python_bools
                for a in args):
         return NotImplemented
@@ -974,9 +1083,12 @@ def trace_minmax(is_max: bool, args: tuple) -> Any:
     from autojit.tracer.numpy_map import make_elementwise
     best = first
     for item in args[1:]:
-        better = np.greater(item, best) if is_max else np.less(item, best)
+        pair = (item.strong(), best.strong())   # (two weak ints: NumPy's object loop)
+        better = np.greater(*pair) if is_max else np.less(*pair)
         best = make_elementwise(Op.SELECT, (better, item, best),
                                 (np.dtype(bool), first.dtype, first.dtype), first.dtype,
                                 is_scalar=first.is_scalar)
         best.weak = first.weak
+        if is_python(best):
+            pyscalars.selected(best)
     return best

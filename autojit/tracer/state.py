@@ -113,6 +113,10 @@ class TraceState:
     # comparisons of Python numbers computed from traced values (``tracer/pyscalars.py``):
     # Python bools that only a condition may read
     python_bools: set[int] = field(default_factory=set)
+    # Python ints of the graph (``tracer/pyscalars.py``): what bounds each one's magnitude;
+    # ``in_body``: a loop body's trace (its ints are bounded when its region is built)
+    python_ints: Any = None   # a ``pyscalars.IntBounds``, made on first use
+    in_body: bool = False
     # the node count where each conditional expression on a traced value began (its sides
     # may not write: ``tracer/regions.trace_select``)
     select_marks: list[int] = field(default_factory=list)
@@ -122,6 +126,12 @@ class TraceState:
     # a loop body's trace: the parameter holding a host step's value where the enclosing
     # trace computes it once (the step is the same at every iteration), or None
     hoist_step: Any = None
+    # ``and``/``or`` right operands being evaluated whichever way their traced left operand
+    # decides (``control.and_left``): with ``predicate`` and ``select_marks``, where a host
+    # step Python may raise in is refused (``host._record``)
+    speculative: int = 0
+    # in a loop body: the sizes its outermost trace guards nonzero for it (``nonempty``)
+    outer_nonempty: set[str] = field(default_factory=set)
 
     # -- the host prologue (Python scalars; see autojit.ir.host) ------------------------
     def add_host_step(self, step: HostStep, value: Any = None) -> int:

@@ -132,6 +132,12 @@ def _plain(part: Any) -> Any:
             raise UnsupportedError("a slice step from a Python scalar", user_location(5))
         if not all(v is None or type(v) is HostScalar or isinstance(v, int | np.integer)
                    for v in bounds):
+            from autojit.tracer.pyscalars import is_python
+            if any(is_python(v) for v in bounds):   # (a counter ``k`` a loop leaves)
+                raise UnsupportedError(
+                    "a slice bound that is a Python int computed from array values or by a "
+                    "loop (its value is known only once the compiled code ran; a view's "
+                    "size must be known before)", user_location(5))
             raise UnsupportedError(f"slice {part!r} is not supported", user_location(5))
         return slice(*(None if v is None else _scalar_ref(v) if type(v) is HostScalar
                        else int(v) for v in bounds))

@@ -588,3 +588,17 @@ def test_a_kernel_piece_past_the_arrays_is_the_host_loop_s(kernel_pieces):
     x = np.linspace(0.0, 1.0, 30)
     _compiled_once(assert_calls_match_numpy(negate_until, [(x, np.ones(30), 10**9, -1.9)]))
     assert kernel_pieces == [4, 8, 16, None]
+
+
+def _index_after_break(x, tol):
+    for i in range(x.shape[0]):
+        if x[i] > tol:
+            break
+    return i
+
+
+def test_the_index_read_after_a_loop_with_a_break_is_the_breaking_iteration_s() -> None:
+    # pyscalar's "the index after the loop is the range's last" must not hold after a break
+    # (merging it with the early exit gave 19 where Python gives 10)
+    assert_calls_match_numpy(_index_after_break, [
+        (np.linspace(0, 1, 20), 0.5), (np.linspace(0, 1, 20), 2.0), (np.linspace(0, 1, 7), -1.0)])
