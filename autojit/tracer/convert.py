@@ -512,7 +512,12 @@ def _lowered(block: list[ast.stmt], slots: list[str]) -> list[ast.stmt]:
             rest = block[n + 1:]
             then_leaves, else_leaves = _leaves(s.body), _leaves(s.orelse)
             if rest and not then_leaves and not else_leaves:
-                raise _NotLowered   # the rest would be copied into both branches
+                if not _small(rest):
+                    raise _NotLowered   # the rest would be copied into both branches
+                # a few simple statements (``return x + 0.5``): one copy in each branch
+                new = ast.If(s.test, _lowered(s.body + rest, slots),
+                             _lowered(s.orelse + copy.deepcopy(rest), slots))
+                return [*out, ast.copy_location(new, s)]
             new = ast.If(s.test, _lowered(s.body + ([] if then_leaves else rest), slots),
                          _lowered(s.orelse + ([] if else_leaves else rest), slots))
             return [*out, ast.copy_location(new, s)]
@@ -621,6 +626,15 @@ class _LoopReturns:
             else:
                 raise _NotLowered   # a return in a try, with or match
         return out
+
+
+def _small(stmts: list[ast.stmt]) -> bool:
+    """At most three statements, none compound: copied into both branches of an ``if``
+    neither branch of which always leaves, the code grows by at most them (per ``if``)."""
+    return len(stmts) <= 3 and not any(
+        isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.TryStar, ast.Match,
+                       ast.AsyncFor, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef,
+                       ast.ClassDef)) for s in stmts)
 
 
 # -- int(), float(), bool(), len() of traced values -------------------------------------------

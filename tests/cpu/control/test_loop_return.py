@@ -281,3 +281,39 @@ def test_converted_returns_mean_what_python_means(fn, calls):
 def test_loops_with_returns_convert():
     assert convert_function(first_index) is not first_index
     assert convert_function(returns_in_plain_python) is not returns_in_plain_python
+
+
+def loop_in_a_branch(x, n, go):
+    if go:
+        for i in range(n):
+            x = x * 2.0
+            if np.max(x) > 10.0:
+                return x
+        x = x - 1.0
+    return x + 0.5
+
+
+@pytest.mark.parametrize("n, go", [(0, True), (2, True), (10, True), (10**6, True),
+                                   (10, False)])
+def test_a_loop_with_a_return_inside_a_branch(n, go):
+    # (the return after the if, ``return x + 0.5``, is copied into both of its branches)
+    assert_matches_numpy(loop_in_a_branch, np.ones(3), n, go)
+
+
+def returns_after_branches(x, k):
+    if k > 2:
+        if k > 5:
+            return x * 2.0
+        x = x + 1.0
+    else:
+        x = x - 1.0
+    y = x + k
+    return y
+
+
+@pytest.mark.parametrize("k", [0, 3, 6])
+def test_a_return_after_branches_that_both_fall_through(k):
+    assert convert_function(returns_after_branches) is not returns_after_branches
+    assert _outcome(convert_function(returns_after_branches), np.ones(2), k) == \
+        _outcome(returns_after_branches, np.ones(2), k)
+    assert_matches_numpy(returns_after_branches, np.ones(2), k)
