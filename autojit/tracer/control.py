@@ -71,6 +71,9 @@ class Names:
     #: iteration that sets it (``Region.exit``), a while loop's condition reads it; where
     #: Python runs a range loop it stops once it is set
     flags: tuple[str, ...] = ()
+    #: the return flags a loop carries (``convert._LoopReturns``: ``return`` inside a loop
+    #: sets one and breaks): graph bools in a loop the region tracer traces, as ``flags``
+    returns: tuple[str, ...] = ()
 
 
 Body = Callable[..., tuple]
@@ -147,7 +150,7 @@ def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
     flags = [k for k, n in enumerate(getattr(names, "carried", ()))
              if n in getattr(names, "flags", ())]
     if range_fn is builtins.range and _traced(bounds, carried, captured):
-        graph = tuple(_graph_flag(v) if k in flags else v for k, v in enumerate(carried))
+        graph = _graph_flags(carried, names)
         result = regions.trace_for(bounds, _BodyCall(body), graph, captured, names)
         if result is not NotImplemented:
             return result
@@ -160,6 +163,14 @@ def for_range(bounds: tuple, body: Body, carried: tuple, captured: tuple,
     finally:
         _IN_BODY.reset(token)
     return carried
+
+
+def _graph_flags(carried: tuple, names: Names) -> tuple:
+    """``carried`` with the loop's break flag and return flags as graph bools."""
+    jumps = (*getattr(names, "flags", ()), *getattr(names, "returns", ()))
+    return tuple(_graph_flag(v) if n in jumps else v
+                 for n, v in zip(getattr(names, "carried", ()), carried)) \
+        + tuple(carried[len(getattr(names, "carried", ())):])
 
 
 def _graph_flag(value: Any) -> Any:
@@ -176,9 +187,7 @@ def while_loop(cond: Callable[[tuple, tuple], Any], body: Body, carried: tuple,
                captured: tuple, names: Names) -> tuple:
     """``while cond(carried, captured): carried = body(carried, captured)``."""
     if _traced(carried, captured):
-        flags = [k for k, n in enumerate(getattr(names, "carried", ()))
-                 if n in getattr(names, "flags", ())]   # (a graph bool, as a range loop's)
-        graph = tuple(_graph_flag(v) if k in flags else v for k, v in enumerate(carried))
+        graph = _graph_flags(carried, names)   # (graph bools, as a range loop's)
         result = regions.trace_while(_BodyCall(cond), _BodyCall(body), graph, captured,
                                      names)
         if result is not NotImplemented:
@@ -248,12 +257,28 @@ def convert(fn: Callable, *args: Any) -> Any:
 def if_else(pred: Any, then: Body, orelse: Body, carried: tuple, captured: tuple,
             names: Names) -> tuple:
     """``carried = (then if pred else orelse)(carried, captured)``."""
+    known = _constant_truth(pred)
+    if known is not None:   # (a return flag no iteration set: the branch Python takes)
+        return then(carried, captured) if known else orelse(carried, captured)
     if _traced((pred,), carried, captured):
         result = regions.trace_if(_branch_pred(pred), then, orelse, carried, captured,
                                   names)
         if result is not NotImplemented:
             return result
     return then(carried, captured) if pred else orelse(carried, captured)
+
+
+def _constant_truth(pred: Any) -> bool | None:
+    """The value of a graph bool that is a constant of the trace (a jump or return flag a
+    loop that runs no iteration leaves as it entered), else None: deciding on it is exact,
+    and the branch that cannot run is not traced (``if returned: return value`` reads
+    names only an iteration binds)."""
+    state = CURRENT_TRACE.get()
+    if state is None or type(pred) is not Proxy or pred.dtype != np.bool_ or pred.ndim:
+        return None
+    from autojit.ir.ops import Op
+    node = state.nodes[pred.node]
+    return bool(node.attr("value")) if node.op is Op.CONST else None
 
 
 # -- and/or/not in a test, builtin max/min (``convert._Converter.truth``, ``convert._MinMax``)

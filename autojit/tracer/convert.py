@@ -205,7 +205,8 @@ def converted_tree(fn: types.FunctionType
         return None
     calls = _Conversions()
     callees = _Calls(fn, node)   # (after the conversions: int(v) is theirs)
-    body = _Jumps().block(_lower_returns(_choices(callees.block(calls.block(node.body)))))
+    body = _Jumps().block(_lower_returns(_LoopReturns().function(
+        _choices(callees.block(calls.block(node.body))))))
     node = ast.copy_location(ast.FunctionDef(node.name, node.args, body, [], node.returns,
                                              node.type_comment), node)
     converter = _Converter(fn, node)
@@ -455,17 +456,32 @@ def _lower_returns(body: list[ast.stmt]) -> list[ast.stmt]:
     loop, ``try``, ``with`` or ``match``, or lowering would copy statements."""
     if not any(isinstance(s, ast.If) and _returns_in(s) for s in body):
         return body
+    slots = _return_slots(body)
     try:
-        lowered = _lowered(body)
+        lowered = _lowered(body, slots)
     except _NotLowered:
         return body
-    where = body[0]
-    start = ast.copy_location(ast.Assign([ast.copy_location(ast.Name(_RET, ast.Store()),
-                                                            where)],
+    where, last = body[0], body[-1]
+    start = ast.copy_location(ast.Assign([ast.copy_location(ast.Name(n, ast.Store()), where)
+                                          for n in slots],
                                          ast.copy_location(ast.Constant(None), where)), where)
-    end = ast.copy_location(ast.Return(ast.copy_location(ast.Name(_RET, ast.Load()),
-                                                         body[-1])), body[-1])
-    return [start, *lowered, end]
+    value: ast.expr = ast.copy_location(ast.Name(_RET, ast.Load()), last)
+    if slots != [_RET]:
+        value = ast.copy_location(ast.Tuple([ast.copy_location(ast.Name(n, ast.Load()), last)
+                                             for n in slots], ast.Load()), last)
+    return [start, *lowered, ast.copy_location(ast.Return(value), last)]
+
+
+def _return_slots(body: list[ast.stmt]) -> list[str]:
+    """``__aj_ret_0 ... __aj_ret_N`` where every return gives a tuple display of N + 1
+    values (``return u, t`` / ``return u, steps``: each position is selected on its own,
+    as a tuple of traced values cannot be), else ``[__aj_ret]``."""
+    widths = {len(r.value.elts) if isinstance(r.value, ast.Tuple) and not any(
+        isinstance(e, ast.Starred) for e in r.value.elts) else -1
+              for r in _own_nodes(body) if isinstance(r, ast.Return)}
+    if len(widths) != 1 or min(widths) < 2:
+        return [_RET]
+    return [f"{_RET}_{k}" for k in range(min(widths))]
 
 
 def _returns_in(node: ast.AST) -> bool:
@@ -482,26 +498,143 @@ def _leaves(block: list[ast.stmt]) -> bool:
     return isinstance(last, ast.If) and _leaves(last.body) and _leaves(last.orelse)
 
 
-def _lowered(block: list[ast.stmt]) -> list[ast.stmt]:
+def _lowered(block: list[ast.stmt], slots: list[str]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for n, s in enumerate(block):
         if isinstance(s, ast.Return):
             value = s.value or ast.copy_location(ast.Constant(None), s)
-            out.append(ast.copy_location(ast.Assign(
-                [ast.copy_location(ast.Name(_RET, ast.Store()), s)], value), s))
+            names = [ast.copy_location(ast.Name(k, ast.Store()), s) for k in slots]
+            target = names[0] if len(names) == 1 else ast.copy_location(
+                ast.Tuple(names, ast.Store()), s)
+            out.append(ast.copy_location(ast.Assign([target], value), s))
             return out   # what follows never runs
         if isinstance(s, ast.If) and _returns_in(s):
             rest = block[n + 1:]
             then_leaves, else_leaves = _leaves(s.body), _leaves(s.orelse)
             if rest and not then_leaves and not else_leaves:
-                raise _NotLowered   # the rest would be copied into both branches
-            new = ast.If(s.test, _lowered(s.body + ([] if then_leaves else rest)),
-                         _lowered(s.orelse + ([] if else_leaves else rest)))
+                if not _small(rest):
+                    raise _NotLowered   # the rest would be copied into both branches
+                # a few simple statements (``return x + 0.5``): one copy in each branch
+                new = ast.If(s.test, _lowered(s.body + rest, slots),
+                             _lowered(s.orelse + copy.deepcopy(rest), slots))
+                return [*out, ast.copy_location(new, s)]
+            new = ast.If(s.test, _lowered(s.body + ([] if then_leaves else rest), slots),
+                         _lowered(s.orelse + ([] if else_leaves else rest), slots))
             return [*out, ast.copy_location(new, s)]
         if _returns_in(s):
             raise _NotLowered   # a return in a loop, try, with or match
         out.append(s)
     return out
+
+
+# -- return inside a loop: a flag and a break ---------------------------------------------------
+_RD = f"{_PREFIX}rd_"   # a return's flag (control.Names.returns)
+
+
+class _LoopReturns:
+    """Rewrites each ``return E`` inside a loop into ``__aj_rd_K = ctl.flag(True)`` and a
+    ``break`` (of its innermost loop; each loop around that one breaks too, ``if
+    __aj_rd_K: break`` after the inner one), and puts ``if __aj_rd_K: return E`` after the
+    outermost loop (``__aj_rd_K = False`` before it). ``E`` is evaluated after the loop
+    instead of at the return: nothing runs in between (the flags guard the rest of each
+    body, ``_Jumps``), so every name it reads is bound as it was at the return and ``E``
+    means what it meant there. The flags and breaks then lower as any other (a region
+    stops after the iteration that returns, ``Region.exit``), the ``if`` after the loop as
+    a return inside an ``if`` (``_lower_returns``: one select of the two results, which
+    declines where their types differ). A loop with a return inside a ``try`` or ``with``
+    (a ``finally`` or ``__exit__`` would run between, ``E``'s context would change) or in
+    a loop's ``else`` is left as it is."""
+
+    def __init__(self) -> None:
+        self.counter = itertools.count(1)
+
+    def function(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        """The function's body, its loops' returns lowered where every return of the
+        function gives one structure (one value, or a tuple display of one length): where
+        they differ (``return x`` in the loop, ``return x, n`` after it) no one compiled
+        result fits, and the loop is left as Python's (a loop Python unrolls into the
+        trace may still compile, its returns decided there)."""
+        widths = {len(r.value.elts) if isinstance(r.value, ast.Tuple) else 1
+                  for r in _own_nodes(body) if isinstance(r, ast.Return)
+                  and not (isinstance(r.value, ast.Tuple)
+                           and any(isinstance(e, ast.Starred) for e in r.value.elts))}
+        starred = any(isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple)
+                      and any(isinstance(e, ast.Starred) for e in r.value.elts)
+                      for r in _own_nodes(body))
+        return body if len(widths) > 1 or starred else self.block(body)
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            if isinstance(s, (ast.For, ast.While)) and _returns_in(s):
+                out.extend(self.outermost(s))
+                continue
+            if isinstance(s, ast.If):
+                s.body, s.orelse = self.block(s.body), self.block(s.orelse)
+            out.append(s)
+        return out
+
+    def outermost(self, s: ast.For | ast.While) -> list[ast.stmt]:
+        sites: list[tuple[str, ast.Return]] = []
+        try:
+            loop = self.loop(s, sites)
+        except _NotLowered:
+            return [s]
+
+        def at(node: ast.AST, where: ast.AST) -> Any:
+            return ast.copy_location(node, where)
+
+        before = [at(ast.Assign([at(ast.Name(flag, ast.Store()), s)],
+                                at(ast.Constant(False), s)), s) for flag, _ in sites]
+        after = [at(ast.If(at(ast.Name(flag, ast.Load()), r), [at(ast.Return(
+            copy.deepcopy(r.value)), r)], []), r) for flag, r in sites]
+        return [*before, loop, *after]
+
+    def loop(self, s: ast.For | ast.While, sites: list[tuple[str, ast.Return]]
+             ) -> ast.For | ast.While:
+        """``s`` with its returns as flags and breaks (``sites``: each flag and return)."""
+        if any(_returns_in(o) for o in s.orelse):
+            raise _NotLowered
+        new = type(s)(**{f: getattr(s, f) for f in s._fields})
+        new.body = self.inner(s.body, sites)
+        return ast.copy_location(new, s)
+
+    def inner(self, stmts: list[ast.stmt], sites: list[tuple[str, ast.Return]]
+              ) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            if isinstance(s, ast.Return):
+                flag = f"{_RD}{next(self.counter)}"
+                sites.append((flag, s))
+                out.append(_flag_setting(flag, True, s))
+                out.append(ast.copy_location(ast.Break(), s))
+                return out   # what follows never runs
+            if not _returns_in(s):
+                out.append(s)
+            elif isinstance(s, (ast.For, ast.While)):
+                first = len(sites)
+                out.append(self.loop(s, sites))
+                flags = [ast.copy_location(ast.Name(f, ast.Load()), s)
+                         for f, _ in sites[first:]]
+                test = flags[0] if len(flags) == 1 else ast.copy_location(
+                    ast.UnaryOp(ast.Not(), _ctl_call("unset", flags, s)), s)
+                out.append(ast.copy_location(ast.If(test, [ast.copy_location(
+                    ast.Break(), s)], []), s))
+            elif isinstance(s, ast.If):
+                new = ast.If(s.test, self.inner(s.body, sites), self.inner(s.orelse, sites))
+                out.append(ast.copy_location(new, s))
+            else:
+                raise _NotLowered   # a return in a try, with or match
+        return out
+
+
+def _small(stmts: list[ast.stmt]) -> bool:
+    """At most three statements, none compound: copied into both branches of an ``if``
+    neither branch of which always leaves, the code grows by at most them (per ``if``)."""
+    return len(stmts) <= 3 and not any(
+        isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.TryStar, ast.Match,
+                       ast.AsyncFor, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef,
+                       ast.ClassDef)) for s in stmts)
 
 
 # -- int(), float(), bool(), len() of traced values -------------------------------------------
@@ -937,8 +1070,9 @@ class _Converter:
         k = next(self.counter)
         names_helper = f"{_PREFIX}names_{k}"
         flags = _own_break_flag(s, plan)
+        returns = tuple(n for n in plan.carried if n.startswith(_RD))
         self.helpers[names_helper] = control.Names(plan.carried, plan.captured, self.file,
-                                                   s.lineno, flags)
+                                                   s.lineno, flags, returns)
 
         def at(node: ast.AST, where: ast.AST = s) -> Any:
             return ast.copy_location(node, where)
