@@ -354,7 +354,7 @@ class _Body:
             raise _Decline("a Python scalar converted to an integer dtype in the body")
         self._hoist_decisions()
         if state.decisions:   # a Python if on the index: its answer holds for one iteration
-            self._hoist_decisions()
+            raise _Decline("a Python decision on the body's scalars (an if on the loop index)")
         if any(step.op == "pow" for step in state.host_steps):
             raise _Decline("Python ** in the body (its result type depends on the values)")
         graph = _freeze(state, None, name, self.params, [(o, False) for o, _ in outputs],

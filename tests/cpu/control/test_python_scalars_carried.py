@@ -393,3 +393,20 @@ def test_a_decision_on_an_argument_in_a_loop_body_is_the_outer_traces() -> None:
     _compiled(assert_calls_match_numpy(select_on_an_argument, calls))
     calls = [(X, 3, 0), (X, 5, 3), (X, 9, 2), (X, 0, 1)]
     _compiled(assert_calls_match_numpy(compare_index_with_argument, calls), 1)
+
+
+def _promoted_in_a_later_iteration(x):
+    acc1 = np.float32(0)
+    for j in range(1, len(x)):
+        if j % 3 == 1:
+            pass
+        else:
+            acc1 += x[j] * x[j]   # float32 until the first iteration that takes this branch
+    return acc1
+
+
+def test_a_decision_on_the_index_that_changes_a_carried_type_is_not_guarded() -> None:
+    # a Python if on the loop index holds for one iteration: the body must not guard on it
+    # (merging two hoisting passes once let it through: float32 where NumPy gives float64)
+    assert_calls_match_numpy(_promoted_in_a_later_iteration, [
+        (np.array([0.0, -0.008, -5762.25]),), (np.array([1.0, 2.0]),), (np.arange(9.0),)])
