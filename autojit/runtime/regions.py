@@ -39,6 +39,11 @@ from autojit.runtime.native_region import run_native_region
 _NATIVE_TARGETS = frozenset({"cpu", "cuda-emulated"})
 
 
+#: iterations the host loop ran (the dispatcher compares a call's with plain Python:
+#: ``routing.host_loop``)
+HOST_ITERATIONS = [0]
+
+
 class RegionMiss(Exception):
     """An iteration the compiled loop cannot run as NumPy would: a size or view of the body
     that NumPy refuses at this iteration (``x[i]`` out of range), a Python scalar changing
@@ -270,6 +275,7 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
 
     def iterate(args: list[Any]) -> tuple:
         nonlocal own
+        HOST_ITERATIONS[0] += 1
         if prologue:
             args = call_arguments(body, args)
             if args is None:

@@ -127,3 +127,41 @@ def test_an_inner_loops_results_are_not_recycled_by_its_next_run() -> None:
     # outer iteration's inner run must not reuse its buffer while it is still read
     x = np.linspace(-1.0, 1.0, 5)
     assert_calls_match_numpy(inner_temporaries, [(x, 1), (x, 6), (x[::2], 7)])
+
+
+def count_into(x, n):
+    for i in range(n):
+        x[i % 4] += 1.0
+    return x
+
+
+def test_a_host_loop_far_slower_than_python_runs_as_python_after_measuring() -> None:
+    # ~4 us per host iteration against ~0.1 us of Python's: the second call of the same
+    # arguments runs as Python, timed, and the later calls as Python, with the reason
+    calls = [(np.zeros(4), 3000)] * 3 + [(np.zeros(4), 7)]
+    jitted = assert_calls_match_numpy(count_into, calls, force=None)
+    stats = jitted.stats()
+    assert stats["routes"]["python"] == 3 and stats["routes"]["cpu"] == 1, stats["routes"]
+    reason = stats["decisions"][-1]["reason"]
+    assert reason.startswith("plain Python ran a call") and "host loop" in reason, reason
+    assert not stats["fallbacks"]
+
+
+def test_a_forced_route_keeps_the_host_loop() -> None:
+    calls = [(np.zeros(4), 3000)] * 3
+    jitted = assert_calls_match_numpy(count_into, calls, force="cpu")
+    assert jitted.stats()["routes"]["python"] == 0
+
+
+def test_the_rule_keeps_the_compiled_loop_where_python_is_not_much_faster() -> None:
+    from autojit.routing.host_loop import MIN_ITERATIONS, PREFER_RATIO, HostLoopRule
+    rule = HostLoopRule()
+    args = (np.zeros(3), 5)
+    rule.after_compiled(args, 1.0, MIN_ITERATIONS - 1)   # too few iterations to compare
+    assert not rule.wants_probe(args)
+    rule.after_compiled(args, 1.0, MIN_ITERATIONS)
+    assert not rule.wants_probe((np.zeros(4), 5)) and not rule.wants_probe((args[0], 6))
+    assert rule.wants_probe((np.ones(3), 5))   # the same layout and trip count
+    assert rule.after_python(1.0 / PREFER_RATIO * 1.5) is None and rule.python is None
+    rule.after_compiled(args, 1.0, MIN_ITERATIONS)   # measured once: never again
+    assert not rule.wants_probe(args)
