@@ -76,12 +76,13 @@ class LoopState:
     iteration or the target has no ``launcher``), and the states of loops in its body."""
 
     __slots__ = ("backend", "views", "free", "held", "made", "launches", "holders", "sizes",
-                 "inner")
+                 "inner", "bound")
 
     def __init__(self, backend: Any, fixed_sizes: bool, sizes: dict[str, int] | None = None
                  ) -> None:
         self.backend, self.sizes = backend, sizes   # (the sizes it was made for)
         self.inner: dict[int, tuple[RegionCall, LoopState]] = {}   # a loop in the body's
+        self.bound: dict[str, int] | None = None   # the body's sizes its launches are for
         self.views: dict = {}
         self.free: dict[tuple, list[Any]] = {}   # (shape, dtype) -> spare buffers
         self.held: list[Any] = []   # buffers made by earlier iterations the last one returned
@@ -288,6 +289,9 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
             found = {**sizes, **found}
             if not moving:
                 own = found
+                if memo.bound != found and memo.launches:   # (a kept inner loop's state)
+                    memo.launches.clear()
+                memo.bound = found
             return run_plan(body, body_programs, backend, args, found, memo)
         return run_plan(body, body_programs, backend, args, own, memo)
 

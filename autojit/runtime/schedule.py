@@ -371,6 +371,8 @@ def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: i
             try:
                 values[first_view + v] = apply_view(source, resolve_step(step, values))
             except IndexError:   # a loop body's ``u[t % k]`` NumPy refuses (sizes bound once)
+                if memo is None:   # (a call's own views: bound, so never out of range)
+                    raise
                 raise RegionMiss("an index of the loop body that NumPy refuses at this "
                                  "iteration") from None
             continue
