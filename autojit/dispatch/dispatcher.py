@@ -197,7 +197,7 @@ class Dispatcher:
             return self._run_python(args, {})
         rule = entry.host_loop
         if rule is not None and settings.force is None:   # (routing.host_loop)
-            if rule.python is not None:
+            if rule.python is not None and rule.covers(args):
                 self._stats.note_decision(Decision(ROUTE_PYTHON, rule.python), 0)
                 return self._run_python(args, {})
             if rule.wants_probe(args):

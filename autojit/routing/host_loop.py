@@ -7,13 +7,16 @@ of Python; the plain function's iteration of ``x[i % 4] += 1.0`` costs ~0.1 us. 
 call that ran at least ``MIN_ITERATIONS`` host iterations is remembered with its time and
 its arguments' layout and Python values; the next call of the same arguments (same
 shapes, dtypes, strides and scalars: the same trip counts) runs as plain Python, timed.
-Python ``PREFER_RATIO`` times faster or more: the entry's later calls run as plain Python,
-with the measured reason; else the entry stays compiled and is not probed again. A forced
-route (``force=``, ``AUTOJIT_FORCE``) is never changed.
+Python ``PREFER_RATIO`` times faster or more: the entry's later calls of arrays up to
+``SIZE_SCOPE`` times as big run as plain Python, with the measured reason (bigger arrays
+give the kernels more work per iteration: those stay compiled); else the entry stays
+compiled and is not probed again. A forced route (``force=``, ``AUTOJIT_FORCE``) is never
+changed.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -21,7 +24,9 @@ import numpy as np
 #: host loop iterations one compiled call must run before it is compared with Python
 MIN_ITERATIONS = 1000
 #: how much faster the plain function must have run the same call
-PREFER_RATIO = 4.0
+PREFER_RATIO = 3.0
+#: how much bigger (elements of all array arguments) a call may be than the measured one
+SIZE_SCOPE = 2
 
 _SCALARS = (bool, int, float, complex, str, type(None))
 
@@ -45,12 +50,17 @@ class HostLoopRule:
     seconds of a compiled call to compare), then ``python`` (the reason: later calls run
     as plain Python) or ``done`` (compiled stays)."""
 
-    __slots__ = ("pending", "python", "done")
+    __slots__ = ("pending", "python", "done", "limit")
 
     def __init__(self) -> None:
         self.pending: tuple[tuple, float, int] | None = None
         self.python: str | None = None
         self.done = False
+        self.limit = 0   # the most array elements of a call run as Python
+
+    def covers(self, args: tuple) -> bool:
+        """Whether the measured verdict (``python``) holds for this call's array sizes."""
+        return sum(a.size for a in args if a.__class__ is np.ndarray) <= self.limit
 
     def after_compiled(self, args: tuple, seconds: float, iterations: int) -> None:
         """A compiled call ran ``iterations`` host loop iterations in ``seconds``."""
@@ -69,10 +79,12 @@ class HostLoopRule:
         """The probe ran as plain Python in ``seconds``: the reason later calls run as
         Python, or None (the entry stays compiled)."""
         assert self.pending is not None
-        _, compiled, iterations = self.pending
+        key, compiled, iterations = self.pending
         self.pending, self.done = None, True
         if seconds * PREFER_RATIO > compiled:
             return None
+        self.limit = SIZE_SCOPE * sum(math.prod(part[0]) for part in key
+                                      if part[0].__class__ is tuple)   # (arrays' shapes)
         self.python = (f"plain Python ran a call {compiled / max(seconds, 1e-9):.0f}x faster "
                        f"than its compiled host loop ({iterations} iterations, "
                        f"{compiled / iterations * 1e6:.1f} us each)")
