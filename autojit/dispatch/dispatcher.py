@@ -55,6 +55,7 @@ from autojit.routing.decisions import (
     Decision,
     cpu_rerun,
 )
+from autojit.routing.host_loop import HostLoopRule
 from autojit.routing.route import Router, choose_route, current_router
 from autojit.runtime.arrays import GPU_ARRAY, HOST_ARRAY, Signature
 from autojit.runtime.binding import (
@@ -70,7 +71,7 @@ from autojit.runtime.binding import (
 )
 from autojit.runtime.devices import transfer_counts
 from autojit.runtime.executable import Executable
-from autojit.runtime.regions import RegionMiss
+from autojit.runtime.regions import HOST_ITERATIONS, RegionMiss
 from autojit.tracer import trace_function
 from autojit.tracer.state import CURRENT_TRACE
 
@@ -194,6 +195,13 @@ class Dispatcher:
         entry, sizes = self._entry_for(args, settings)
         if entry is None or entry.plan is None:
             return self._run_python(args, {})
+        rule = entry.host_loop
+        if rule is not None and settings.force is None:   # (routing.host_loop)
+            if rule.python is not None and rule.covers(args):
+                self._stats.note_decision(Decision(ROUTE_PYTHON, rule.python), 0)
+                return self._run_python(args, {})
+            if rule.wants_probe(args):
+                return self._probe_python(rule, args)
         router = current_router()
         decision, state, n = router.choose(entry, sizes, settings)
         if _LOGGER.isEnabledFor(logging.DEBUG):
@@ -229,6 +237,19 @@ class Dispatcher:
         self._stats.count_call("python")
         return self.fn(*args, **kwargs)
 
+    def _probe_python(self, rule: HostLoopRule, args: tuple) -> Any:
+        """Run a call that repeats a host-loop-heavy compiled one as plain Python, timed:
+        the entry's later calls run as Python where it was much faster (its reason kept
+        with the decisions, logged once)."""
+        started = time.perf_counter()
+        try:
+            return self._run_python(args, {})
+        finally:
+            reason = rule.after_python(time.perf_counter() - started)
+            if reason is not None:
+                _LOGGER.info("%s: runs as plain Python from now on: %s", self.__qualname__,
+                             reason)
+
     def _run_compiled(self, entry: Executable, args: tuple, sizes: dict, router: Router,
                       decision: Decision, state: BucketState, n: int,
                       given: tuple, settings: Settings) -> Any:
@@ -243,12 +264,18 @@ class Dispatcher:
             decision = cpu_rerun(decision, entry.routing.resident)
         if "cpu" not in entry.programs_by_target and not self._cpu_compiles(entry, settings):
             return self._run_python(given, {})
+        iterations = HOST_ITERATIONS[0]
         try:
             result, seconds = router.devices["cpu"].run(entry, args, sizes, decision, settings)
         except RegionMiss as exc:   # the arguments are as given again (run_plan)
             self._note_fallback(f"this call's loop met an iteration the compiled loop "
                                 f"cannot run ({exc})", settings)
             return self._run_python(given, {})
+        iterations = HOST_ITERATIONS[0] - iterations
+        if iterations and settings.force is None:   # its loops ran as the host loop
+            if entry.host_loop is None:
+                entry.host_loop = HostLoopRule()
+            entry.host_loop.after_compiled(given, seconds, iterations)
         if decision.to_device or decision.fetch_inputs:
             result = self._place_cpu_result(router, args, result, decision)
         self._stats.record("cpu", decision, n, seconds)

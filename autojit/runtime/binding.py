@@ -154,6 +154,29 @@ def has_dynamic_sizes(body: Plan) -> bool:
     return found
 
 
+def moving_sizes(body: Plan) -> bool:
+    """Whether a body's sizes may change from one iteration to the next: sizes from its
+    Python ints (``Graph.scalar_dims``), or a view whose shape reads one (a slice bound
+    ``x[:i]``, a reshape's size). A view whose Python ints are only integer indices
+    (``u[t % 2]``) keeps its shape, only where it starts moves: such a body binds its
+    sizes once per loop and takes that view at every iteration (NumPy's IndexError there
+    ends the loop as a ``RegionMiss``)."""
+    found = body.schedule_cache.get("moving_sizes")
+    if found is None:
+        found = body.schedule_cache["moving_sizes"] = bool(body.graph.scalar_dims or any(
+            n.op is Op.VIEW and _shape_refs(n.attr("step")) for n in body.graph.nodes))
+    return found
+
+
+def _shape_refs(step: tuple[str, Any]) -> bool:
+    """Whether a view step's shape reads a Python int of the call (not an integer index)."""
+    name, argument = step
+    if name != "getitem":
+        return bool(step_refs(step))
+    return any(part.__class__ is slice and step_refs((name, part))
+               for part in (argument if isinstance(argument, tuple) else (argument,)))
+
+
 #: shapes a loop body's bound sizes are kept for (``_bind_regions``)
 _BOUND_SHAPES = 64
 

@@ -61,6 +61,9 @@ class Executable:
     disk: disk_cache.DiskSlot | None = field(default=None, repr=False)
     guards: Guarded = field(default=UNGUARDED, repr=False)
     on_compile: Callable[[float], None] | None = field(default=None, repr=False)
+    # routing.host_loop.HostLoopRule: its host loop against plain Python (set on a call
+    # whose loops ran as the host loop)
+    host_loop: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def programs(self, target: str) -> list[Any]:

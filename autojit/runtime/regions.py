@@ -25,13 +25,23 @@ import numpy as np
 from autojit.fuse.native_loop import NativeLoop
 from autojit.fuse.plan import RegionCall
 from autojit.ir.abi import pack_meta
-from autojit.runtime.binding import bind_sizes, call_arguments, has_dynamic_sizes
+from autojit.runtime.binding import (
+    bind_sizes,
+    call_arguments,
+    has_dynamic_sizes,
+    moving_sizes,
+)
 from autojit.runtime.native_region import run_native_region
 
 #: targets that run a native loop (``fuse.native_loop``) instead of the host loop: the CPU,
 #: and the CUDA emulation (its one-thread CUDA C, checked against NumPy). On a GPU the host
 #: loop launches the body's kernels (its carried starts would be read back to the host)
 _NATIVE_TARGETS = frozenset({"cpu", "cuda-emulated"})
+
+
+#: iterations the host loop ran (the dispatcher compares a call's with plain Python:
+#: ``routing.host_loop``)
+HOST_ITERATIONS = [0]
 
 
 class RegionMiss(Exception):
@@ -60,14 +70,19 @@ class LoopState:
     work of the one before: the views of arrays that stay (``views``, see
     ``schedule._take_views``), spare buffers (an iteration's temporaries, and the carried
     values of the one before once nothing reads them, are the next one's allocations:
-    once the loop is warm it allocates nothing), and each kernel's launch for operands it
-    saw before (sizes, strides, addresses and thread split derived once; ``launches`` is
-    None where the body's sizes change per iteration or the target has no ``launcher``)."""
+    once the loop is warm it allocates nothing), and each kernel's launch for operands of
+    a layout it saw before (meta and thread split derived once per layout, the operands
+    given at each launch; ``launches`` is None where the body's sizes change per
+    iteration or the target has no ``launcher``), and the states of loops in its body."""
 
-    __slots__ = ("backend", "views", "free", "held", "made", "launches", "holders")
+    __slots__ = ("backend", "views", "free", "held", "made", "launches", "holders", "sizes",
+                 "inner", "bound")
 
-    def __init__(self, backend: Any, fixed_sizes: bool) -> None:
-        self.backend = backend
+    def __init__(self, backend: Any, fixed_sizes: bool, sizes: dict[str, int] | None = None
+                 ) -> None:
+        self.backend, self.sizes = backend, sizes   # (the sizes it was made for)
+        self.inner: dict[int, tuple[RegionCall, LoopState]] = {}   # a loop in the body's
+        self.bound: dict[str, int] | None = None   # the body's sizes its launches are for
         self.views: dict = {}
         self.free: dict[tuple, list[Any]] = {}   # (shape, dtype) -> spare buffers
         self.held: list[Any] = []   # buffers made by earlier iterations the last one returned
@@ -107,6 +122,23 @@ class LoopState:
                     spares = free[key] = []
                 spares.append(buffer)
         self.held, self.made = held, []
+
+    def for_inner(self, call: RegionCall, sizes: dict[str, int], fixed_sizes: bool
+                  ) -> LoopState:
+        """The state of a loop in this loop's body, kept from the body's last iteration
+        for the same sizes (its launches, views and spare buffers stay valid): an inner
+        host loop's run repeats no more than an iteration of it does. What the last run
+        returned is the body's now: not a spare buffer."""
+        kept = self.inner.get(id(call))
+        if kept is not None and kept[0] is call:
+            state = kept[1]
+            if state.sizes is sizes and (state.launches is not None) == (
+                    fixed_sizes and hasattr(self.backend, "launcher")):
+                state.held, state.made = [], []
+                return state
+        state = LoopState(self.backend, fixed_sizes, sizes)
+        self.inner[id(call)] = (call, state)   # (the call is held: its id stays its own)
+        return state
 
 
 def _value(source: tuple[str, Any], inputs: Sequence[Any]) -> Any:
@@ -172,12 +204,14 @@ def _bound(source: tuple[bool, Any], inputs: Sequence[Any]) -> int:
 def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
                slots: RegionSlots, programs: Sequence[Any], values: list[Any],
                sizes: dict[str, int], kernels: Sequence[Any] = (),
-               guard: tuple[Callable[[], None], bool] | None = None) -> None:
+               guard: tuple[Callable[[], None], bool] | None = None,
+               outer: LoopState | None = None) -> None:
     """Run ``call``'s loop on the outer call's ``values``; store its CARRYs. ``kernels``:
     the outer plan's (its native kernel as the plan holds it, renamed or not). ``guard``
     (``schedule._Guard``): its copy of the written arguments, taken before the host loop
     (which may meet ``RegionMiss``) or, where a later loop may, before this one writes;
-    not for a loop run natively whole when none follows (nothing can miss after it)."""
+    not for a loop run natively whole when none follows (nothing can miss after it).
+    ``outer``: the state of the loop whose body holds this one (``LoopState.for_inner``)."""
     region, body = call.region, call.body
     if guard is not None and (guard[1] or region.exit >= 0):
         guard[0]()   # (a loop with a break: the host loop may resume after the driver wrote)
@@ -231,23 +265,34 @@ def run_region(run_plan: Callable[..., Any], backend: Any, call: RegionCall,
     graph = body.graph
     carried, captured = current[:carried_count], current[carried_count:]
     take = None if guard is None else guard[0]
-    body_sizes = sizes   # the body's own sizes too (binding._bind_regions, per call)
     prologue = bool(graph.prologue)
+    # sizes that change per iteration (x[:i]) are bound at every iteration; those of a
+    # body whose Python ints only index (u[t % 2]) or that holds a loop once, at the first
     dynamic = has_dynamic_sizes(body)
-    memo = LoopState(backend, not dynamic)
+    moving = dynamic and moving_sizes(body)
+    memo = LoopState(backend, not moving, sizes) if outer is None else outer.for_inner(
+        call, sizes, not moving)
+    own = None if dynamic else sizes   # the body's own sizes too (binding._bind_regions)
 
     def iterate(args: list[Any]) -> tuple:
+        nonlocal own
+        HOST_ITERATIONS[0] += 1
         if prologue:
             args = call_arguments(body, args)
             if args is None:
                 raise RegionMiss("a Python scalar in the loop body changed its type")
-        own = body_sizes
-        if dynamic:   # this iteration's sizes (x[:i] grows with i), NumPy's refusals
+        if own is None or moving:   # this iteration's sizes, NumPy's refusals
             found = bind_sizes(body, args)
             if found.__class__ is not dict:
                 raise RegionMiss("a view or size of the loop body that NumPy refuses at "
                                  "this iteration")
-            own = {**body_sizes, **found}
+            found = {**sizes, **found}
+            if not moving:
+                own = found
+                if memo.bound != found and memo.launches:   # (a kept inner loop's state)
+                    memo.launches.clear()
+                memo.bound = found
+            return run_plan(body, body_programs, backend, args, found, memo)
         return run_plan(body, body_programs, backend, args, own, memo)
 
     if take is not None:

@@ -73,6 +73,9 @@ class Schedule:
     owner_shapes: tuple[tuple | None, ...] = ()
     owned_outputs: tuple[int, ...] = ()
     regions: tuple[RegionSlots, ...] = ()   # per ("region", j) step: its operands' slots
+    # the dynamic views and the views taken of them (new arrays at every call: a loop
+    # body's memo does not keep them)
+    moving_views: frozenset[int] = frozenset()
     # derived once (run_plan reads them at every call): the slots after the arguments as
     # they start (allocations and views empty, the constants in place), where the views'
     # slots begin past the arguments, and whether any view is taken between steps
@@ -80,6 +83,9 @@ class Schedule:
     view_offset: int = field(init=False, repr=False, compare=False)
     views_between: bool = field(init=False, repr=False, compare=False)
     last_region: int = field(init=False, repr=False, compare=False)   # its step, or -1
+    # per view, the key a getitem without Python ints indexes with (``apply_view``'s,
+    # its Ellipsis in place), else None
+    view_keys: tuple[Any, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         derived = {"blank": (None,) * len(self.allocations) + self.constants
@@ -87,9 +93,20 @@ class Schedule:
                    "view_offset": len(self.allocations) + len(self.constants),
                    "views_between": any(self.view_batches[1:-1]),
                    "last_region": max((p for p, (kind, _) in enumerate(self.order)
-                                       if kind == "region"), default=-1)}
+                                       if kind == "region"), default=-1),
+                   "view_keys": tuple(_view_key(step) for _, step in self.views)}
         for name, value in derived.items():
             object.__setattr__(self, name, value)
+
+
+def _view_key(step: tuple[str, Any]) -> Any:
+    """The key ``apply_view`` indexes with for a getitem step without Python ints: taken
+    as ``array[key]`` (a loop body takes its views at every iteration); else None."""
+    name, argument = step
+    if name != "getitem" or step_refs(step):
+        return None
+    key = argument if isinstance(argument, tuple) else (argument,)
+    return key if any(k is Ellipsis for k in key) else (*key, Ellipsis)
 
 
 def _scalar_source(node: Any) -> int | tuple[str, ...]:
@@ -157,10 +174,15 @@ def build_schedule(plan: Plan, argument_count: int) -> Schedule:
     batches = tuple(tuple(v for v, step in enumerate(at) if step == position)
                     for position in range(-1, len(plan.steps) + 1))
     dynamic = frozenset(v for v, (_, step) in enumerate(views) if step_refs(step))
+    moving = set(dynamic)
+    for v, (base, _) in enumerate(views):   # (a view's base comes before it)
+        if base - first_view in moving:
+            moving.add(v)
     schedule = Schedule(allocations, tuple(constants), tuple(calls), outputs,
                         graph.output_tuple, tuple(views), dynamic, batches,
                         argument_overlaps(plan).copy, libraries, plan.steps,
-                        *_lifetimes(plan), owner_shapes, owned_outputs, regions)
+                        *_lifetimes(plan), owner_shapes, owned_outputs, regions,
+                        frozenset(moving))
     plan.schedule_cache[argument_count] = schedule
     return schedule
 
@@ -295,27 +317,40 @@ def _launch(backend: Target, kernel: Kernel, program: Any, call: KernelCall,
 def _launch_again(loop: LoopState, launches: dict, position: int, backend: Target,
                   kernel: Kernel, program: Any, call: KernelCall, values: list[Any],
                   args: Sequence[Any], sizes: dict[str, int]) -> None:
-    """Launch a loop body's kernel: for operands it saw in an earlier iteration (the same
-    arrays: views of what stays, buffers the loop reuses) the launch derived then (meta,
-    addresses, thread split); its scalars are written into memory of their own, read by
-    address. ``launches`` is the loop's saved launches of this kernel."""
+    """Launch a loop body's kernel: for operands of a layout it saw in an earlier
+    iteration (the same shapes, strides and dtypes: the buffers the loop reuses, a view
+    ``u[t % 2]`` moving through its array) the launch derived then (meta, thread split),
+    given this iteration's operands; its scalars are written into memory of their own,
+    read by address. ``launches`` is the loop's saved launches of this kernel."""
     arrays = [values[i] for i in call.buffers]
-    key = tuple(map(id, arrays))
-    saved = launches.get(key)
+    key = _layout(tuple(arrays))
+    go = launches.get(key)
     holders = loop.holders.get(position)
     if holders is None:
         holders = loop.holders[position] = [np.empty((), p.dtype) for p in kernel.scalars]
-    for holder, source in zip(holders, call.scalars):
-        holder[()] = (args[source] if source.__class__ is int
-                      else math.prod(sizes[n] for n in source))
-    if saved is None:
-        if len(launches) >= SAVED_LAUNCHES:   # operands new at every iteration
+    if holders:
+        for holder, source in zip(holders, call.scalars):
+            holder[()] = (args[source] if source.__class__ is int
+                          else math.prod(sizes[n] for n in source))
+        arrays += holders
+    if go is None:
+        if len(launches) >= SAVED_LAUNCHES:   # layouts new at every iteration
             launches.clear()
-        go = backend.launcher(kernel, program, _meta(call, arrays, sizes),
-                              backend.addresses([*arrays, *holders]))
-        # the arrays are held with it: their ids (the key) stay theirs
-        saved = launches[key] = (arrays, go)
-    saved[1]()
+        go = launches[key] = backend.launcher(kernel, program,
+                                              _meta(call, arrays, sizes))
+    go(arrays)
+
+
+def _python_layout(arrays: tuple[Any, ...]) -> tuple:
+    """What a saved launch depends on of its operands (``_native.loops.layout``'s)."""
+    return tuple((a.shape, a.strides, a.dtype, a.flags.writeable, a.__class__)
+                 if isinstance(a, np.ndarray) else a.__class__ for a in arrays)
+
+
+try:   # one C call for the operands' shapes, strides and dtypes
+    from autojit._native.loops import layout as _layout
+except ImportError:   # not built (or built before it had one)
+    _layout = _python_layout
 
 
 def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: int,
@@ -326,24 +361,35 @@ def _take_views(schedule: Schedule, values: list[Any], first_view: int, batch: i
     a view of the same array (a captured argument every iteration, or one of the buffers
     a carried value alternates between) is the same view, unless its bounds are Python
     ints of the call (the loop index: new every iteration)."""
-    dynamic = schedule.dynamic_views
+    dynamic, keys = schedule.dynamic_views, schedule.view_keys
+    if memo is not None:
+        moving = schedule.moving_views
     for v in schedule.view_batches[batch]:
         base, step = schedule.views[v]
         source = values[base]
         if dynamic and v in dynamic:
-            values[first_view + v] = apply_view(source, resolve_step(step, values))
+            try:
+                values[first_view + v] = apply_view(source, resolve_step(step, values))
+            except IndexError:   # a loop body's ``u[t % k]`` NumPy refuses (sizes bound once)
+                if memo is None:   # (a call's own views: bound, so never out of range)
+                    raise
+                raise RegionMiss("an index of the loop body that NumPy refuses at this "
+                                 "iteration") from None
             continue
-        if memo is not None:
-            key = (v, id(source))
-            held = memo.get(key)
-            if held is not None and held[0] is source:
-                values[first_view + v] = held[1]
-                continue
-        view = values[first_view + v] = apply_view(source, step)
-        if memo is not None and getattr(view, "base", None) is not None:   # not a copy
+        key = keys[v]
+        if memo is None or v in moving:   # (a view of a view new at every iteration)
+            values[first_view + v] = apply_view(source, step) if key is None else source[key]
+            continue
+        held = memo.get((v, id(source)))
+        if held is not None and held[0] is source:
+            values[first_view + v] = held[1]
+            continue
+        view = values[first_view + v] = apply_view(source, step) if key is None \
+            else source[key]
+        if getattr(view, "base", None) is not None:   # not a copy
             if len(memo) >= _MEMO_VIEWS_PER_VIEW * len(schedule.views):
                 memo.clear()   # new arrays every iteration: keep only the recent ones
-            memo[key] = (source, view)   # the source is held: its id stays its own
+            memo[(v, id(source))] = (source, view)   # the source is held: its id stays its own
 
 
 #: views a loop's memo keeps per view of its body (the buffers a carried value rotates
@@ -447,7 +493,8 @@ def _run_steps(plan: Plan, programs: Sequence[Any], backend: Target, args: Seque
         if kind == "region":
             run_region(_run_steps, backend, plan.regions[index], schedule.regions[index],
                        programs, values, sizes, plan.kernels,
-                       (guard.take, position < schedule.last_region) if pending else None)
+                       (guard.take, position < schedule.last_region) if pending else None,
+                       memo)
         elif kind == "library":
             name, inputs, output = schedule.libraries[index]
             _run_library(backend, name, [values[i] for i in inputs], values[output])

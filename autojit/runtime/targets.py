@@ -124,26 +124,25 @@ class CpuTarget:
             program.call(data, meta)
 
 
-    def launcher(self, kernel: Kernel, program: Any, meta: list[int],
-                 data: list[int]) -> Callable[[], None]:
-        """Return ``launch`` with everything fixed (its thread split chosen once): ``meta``,
-        and ``data``, the addresses of the operands then of one array per scalar, of the
-        parameter's dtype (a loop body's holders, written before each call): what a loop
-        body's iterations call for operands they saw before, instead of ``launch``."""
+    def launcher(self, kernel: Kernel, program: Any, meta: list[int]
+                 ) -> Callable[[list[Any]], None]:
+        """Return ``launch`` with its ``meta`` fixed (its thread split chosen once), called
+        with the operands then one array per scalar, of the parameter's dtype (a loop
+        body's holders, written before each call): what a loop body's iterations call for
+        operands of a layout they saw before (the same shapes and strides: the same meta),
+        instead of ``launch``; the operands' addresses are read at each call."""
         threads = self.threads
         if threads.count > 1 and isinstance(program, CpuProgram):
             split = split_of(kernel, program, meta, threads.count, threads.min_work,
                              self._within)
             if split is not None:
-                return functools.partial(self._within, split, data, threads.spin_s)
-        if _fast_call is not None and isinstance(program, CpuProgram):   # no Python frame
-            return functools.partial(_fast_call, program.address, data, meta)
-        return functools.partial(program.call, data, meta)
-
-    @staticmethod
-    def addresses(arrays: Sequence[Any]) -> list[int]:
-        """The data addresses of ``arrays`` (for ``launcher``)."""
-        return _addresses(arrays)
+                within, spin_s = self._within, threads.spin_s
+                return lambda operands: within(split, _addresses(operands), spin_s)
+        if _fast_call is not None and isinstance(program, CpuProgram):   # ndarrays as they are
+            fast, address = _fast_call, program.address
+            return lambda operands: fast(address, operands, meta)
+        call = program.call
+        return lambda operands: call(_addresses(operands), meta)
 
 
 class GpuTarget:
