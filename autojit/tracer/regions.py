@@ -961,18 +961,48 @@ def trace_if(pred: Any, then: Any, orelse: Any, carried: tuple, captured: tuple,
 
 def _trace_if(state: TraceState, pred: Proxy, then: Callable, orelse: Callable,
               carried: tuple, captured: tuple, names: Any) -> tuple:
+    trials = []
     for branch in (then, orelse):   # first in a trace of its own: can it be predicated?
         trial = _Body(state, "if", None, carried, captured)
-        trial.run(branch, None)
+        trials.append((trial.child, trial.run(branch, None)))
         if any(n.op is Op.REGION for n in trial.child.nodes):
             raise _Decline("a loop inside a branch (its writes cannot be predicated)")
-    truth = pred if pred.dtype == np.bool_ else np.not_equal(pred, 0)
-    taken = _branch(state, lambda: truth, then, carried, captured)
-    other = _branch(state, _lazy(lambda: np.logical_not(truth)), orelse, carried, captured)
-    if not (isinstance(taken, tuple) and isinstance(other, tuple)
-            and len(taken) == len(other) == len(carried)):
-        raise _Decline("the branches return another number of values")
-    return tuple(_selected(state, truth, a, b) for a, b in zip(taken, other))
+    (a_state, a_results), (b_state, b_results) = trials
+    for a, b in zip(a_results, b_results):   # (before anything is traced here: see below)
+        if not _may_select(a_state, a, b_state, b):
+            raise _Decline("the branches leave values of different types")
+    # from here the branches trace into this graph, their writes predicated: a decline once
+    # one wrote would leave the write in it while Python runs the statement again (a write
+    # done twice), so the trace fails instead (the enclosing body's, or the function's)
+    mark = len(state.nodes)
+    try:
+        truth = pred if pred.dtype == np.bool_ else np.not_equal(pred, 0)
+        taken = _branch(state, lambda: truth, then, carried, captured)
+        other = _branch(state, _lazy(lambda: np.logical_not(truth)), orelse, carried,
+                        captured)
+        if not (isinstance(taken, tuple) and isinstance(other, tuple)
+                and len(taken) == len(other) == len(carried)):
+            raise _Decline("the branches return another number of values")
+        return tuple(_selected(state, truth, a, b) for a, b in zip(taken, other))
+    except _Decline as exc:
+        if not any(n.op is Op.WRITE for n in state.nodes[mark:]):
+            raise   # (what it traced is pure: dead code once Python runs the statement)
+        raise TraceError(f"an if on a traced value that cannot be a select once its "
+                         f"branches are traced: {exc}", user_location(4)) from None
+
+
+def _may_select(a_state: TraceState, a: Any, b_state: TraceState, b: Any) -> bool:
+    """Whether ``_selected`` may take the two branches' values ``a`` and ``b`` (each of
+    its branch's trial trace), as far as the trials tell: False for two arrays or NumPy
+    scalars of different types; Python numbers, bools and constants are the select's to
+    decide (a trial may leave a constant where the traced branch leaves a graph value)."""
+    def numpy_value(value: Any, state: TraceState) -> bool:
+        return isinstance(value, Proxy) and not is_python(value) and not value.weak and \
+            value.node not in state.python_bools
+
+    if numpy_value(a, a_state) and numpy_value(b, b_state):
+        return _key(a_state, a) == _key(b_state, b)
+    return True
 
 
 def _selected(state: TraceState, truth: Proxy, a: Any, b: Any) -> Any:
