@@ -191,13 +191,15 @@ def assert_calls_match_numpy(fn: Callable, calls: Sequence[Call],
                 if error is not None:
                     with pytest.raises(type(error)):
                         jitted(*autojit_args)
-                    continue
-                actual = jitted(*autojit_args)
-        assert_same_types(actual, expected, f"call {number}")
-        compare_results(actual, expected, ulps, labels=[f"call {number} output {i}"
-                                                        for i in range(len(expected))]
-                        if isinstance(expected, tuple) else (), rtol=rtol, atol=atol)
-        assert_same_ownership(actual, expected, f"call {number}")
+                else:
+                    actual = jitted(*autojit_args)
+        if error is None:
+            assert_same_types(actual, expected, f"call {number}")
+            compare_results(actual, expected, ulps, labels=[f"call {number} output {i}"
+                                                            for i in range(len(expected))]
+                            if isinstance(expected, tuple) else (), rtol=rtol, atol=atol)
+            assert_same_ownership(actual, expected, f"call {number}")
+        # the arguments after the call, also after one that raised (Python's partial writes)
         for index, (want, got) in enumerate(zip(numpy_args, autojit_args)):
             if isinstance(want, np.ndarray):
                 assert_same_value(got, want, label=f"call {number}: argument {index} after",
