@@ -36,7 +36,7 @@ def write_then_accumulate(y, n):
 
 def stencil_under_a_decision(x, y, steps):
     s4 = 0.0
-    for p in range(steps):
+    for _ in range(steps):
         if steps > 0:
             s4 += np.sum(x)
             y[1:-1] = y[1:-1] + 0.25 * (y[2:] - 2 * y[1:-1] + y[:-2])
