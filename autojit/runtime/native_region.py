@@ -971,6 +971,14 @@ class Compiled:
                 for b, scalar, value in zip(buffers, scalars, current)]
 
 
+#: the records with no body, as ``_run_form`` copies them: the words before their patches,
+#: the word (from the record's start) holding their patch count (None: no patches), and the
+#: words after the patches
+_FLAT_RECORDS: dict[int, tuple[int, int | None, int]] = {
+    OP_KERNEL: (5, 4, 0), OP_DOT: (4, 3, 6), OP_PCOPY: (2, 1, 3), OP_COPY: (4, None, 0),
+    OP_EXIT: (2, None, 0)}
+
+
 def _run_form(code: Sequence[int], depth: int) -> tuple[list[int], list[int]]:
     """The program a run (not a dry run) executes: no CHECK records (only a dry run reads
     them), each affine form ``1 + depth`` words wide (the nest's own depth, not
@@ -1020,27 +1028,17 @@ def _run_form(code: Sequence[int], depth: int) -> tuple[list[int], list[int]]:
                       if code[at + 4 + 2 * wide] else None)
                 out[head + 1] = len(out) - begin
                 at = end_of
-            elif op == OP_KERNEL:
-                keep(at, 5)
-                at = patches(at + 5, code[at + 4], inner)
-            elif op == OP_DOT:
-                keep(at, 4)
-                at = patches(at + 4, code[at + 3], inner)
-                keep(at, 6)
-                at += 6
+            elif op in _FLAT_RECORDS:
+                head, count_at, tail = _FLAT_RECORDS[op]
+                keep(at, head)
+                if count_at is not None:
+                    at = patches(at + head, code[at + count_at], inner)
+                else:
+                    at += head
+                keep(at, tail)
+                at += tail
             elif op == OP_CHECK:
                 at += 1 + wide
-            elif op == OP_COPY:
-                keep(at, 4)
-                at += 4
-            elif op == OP_EXIT:
-                keep(at, 2)
-                at += 2
-            elif op == OP_PCOPY:
-                keep(at, 2)
-                at = patches(at + 2, code[at + 1], inner)
-                keep(at, 3)
-                at += 3
             elif op == OP_WHILE:
                 head = len(out)
                 keep(at, 4)
